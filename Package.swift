@@ -1,0 +1,20 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "mediafs",
+    products: [
+        .executable(name: "mediafs", targets: ["mediafs"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CFuse", path: "CFuse", pkgConfig: "fuse3",
+                       providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "MediaCache", dependencies: ["CCurl"]),
+        .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"]),
+        .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache"]),
+        .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

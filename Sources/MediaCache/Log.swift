@@ -1,0 +1,44 @@
+// One line per notable event. Goes to stderr in the foreground and to syslog
+// once the daemon has detached (stderr is /dev/null then).
+import CCurl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public enum Log {
+    public enum Level: Int, Sendable { case error = 0, warning, info, debug }
+
+    public enum Sink: Sendable { case stderr, syslog }
+
+    nonisolated(unsafe) private static var level: Level = .info
+    nonisolated(unsafe) private static var sink: Sink = .stderr
+
+    /// Set once at start-up, before any other thread runs.
+    public static func configure(level: Level, sink: Sink) {
+        Log.level = level
+        Log.sink = sink
+        if sink == .syslog { openlog("mediafs", LOG_PID, LOG_DAEMON) }
+    }
+
+    public static var isDebug: Bool { level == .debug }
+
+    public static func error(_ message: @autoclosure () -> String) { write(.error, message()) }
+    public static func warning(_ message: @autoclosure () -> String) { write(.warning, message()) }
+    public static func info(_ message: @autoclosure () -> String) { write(.info, message()) }
+    public static func debug(_ message: @autoclosure () -> String) {
+        if level == .debug { write(.debug, message()) }
+    }
+
+    private static func write(_ l: Level, _ message: String) {
+        guard l.rawValue <= level.rawValue else { return }
+        switch sink {
+        case .stderr:
+            let tag = ["error", "warning", "info", "debug"][l.rawValue]
+            let line = "mediafs: \(tag): \(message)\n"
+            line.withCString { p in _ = fputs(p, stderr) }
+        case .syslog:
+            let priority = [LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG][l.rawValue]
+            mediafs_syslog(priority, message)
+        }
+    }
+}
