@@ -35,7 +35,8 @@ public enum Log {
         case .stderr:
             let tag = ["error", "warning", "info", "debug"][l.rawValue]
             let line = "mediafs: \(tag): \(message)\n"
-            line.withCString { p in _ = fputs(p, stderr) }
+            var bytes = Array(line.utf8)
+            _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
         case .syslog:
             let priority = [LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG][l.rawValue]
             mediafs_syslog(priority, message)
