@@ -1,0 +1,42 @@
+# mediafs — build, test, demo, install.
+# `make demo` and `make test` work on a fresh Debian 12 machine as root: they
+# install what is missing first (scripts/install-deps.sh).
+
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BUILD_DIR ?= .build
+PYTEST_ARGS ?=
+
+ifeq ($(shell command -v swift 2>/dev/null),)
+export PATH := /opt/swift/usr/bin:$(PATH)
+endif
+
+SWIFT_FLAGS := --scratch-path $(BUILD_DIR)
+BIN         := $(BUILD_DIR)/release/mediafs
+export MEDIAFS_BIN := $(abspath $(BIN))
+
+.PHONY: all build deps test demo install clean
+
+all: build
+
+build:
+	swift build -c release $(SWIFT_FLAGS)
+
+deps:
+	scripts/install-deps.sh
+
+test: deps
+	$(MAKE) build
+	swift test $(SWIFT_FLAGS)
+	python3 -m pytest -v $(PYTEST_ARGS) tests/
+
+demo: deps
+	$(MAKE) build
+	scripts/demo.sh
+
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/mediafs
+	install -D -m 0644 man/mediafs.1 $(DESTDIR)$(PREFIX)/share/man/man1/mediafs.1
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what building and testing mediafs needs on Debian 12, and only
+# what is missing: a second run touches neither apt nor pip.
+set -euo pipefail
+
+# What mediafs links against, serves its tests with, and probes media with.
+PROJECT_PACKAGES=(fuse3 libfuse3-dev libcurl4-openssl-dev nginx-light ffmpeg attr
+                  pkg-config ca-certificates)
+# What the Swift toolchain in /opt/swift needs to compile and link on Debian 12.
+SWIFT_PACKAGES=(binutils libc6-dev libgcc-12-dev libstdc++-12-dev zlib1g-dev
+                libsqlite3-0 libncurses6 libxml2 libedit2 tzdata)
+SWIFT_BIN=/opt/swift/usr/bin
+
+say() { printf 'install-deps: %s\n' "$*"; }
+
+is_installed() {
+    [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+missing=()
+for pkg in "${PROJECT_PACKAGES[@]}" "${SWIFT_PACKAGES[@]}"; do
+    is_installed "$pkg" || missing+=("$pkg")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        say "missing Debian packages: ${missing[*]}"
+        say "run this script as root (or: sudo apt-get install ${missing[*]})"
+        exit 1
+    fi
+    say "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends "${missing[@]}"
+else
+    say "Debian packages: all present"
+fi
+
+# Debian's own python3 refuses a plain pip install (PEP 668); fall back to
+# overriding that, then to the Debian package.
+if python3 -c 'import pytest' 2>/dev/null; then
+    say "pytest: present"
+else
+    say "installing pytest"
+    python3 -m pip install --quiet pytest \
+        || python3 -m pip install --quiet --break-system-packages pytest \
+        || { export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y python3-pytest; }
+    python3 -c 'import pytest' || { say "pytest still not importable by $(command -v python3)"; exit 1; }
+fi
+
+if command -v swift >/dev/null 2>&1; then
+    say "swift: $(command -v swift)"
+elif [ -x "$SWIFT_BIN/swift" ]; then
+    say "swift: $SWIFT_BIN/swift (not on PATH; the Makefile adds it)"
+else
+    say "no Swift toolchain: expected swift on PATH or in $SWIFT_BIN"
+    exit 1
+fi
+
+if [ ! -e /dev/fuse ]; then
+    say "warning: /dev/fuse is missing; the mount tests will be skipped"
+fi
