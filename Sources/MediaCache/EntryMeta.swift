@@ -1,0 +1,25 @@
+// What the cache remembers about one URL besides its bytes. A plain value:
+// it must not touch disk itself (CacheStore persists it via MetaFormat).
+
+public struct EntryMeta: Equatable, Sendable {
+    /// The cache key: the URL as the user gave it, not a redirect target.
+    public var url: String
+    public var info: ContentInfo
+    /// Bytes the data file durably holds; never more.
+    public var present: ByteRangeSet
+    /// Unix seconds; drives LRU eviction.
+    public var lastAccess: Int64
+    /// Unix seconds when the server last confirmed the validators.
+    public var lastValidated: Int64
+
+    public init(url: String, info: ContentInfo, present: ByteRangeSet,
+                lastAccess: Int64, lastValidated: Int64) {
+        self.url = url
+        self.info = info
+        self.present = present
+        self.lastAccess = lastAccess
+        self.lastValidated = lastValidated
+    }
+
+    public var isComplete: Bool { present.contains(0..<info.length) }
+}
