@@ -1,0 +1,223 @@
+// Fetching over libcurl's multi interface: one network thread drives every
+// transfer, so connections are reused across reads and files. Delegates run
+// on that thread and must not block; they only copy bytes into the cache.
+import CCurl
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public final class CurlFetcher: Fetching, @unchecked Sendable {
+    /// Connections kept per host; more parallel transfers to one host queue.
+    public static let maxConnectionsPerHost = 8
+    /// A transfer that moves less than one byte in this time has stalled.
+    public static let stallSeconds = 20
+    public static let connectTimeoutSeconds = 10
+    static let receiveBufferSize = 512 * 1024
+
+    private struct Pending {
+        var starts: [CurlTransfer] = []
+        var cancels: [TransferID] = []
+        var nextID: TransferID = 1
+        var stopping = false
+    }
+
+    private let multi: UnsafeMutableRawPointer
+    private let pending = Mutex(Pending())
+    /// Touched only by the network thread.
+    private var active: [TransferID: CurlTransfer] = [:]
+    private var thread: pthread_t?
+    private let stopped = Mutex(false)
+
+    public init() {
+        CurlFetcher.globalInit
+        multi = curl_multi_init()!
+        _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, Int(Self.maxConnectionsPerHost))
+        _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 32)
+        var tid = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&tid, nil, { arg in
+            let fetcher = Unmanaged<CurlFetcher>.fromOpaque(arg!).takeRetainedValue()
+            fetcher.run()
+            return nil
+        }, context)
+        thread = tid
+    }
+
+    /// curl_global_init is not thread-safe: run it once, lazily.
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    /// Stops the network thread; transfers still running complete with an error.
+    public func shutdown() {
+        pending.withLock { $0.stopping = true }
+        curl_multi_wakeup(multi)
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
+
+    @discardableResult
+    public func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID {
+        let id = pending.withLock { state -> TransferID in
+            let id = state.nextID
+            state.nextID += 1
+            state.starts.append(CurlTransfer(id: id, request: request, delegate: delegate))
+            return id
+        }
+        curl_multi_wakeup(multi)
+        return id
+    }
+
+    public func cancel(_ id: TransferID) {
+        pending.withLock { $0.cancels.append(id) }
+        curl_multi_wakeup(multi)
+    }
+
+    private func run() {
+        while true {
+            let (starts, cancels, stopping) = pending.withLock { state in
+                defer { state.starts = []; state.cancels = [] }
+                return (state.starts, state.cancels, state.stopping)
+            }
+            if stopping { break }
+            for transfer in starts {
+                active[transfer.id] = transfer
+                curl_multi_add_handle(multi, transfer.easy)
+            }
+            for id in cancels {
+                if let transfer = active[id] {
+                    finish(transfer, error: MediaError(ECANCELED, "cancelled"))
+                }
+            }
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            var left: Int32 = 0
+            while let message = curl_multi_info_read(multi, &left) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                let code = message.pointee.data.result
+                var raw: UnsafeMutableRawPointer?
+                _ = mediafs_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &raw)
+                let transfer = Unmanaged<CurlTransfer>.fromOpaque(raw!).takeUnretainedValue()
+                finish(transfer, error: transfer.error(for: code))
+            }
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+        for transfer in active.values {
+            finish(transfer, error: MediaError(ECANCELED, "shutting down"))
+        }
+        curl_multi_cleanup(multi)
+    }
+
+    private func finish(_ transfer: CurlTransfer, error: MediaError?) {
+        curl_multi_remove_handle(multi, transfer.easy)
+        active[transfer.id] = nil
+        transfer.complete(error: error)
+    }
+}
+
+/// One easy handle and its response state; owned by the network thread.
+final class CurlTransfer: @unchecked Sendable {
+    let id: TransferID
+    let easy: UnsafeMutableRawPointer
+    private let request: FetchRequest
+    private let delegate: TransferDelegate
+    private var head = ResponseHead(status: 0, headers: [:])
+    private var headDelivered = false
+    private var stoppedByDelegate = false
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    init(id: TransferID, request: FetchRequest, delegate: TransferDelegate) {
+        self.id = id
+        self.request = request
+        self.delegate = delegate
+        easy = curl_easy_init()!
+        errorBuffer[0] = 0
+        configure()
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    private func configure() {
+        let this = Unmanaged.passUnretained(self).toOpaque()
+        _ = mediafs_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, request.url)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_MAXREDIRS, 10)
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, CurlFetcher.connectTimeoutSeconds)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, CurlFetcher.stallSeconds)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, CurlFetcher.receiveBufferSize)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_USERAGENT, "mediafs/\(MediaCacheVersion.string)")
+        _ = mediafs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        if request.method == .head {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+        }
+        if let range = request.range {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
+        }
+        if let validator = request.ifRange {
+            headerList = curl_slist_append(headerList, "If-Range: \(validator)")
+        }
+        if headerList != nil {
+            _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
+        }
+        _ = mediafs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, this)
+        _ = mediafs_easy_setopt_data_cb(easy, CURLOPT_HEADERFUNCTION) { ptr, size, count, user in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
+            let length = size * count
+            let line = String(decoding: UnsafeRawBufferPointer(start: ptr, count: length), as: UTF8.self)
+            transfer.head.add(line: line[...])
+            return length
+        }
+        _ = mediafs_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, this)
+        _ = mediafs_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION) { ptr, size, count, user in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
+            let length = size * count
+            return transfer.receive(UnsafeRawBufferPointer(start: ptr, count: length)) ? length : 0
+        }
+    }
+
+    private func deliverHead() -> Bool {
+        if headDelivered { return true }
+        headDelivered = true
+        var status = 0
+        _ = mediafs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        if status != 0 { head.status = status }
+        if !delegate.transfer(id, receiveHead: head) {
+            stoppedByDelegate = true
+            return false
+        }
+        return true
+    }
+
+    private func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard deliverHead() else { return false }
+        if !delegate.transfer(id, receiveBody: bytes) {
+            stoppedByDelegate = true
+            return false
+        }
+        return true
+    }
+
+    func error(for code: CURLcode) -> MediaError? {
+        if stoppedByDelegate { return MediaError(ECANCELED, "stopped by the cache") }
+        if code != CURLE_OK {
+            let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+            return MediaError(EIO, detail)
+        }
+        if !deliverHead() { return MediaError(ECANCELED, "stopped by the cache") }
+        return nil
+    }
+
+    func complete(error: MediaError?) {
+        delegate.transfer(id, completeWith: error)
+    }
+}

@@ -1,0 +1,40 @@
+// The seam between the cache and the network: a request goes in, the
+// response head, the body bytes and the end come back to a delegate, in that
+// order, on the fetcher's own thread. Core tests replace it with a fake that
+// counts requests; the mount uses CurlFetcher.
+
+public typealias TransferID = UInt64
+
+public struct FetchRequest: Sendable {
+    public enum Method: String, Sendable { case get = "GET", head = "HEAD" }
+
+    public var url: String
+    public var method: Method
+    /// Half-open byte range to ask for; nil asks for the whole body.
+    public var range: Range<Int64>?
+    /// Sent as If-Range so a changed resource answers 200, never stale 206.
+    public var ifRange: String?
+
+    public init(url: String, method: Method = .get, range: Range<Int64>? = nil, ifRange: String? = nil) {
+        self.url = url
+        self.method = method
+        self.range = range
+        self.ifRange = ifRange
+    }
+}
+
+/// Callbacks of one transfer. Returning false from either `receive` stops
+/// the transfer; `complete` is then called with a cancellation error.
+public protocol TransferDelegate: AnyObject, Sendable {
+    func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool
+    func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool
+    func transfer(_ id: TransferID, completeWith error: MediaError?)
+}
+
+public protocol Fetching: AnyObject, Sendable {
+    /// Starts a transfer; the delegate is called on the fetcher's thread.
+    @discardableResult
+    func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID
+    /// Stops a transfer; its delegate gets `complete` with a cancellation.
+    func cancel(_ id: TransferID)
+}
