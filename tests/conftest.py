@@ -1,0 +1,386 @@
+"""Fixtures for the mediafs integration suite.
+
+- `served`: generated test data (cached in /tmp/mediafs-testdata) behind an
+  nginx on 127.0.0.1 whose access log records each request's method, path,
+  Range header, status and body bytes sent, so tests can count requests.
+- `mount`: a factory that runs `mediafs mount -f` and unmounts everything it
+  mounted, and stops every process it started by pid, whatever happens.
+
+Mount tests skip loudly when /dev/fuse or fusermount3 is unusable.
+"""
+
+import os
+import random
+import shutil
+import socket
+import struct
+import subprocess
+import time
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import harness
+
+DATA_ROOT = Path(os.environ.get("MEDIAFS_TESTDATA", "/tmp/mediafs-testdata"))
+DATA_VERSION = "v1"
+BIG_SIZE = 256 * 1024 * 1024
+SMALL_SIZE = 123_457
+MP4_SECONDS = 12
+SEED = 20240601
+
+FUSE_PROBLEM = harness.fuse_unusable_reason()
+BANNER = "!" * 78
+
+
+def pytest_report_header(config):
+    lines = [f"mediafs binary: {harness.MEDIAFS_BIN}"
+             + ("" if harness.MEDIAFS_BIN.exists() else "  (MISSING: run `make build`)")]
+    if FUSE_PROBLEM:
+        lines += [BANNER, f"FUSE UNUSABLE: {FUSE_PROBLEM}", "ALL MOUNT TESTS WILL BE SKIPPED", BANNER]
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter):
+    if FUSE_PROBLEM:
+        terminalreporter.write_line(BANNER)
+        terminalreporter.write_line(f"MOUNT TESTS WERE SKIPPED: {FUSE_PROBLEM}")
+        terminalreporter.write_line(BANNER)
+
+
+# ---------------------------------------------------------------- test data
+
+@dataclass(frozen=True)
+class DataFile:
+    rel: str       # path under the served root, unencoded
+    kind: str      # "random", "mp4" or "empty"
+    size: int = 0  # for "random"
+    mtime: int = 0
+
+
+DATA_FILES = [
+    DataFile("big.bin", "random", BIG_SIZE, 1_600_000_000),
+    DataFile("small.bin", "random", SMALL_SIZE, 1_500_000_000),
+    DataFile("sample.mp4", "mp4", 0, 1_400_000_000),
+    DataFile("empty.bin", "empty", 0, 1_300_000_000),
+    DataFile("hello world.bin", "random", 4_000, 1_200_000_000),
+    DataFile("café.bin", "random", 5_000, 1_200_000_000),
+    DataFile("a/dup.bin", "random", 6_000, 1_200_000_000),
+    DataFile("b/dup.bin", "random", 7_000, 1_200_000_000),
+]
+
+
+def _write_random(path, size, seed):
+    rng = random.Random(seed)
+    chunk = 16 * 1024 * 1024
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(chunk, left)
+            f.write(rng.randbytes(n))
+            left -= n
+
+
+def _mp4_top_level_boxes(path):
+    boxes = []
+    with open(path, "rb") as f:
+        while True:
+            header = f.read(8)
+            if len(header) < 8:
+                return boxes
+            size, kind = struct.unpack(">I4s", header)
+            if size == 1:
+                size = struct.unpack(">Q", f.read(8))[0]
+                f.seek(size - 16, 1)
+            else:
+                f.seek(size - 8, 1)
+            boxes.append(kind.decode("latin-1"))
+            if size == 0:
+                return boxes
+
+
+def _video_codec():
+    encoders = subprocess.run(["ffmpeg", "-hide_banner", "-encoders"], capture_output=True, text=True).stdout
+    return ["libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"] if " libx264 " in encoders else ["mpeg4"]
+
+
+def _write_mp4(path):
+    # ffmpeg's default mp4 layout writes moov after mdat: the case a player
+    # must seek to the end for, which is what the cache has to get right.
+    subprocess.run(
+        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y",
+         "-f", "lavfi", "-i", f"testsrc=duration={MP4_SECONDS}:size=320x240:rate=25",
+         "-f", "lavfi", "-i", f"sine=frequency=440:duration={MP4_SECONDS}",
+         "-c:v", *_video_codec(), "-c:a", "aac", "-shortest", "-f", "mp4", str(path)],
+        check=True)
+    boxes = _mp4_top_level_boxes(path)
+    assert boxes.index("mdat") < boxes.index("moov"), f"expected moov at the end, got {boxes}"
+
+
+def _generate(root):
+    for i, df in enumerate(DATA_FILES):
+        dest = root / df.rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".part")
+        if df.kind == "random":
+            _write_random(tmp, df.size, SEED + i)
+        elif df.kind == "mp4":
+            _write_mp4(tmp)
+        else:
+            tmp.write_bytes(b"")
+        os.utime(tmp, (df.mtime, df.mtime))
+        os.replace(tmp, dest)
+
+
+@pytest.fixture(scope="session")
+def data_root():
+    """The served directory; generated once, reused while the stamp is there."""
+    base = DATA_ROOT / DATA_VERSION
+    root, stamp = base / "files", base / "complete"
+    if not stamp.exists():
+        if base.exists():
+            shutil.rmtree(base)
+        root.mkdir(parents=True)
+        _generate(root)
+        stamp.write_text("ok\n")
+    return root
+
+
+# ---------------------------------------------------------------- nginx
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    method: str
+    uri: str
+    range: str   # "" when the request had no Range header
+    status: int
+    sent: int
+
+    def span(self):
+        """(start, end) of the body bytes sent, end exclusive."""
+        start = 0
+        if self.range.startswith("bytes=") and "," not in self.range:
+            first = self.range[len("bytes="):].split("-", 1)[0]
+            start = int(first) if first else 0
+        return start, start + self.sent
+
+
+class Nginx:
+    """nginx in the foreground (daemon off, no master), stopped by pid."""
+
+    def __init__(self, workdir, root):
+        self.workdir = Path(workdir)
+        self.root = Path(root)
+        self.port = _free_port()
+        self.conf = self.workdir / "nginx.conf"
+        self.access_log = self.workdir / "access.log"
+        self.error_log = self.workdir / "error.log"
+        self.proc = None
+        self._write_config()
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, rel):
+        return f"{self.base_url}/{urllib.parse.quote(rel)}"
+
+    def _write_config(self):
+        built = subprocess.run(["nginx", "-V"], capture_output=True, text=True).stderr
+        temp_paths = "\n".join(
+            f"    {name}_temp_path {self.workdir}/temp/{name};"
+            for name, module in (("client_body", None), ("proxy", "proxy"), ("fastcgi", "fastcgi"),
+                                 ("uwsgi", "uwsgi"), ("scgi", "scgi"))
+            if module is None or f"--without-http_{module}_module" not in built)
+        (self.workdir / "temp").mkdir(parents=True, exist_ok=True)
+        user = "user root;" if os.geteuid() == 0 else ""
+        self.conf.write_text(f"""\
+{user}
+daemon off;
+master_process off;
+worker_processes 1;
+pid {self.workdir}/nginx.pid;
+error_log {self.error_log} info;
+events {{ worker_connections 512; }}
+http {{
+    default_type application/octet-stream;
+    log_format mediafs "$request_method\\t$uri\\t$http_range\\t$status\\t$body_bytes_sent";
+    access_log {self.access_log} mediafs;
+{temp_paths}
+    sendfile on;
+    keepalive_timeout 120s;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{self.port};
+        root {self.root};
+        location / {{ }}
+    }}
+}}
+""")
+
+    def start(self, timeout=10.0):
+        assert self.proc is None, "nginx already running"
+        self.proc = subprocess.Popen(
+            ["nginx", "-p", str(self.workdir), "-e", str(self.error_log), "-c", str(self.conf)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode(errors="replace")
+                self.proc = None
+                raise RuntimeError(f"nginx exited at start:\n{err}\n{self.error_log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"nginx not listening on {self.port} after {timeout}s")
+                time.sleep(0.05)
+
+    def stop(self):
+        if self.proc is not None:
+            proc, self.proc = self.proc, None
+            harness.stop_popen(proc, timeout=0)
+            proc.stderr.close()
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self):
+        """Requests logged since the last clear_log()."""
+        if not self.access_log.exists():
+            return []
+        entries = []
+        for line in self.access_log.read_text(errors="replace").splitlines():
+            method, uri, rng, status, sent = line.split("\t")
+            entries.append(LogEntry(method, uri, "" if rng == "-" else rng, int(status), int(sent)))
+        return entries
+
+    def clear_log(self):
+        # nginx appends (O_APPEND), so truncating in place is safe.
+        if self.access_log.exists():
+            os.truncate(self.access_log, 0)
+
+    def wait_quiet(self, quiet=1.0, timeout=30.0):
+        """Wait until the access log stops growing (transfers cut by an
+        unmount are logged when nginx notices the closed connection)."""
+        deadline = time.monotonic() + timeout
+        last, since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            size = self.access_log.stat().st_size if self.access_log.exists() else 0
+            if size != last:
+                last, since = size, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+            time.sleep(0.1)
+
+    def bytes_sent(self, uri=None):
+        return sum(e.sent for e in self.log() if uri is None or e.uri == uri)
+
+
+@pytest.fixture(scope="session")
+def nginx(tmp_path_factory, data_root):
+    if shutil.which("nginx") is None:
+        pytest.fail("nginx not found: run scripts/install-deps.sh")
+    server = Nginx(tmp_path_factory.mktemp("nginx"), data_root)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def server(nginx):
+    """The session nginx, running (a test may have stopped it), with an empty log."""
+    if not nginx.running:
+        nginx.stop()
+        nginx.start()
+    nginx.clear_log()
+    yield nginx
+    if not nginx.running:
+        nginx.stop()
+        nginx.start()
+
+
+@pytest.fixture(scope="session")
+def source(data_root):
+    """Path of a served file's original, by its served path."""
+    return lambda rel: data_root / rel
+
+
+# ---------------------------------------------------------------- mediafs
+
+@pytest.fixture(scope="session")
+def mediafs_bin():
+    if not harness.MEDIAFS_BIN.exists():
+        pytest.fail(f"{harness.MEDIAFS_BIN} does not exist: run `make build` (or set MEDIAFS_BIN)")
+    return harness.MEDIAFS_BIN
+
+
+@pytest.fixture(scope="session")
+def fuse():
+    if FUSE_PROBLEM:
+        print(f"\n{BANNER}\nSKIPPING MOUNT TEST: {FUSE_PROBLEM}\n{BANNER}")
+        pytest.skip(f"FUSE unusable: {FUSE_PROBLEM}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_leftovers(tmp_path_factory):
+    """Last line of defence: whatever a test left mounted or running under
+    this session's temp dir is unmounted and stopped by pid."""
+    base = Path(os.path.realpath(tmp_path_factory.getbasetemp()))
+    yield
+    for mp in reversed(harness.mount_points()):
+        if mp.startswith(str(base) + "/"):
+            harness.fusermount_unmount(mp)
+    for pid in harness.mediafs_pids(under=base):
+        harness.stop_pid(pid, timeout=0)
+
+
+@pytest.fixture
+def mount(fuse, mediafs_bin, tmp_path):
+    """mount(*sources, extra=(), cache_dir=None, mountpoint=None) -> harness.Mount.
+
+    Each call gets a fresh mount point and, unless given one, a fresh cache
+    dir. Everything mounted is unmounted at teardown."""
+    mounts = []
+    counter = iter(range(1_000_000))
+
+    def make(*sources, extra=(), cache_dir=None, mountpoint=None):
+        n = next(counter)
+        if mountpoint is None:
+            mountpoint = tmp_path / f"mnt{n}"
+            mountpoint.mkdir()
+        if cache_dir is None:
+            cache_dir = tmp_path / f"cache{n}"
+        env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg-cache"))
+        try:
+            m = harness.start_mount([*extra, *sources], mountpoint, cache_dir,
+                                    tmp_path / f"mediafs{n}.stderr", env=env)
+        except RuntimeError as e:
+            pytest.fail(str(e))
+        mounts.append(m)
+        return m
+
+    yield make
+    problems = []
+    for m in reversed(mounts):
+        try:
+            m.unmount()
+        except Exception as e:  # keep unmounting the others
+            problems.append(f"{m.mountpoint}: {e!r}")
+        if harness.is_mounted(m.mountpoint):
+            problems.append(f"{m.mountpoint} still mounted after teardown")
+    if problems:
+        pytest.fail("teardown: " + "; ".join(problems))
