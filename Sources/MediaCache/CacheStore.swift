@@ -1,0 +1,233 @@
+// The cache's place on disk: `<root>/v1/<2 hex>/<sha256 of key>/{data,meta}`
+// and `<root>/trash/`. It owns paths, atomic metadata replacement and entry
+// removal; it must not decide what to fetch or evict, and holds no locks —
+// callers serialize work on one entry.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+public final class CacheStore: Sendable {
+    public let root: String
+    private let entriesRoot: String
+    private let trashRoot: String
+    /// Makes temp and trash names unique within this process; the pid covers other processes.
+    private let counter = Atomic<Int>(0)
+
+    public init(root: String) throws {
+        self.root = root
+        entriesRoot = root + "/v1"
+        trashRoot = root + "/trash"
+        for dir in [root, entriesRoot, trashRoot] {
+            if let code = makeDirectories(dir, mode: 0o700) {
+                throw MediaError(code, "cannot create cache directory \(dir): \(String(cString: strerror(code)))")
+            }
+        }
+        // mkdir succeeds on an existing read-only directory, so only a real
+        // file creation proves the cache can be written.
+        let probe = "\(entriesRoot)/.probe.\(getpid())"
+        let fd = retryingEINTR { open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else {
+            let code = errno
+            throw MediaError(code, "cache directory \(entriesRoot) is not writable: \(String(cString: strerror(code)))")
+        }
+        close(fd)
+        unlink(probe)
+    }
+
+    public func directory(forKey key: String) -> String {
+        let hash = SHA256.hex(key)
+        return "\(entriesRoot)/\(hash.prefix(2))/\(hash)"
+    }
+
+    /// The entry's metadata, or nil when there is none worth trusting. Damage
+    /// is logged and treated as a miss: the cache may forget, never invent.
+    public func loadMeta(forKey key: String) -> EntryMeta? {
+        let dir = directory(forKey: key)
+        let path = dir + "/meta"
+        let meta: EntryMeta
+        do {
+            meta = try MetaFormat.decode(readWholeFile(path))
+        } catch let error as MediaError where error.errno == ENOENT || error.errno == ENOTDIR {
+            return nil
+        } catch {
+            Log.warning("ignoring cache metadata \(path): \(error)")
+            return nil
+        }
+        guard meta.url == key else {
+            Log.warning("ignoring cache metadata \(path): it is for \(meta.url), not \(key)")
+            return nil
+        }
+        if let end = meta.present.ranges.last?.upperBound {
+            var st = stat()
+            let size: Int64 = stat(dir + "/data", &st) == 0 ? Int64(st.st_size) : 0
+            guard end <= size else {
+                Log.warning("ignoring cache metadata \(path): claims bytes up to \(end) but data holds \(size)")
+                return nil
+            }
+        }
+        return meta
+    }
+
+    /// Replaces the entry's metadata atomically and durably. The caller must
+    /// have made the data bytes it claims durable first.
+    public func saveMeta(_ m: EntryMeta, forKey key: String) throws {
+        let dir = try entryDirectory(forKey: key)
+        let temp = "\(dir)/meta.tmp.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
+        let fd = retryingEINTR { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else {
+            let code = errno
+            throw MediaError.system("cannot create \(temp)", errno: code)
+        }
+        var failure = writeAll(fd, MetaFormat.encode(m))
+        if failure == nil && retryingEINTR({ fsync(fd) }) != 0 { failure = errno }
+        close(fd)
+        if let code = failure {
+            unlink(temp)
+            throw MediaError.system("cannot write \(temp)", errno: code)
+        }
+        guard rename(temp, dir + "/meta") == 0 else {
+            let code = errno
+            unlink(temp)
+            throw MediaError.system("cannot rename \(temp) to meta", errno: code)
+        }
+        if let code = syncDirectory(dir) { throw MediaError.system("cannot fsync \(dir)", errno: code) }
+    }
+
+    /// Opens the entry's sparse data file at full length; the caller closes the fd.
+    public func openData(forKey key: String, length: Int64) throws -> Int32 {
+        let path = try entryDirectory(forKey: key) + "/data"
+        let fd = retryingEINTR { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else {
+            let code = errno
+            throw MediaError.system("cannot open \(path)", errno: code)
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let code = errno
+            close(fd)
+            throw MediaError.system("cannot stat \(path)", errno: code)
+        }
+        if Int64(st.st_size) != length {
+            guard retryingEINTR({ ftruncate(fd, off_t(length)) }) == 0 else {
+                let code = errno
+                close(fd)
+                throw MediaError.system("cannot size \(path) to \(length) bytes", errno: code)
+            }
+        }
+        return fd
+    }
+
+    /// Forgets the entry. The rename into trash comes first so no reader ever
+    /// finds an entry half deleted.
+    public func remove(key: String) {
+        let dir = directory(forKey: key)
+        let doomed = "\(trashRoot)/\(dir.suffix(64)).\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
+        if rename(dir, doomed) != 0 {
+            let code = errno
+            if code != ENOENT {
+                Log.warning("cannot move \(dir) to trash: \(String(cString: strerror(code)))")
+            }
+            return
+        }
+        emptyTrash()
+    }
+
+    /// Also clears what an earlier crash left in trash.
+    private func emptyTrash() {
+        let files = FileManager.default
+        guard let names = try? files.contentsOfDirectory(atPath: trashRoot) else { return }
+        for name in names {
+            do {
+                try files.removeItem(atPath: "\(trashRoot)/\(name)")
+            } catch {
+                // Another remove() may be emptying trash at the same moment.
+                if files.fileExists(atPath: "\(trashRoot)/\(name)") {
+                    Log.warning("cannot delete \(trashRoot)/\(name): \(error)")
+                }
+            }
+        }
+    }
+
+    private func entryDirectory(forKey key: String) throws -> String {
+        let dir = directory(forKey: key)
+        if let code = makeDirectories(dir, mode: 0o700) {
+            throw MediaError.system("cannot create \(dir)", errno: code)
+        }
+        return dir
+    }
+}
+
+/// mkdir -p. Returns the errno of the failure, or nil. A directory it creates
+/// is made durable in its parent so a crash cannot lose a committed entry.
+private func makeDirectories(_ path: String, mode: mode_t) -> Int32? {
+    var st = stat()
+    if stat(path, &st) == 0 {
+        return (st.st_mode & S_IFMT) == S_IFDIR ? nil : ENOTDIR
+    }
+    let parent = parentDirectory(of: path)
+    if parent != path, let code = makeDirectories(parent, mode: mode) { return code }
+    if mkdir(path, mode) != 0 {
+        let code = errno
+        return code == EEXIST ? nil : code
+    }
+    _ = syncDirectory(parent)
+    return nil
+}
+
+private func parentDirectory(of path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    return slash == path.startIndex ? "/" : String(path[..<slash])
+}
+
+/// Returns the errno of the failure, or nil.
+private func syncDirectory(_ path: String) -> Int32? {
+    let fd = retryingEINTR { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+    guard fd >= 0 else { return errno }
+    defer { close(fd) }
+    return retryingEINTR { fsync(fd) } == 0 ? nil : errno
+}
+
+/// Returns the errno of the failure, or nil.
+private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+        if n < 0 {
+            let code = errno
+            if code == EINTR { continue }
+            return code
+        }
+        offset += n
+    }
+    return nil
+}
+
+private func readWholeFile(_ path: String) throws -> [UInt8] {
+    let fd = retryingEINTR { open(path, O_RDONLY | O_CLOEXEC) }
+    guard fd >= 0 else {
+        let code = errno
+        throw MediaError.system("cannot open \(path)", errno: code)
+    }
+    defer { close(fd) }
+    var result: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 {
+            let code = errno
+            if code == EINTR { continue }
+            throw MediaError.system("cannot read \(path)", errno: code)
+        }
+        if n == 0 { return result }
+        result += buffer[..<n]
+    }
+}
+
+private func retryingEINTR(_ call: () -> Int32) -> Int32 {
+    while true {
+        let r = call()
+        if r >= 0 || errno != EINTR { return r }
+    }
+}

@@ -1,0 +1,152 @@
+import XCTest
+@testable import MediaCache
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class CacheStoreTests: XCTestCase {
+    private var base = ""
+    private let key = "https://example.com/a.mp4"
+
+    override func setUpWithError() throws {
+        var template = Array("/tmp/mediafs-store-test.XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw MediaError.system("mkdtemp") }
+        base = String(cString: made)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    private func meta(present: [Range<Int64>], length: Int64 = 100) -> EntryMeta {
+        EntryMeta(url: key, info: ContentInfo(length: length, contentType: "video/mp4", etag: "\"e\""),
+                  present: ByteRangeSet(present), lastAccess: 1_700_000_000, lastValidated: 1_700_000_000)
+    }
+
+    func testInit_createsVersionedAndTrashDirectories() throws {
+        let store = try CacheStore(root: base + "/deep/cache")
+        XCTAssertEqual(store.root, base + "/deep/cache")
+        for dir in ["/deep/cache/v1", "/deep/cache/trash"] {
+            var isDir: ObjCBool = false
+            XCTAssertTrue(FileManager.default.fileExists(atPath: base + dir, isDirectory: &isDir) && isDir.boolValue, dir)
+        }
+        var st = stat()
+        XCTAssertEqual(stat(base + "/deep/cache", &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o700)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: base + "/deep/cache/v1"), [])
+    }
+
+    func testInit_underARegularFile_throwsNamingThePath() throws {
+        XCTAssertTrue(FileManager.default.createFile(atPath: base + "/file", contents: Data()))
+        XCTAssertThrowsError(try CacheStore(root: base + "/file/cache")) { error in
+            XCTAssertTrue("\(error)".contains(base + "/file/cache"), "\(error)")
+            XCTAssertEqual((error as? MediaError)?.errno, ENOTDIR)
+        }
+    }
+
+    func testDirectory_forKey_usesHashPrefixLayout() throws {
+        let store = try CacheStore(root: base)
+        let hash = SHA256.hex(key)
+        XCTAssertEqual(store.directory(forKey: key), "\(base)/v1/\(hash.prefix(2))/\(hash)")
+    }
+
+    func testLoadMeta_withNothingSaved_returnsNil() throws {
+        XCTAssertNil(try CacheStore(root: base).loadMeta(forKey: key))
+    }
+
+    func testSaveThenLoad_ofMetaWithinDataSize_roundTrips() throws {
+        let store = try CacheStore(root: base)
+        close(try store.openData(forKey: key, length: 100))
+        let m = meta(present: [0..<10, 50..<100])
+        try store.saveMeta(m, forKey: key)
+        XCTAssertEqual(store.loadMeta(forKey: key), m)
+    }
+
+    func testSaveMeta_twice_replacesAndLeavesNoTempFiles() throws {
+        let store = try CacheStore(root: base)
+        close(try store.openData(forKey: key, length: 100))
+        try store.saveMeta(meta(present: [0..<10]), forKey: key)
+        let second = meta(present: [0..<20, 30..<40])
+        try store.saveMeta(second, forKey: key)
+        XCTAssertEqual(store.loadMeta(forKey: key), second)
+        let names = try FileManager.default.contentsOfDirectory(atPath: store.directory(forKey: key)).sorted()
+        XCTAssertEqual(names, ["data", "meta"])
+    }
+
+    func testLoadMeta_ofCorruptFile_returnsNil() throws {
+        let store = try CacheStore(root: base)
+        close(try store.openData(forKey: key, length: 100))
+        try store.saveMeta(meta(present: [0..<10]), forKey: key)
+        let path = store.directory(forKey: key) + "/meta"
+        var bytes = try XCTUnwrap(FileManager.default.contents(atPath: path))
+        bytes[bytes.count / 2] ^= 0x04
+        try bytes.write(to: URL(fileURLWithPath: path))
+        XCTAssertNil(store.loadMeta(forKey: key))
+    }
+
+    func testLoadMeta_ofTruncatedFile_returnsNil() throws {
+        let store = try CacheStore(root: base)
+        close(try store.openData(forKey: key, length: 100))
+        try store.saveMeta(meta(present: [0..<10]), forKey: key)
+        XCTAssertEqual(truncate(store.directory(forKey: key) + "/meta", 40), 0)
+        XCTAssertNil(store.loadMeta(forKey: key))
+    }
+
+    func testLoadMeta_forDifferentKeyInSameDirectory_returnsNil() throws {
+        let store = try CacheStore(root: base)
+        var other = meta(present: [])
+        other.url = "https://example.com/other.mp4"
+        try store.saveMeta(other, forKey: key)
+        XCTAssertNil(store.loadMeta(forKey: key))
+    }
+
+    func testLoadMeta_claimingBytesBeyondDataSize_returnsNil() throws {
+        let store = try CacheStore(root: base)
+        close(try store.openData(forKey: key, length: 50))
+        try store.saveMeta(meta(present: [0..<10, 60..<70]), forKey: key)
+        XCTAssertNil(store.loadMeta(forKey: key))
+    }
+
+    func testLoadMeta_claimingBytesWithNoDataFile_returnsNil() throws {
+        let store = try CacheStore(root: base)
+        try store.saveMeta(meta(present: [0..<10]), forKey: key)
+        XCTAssertNil(store.loadMeta(forKey: key))
+    }
+
+    func testOpenData_setsSizeToLengthAndKeepsContent() throws {
+        let store = try CacheStore(root: base)
+        let path = store.directory(forKey: key) + "/data"
+        var fd = try store.openData(forKey: key, length: 1 << 30)
+        var byte: UInt8 = 42
+        XCTAssertEqual(pwrite(fd, &byte, 1, 7), 1)
+        close(fd)
+        var st = stat()
+        XCTAssertEqual(stat(path, &st), 0)
+        XCTAssertEqual(st.st_size, 1 << 30)
+        XCTAssertLessThan(Int64(st.st_blocks) * 512, 1 << 20, "data file should be sparse")
+
+        fd = try store.openData(forKey: key, length: 4096)
+        defer { close(fd) }
+        XCTAssertEqual(fstat(fd, &st), 0)
+        XCTAssertEqual(st.st_size, 4096)
+        byte = 0
+        XCTAssertEqual(pread(fd, &byte, 1, 7), 1)
+        XCTAssertEqual(byte, 42)
+    }
+
+    func testRemove_makesTheEntryGoneAndEmptiesTrash() throws {
+        let store = try CacheStore(root: base)
+        close(try store.openData(forKey: key, length: 100))
+        try store.saveMeta(meta(present: [0..<10]), forKey: key)
+        store.remove(key: key)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: store.directory(forKey: key)))
+        XCTAssertNil(store.loadMeta(forKey: key))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: base + "/trash"), [])
+    }
+
+    func testRemove_ofAbsentKey_doesNothing() throws {
+        let store = try CacheStore(root: base)
+        store.remove(key: key)
+        XCTAssertNil(store.loadMeta(forKey: key))
+    }
+}
