@@ -1,7 +1,6 @@
-// The cache's place on disk: `<root>/v1/<2 hex>/<sha256 of key>/{data,meta}`
-// and `<root>/trash/`. It owns paths, atomic metadata replacement and entry
-// removal; it must not decide what to fetch or evict, and holds no locks —
-// callers serialize work on one entry.
+// The cache's place on disk: `<root>/v1/<2 hex>/<sha256 of key>/{data,meta}` and
+// `<root>/trash/`; paths, atomic metadata replacement and removal. It must not
+// decide what to fetch or evict, and holds no locks: callers serialize per entry.
 import Foundation
 #if canImport(Glibc)
 import Glibc

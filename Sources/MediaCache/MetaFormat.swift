@@ -1,7 +1,6 @@
-// The bytes of a cache entry's `meta` file: versioned, line-based UTF-8 text
-// that a human can read, ending in an FNV-1a checksum line so a torn or
-// corrupted write decodes as an error, never as a plausible wrong entry.
-// It must not touch the filesystem; CacheStore decides what an error means.
+// The bytes of an entry's `meta` file: versioned, human-readable text ending in an
+// FNV-1a checksum line, so a torn or corrupted write decodes as an error, never as
+// a plausible wrong entry. No filesystem access; CacheStore decides what errors mean.
 
 enum MetaFormat {
     static let version = 1
