@@ -1,0 +1,79 @@
+// Learns a URL's ContentInfo: HEAD first; where HEAD fails or gives no
+// length, GET with `Range: bytes=0-0` (stopped after the head). A server
+// that cannot be reached gets no second try here. Runs on the fetcher's
+// thread and reports once.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class ContentProbe: TransferDelegate, @unchecked Sendable {
+    typealias Completion = @Sendable (Result<ContentInfo, MediaError>) -> Void
+
+    private let url: String
+    private let fetcher: Fetching
+    private let completion: Completion
+    /// Touched only on the fetcher's thread.
+    private var head: ResponseHead?
+    private var usingGet = false
+
+    private init(url: String, fetcher: Fetching, completion: @escaping Completion) {
+        self.url = url
+        self.fetcher = fetcher
+        self.completion = completion
+    }
+
+    static func start(url: String, fetcher: Fetching, completion: @escaping Completion) {
+        let probe = ContentProbe(url: url, fetcher: fetcher, completion: completion)
+        fetcher.start(FetchRequest(url: url, method: .head), delegate: probe)
+    }
+
+    func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
+        self.head = head
+        return !usingGet
+    }
+
+    func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool { false }
+
+    func transfer(_ id: TransferID, completeWith error: MediaError?) {
+        if let head, let info = Self.info(from: head) {
+            return completion(.success(info))
+        }
+        let failure = head.map(Self.error(for:)) ?? MediaError.io(error?.message ?? "no response")
+        if !usingGet && head != nil && failure.errno != ENOENT {
+            usingGet = true
+            head = nil
+            fetcher.start(FetchRequest(url: url, range: 0..<1), delegate: self)
+            return
+        }
+        completion(.failure(failure))
+    }
+
+    static func info(from head: ResponseHead) -> ContentInfo? {
+        let length: Int64?
+        var acceptsRanges = head.acceptsRanges
+        switch head.status {
+        case 206:
+            length = head.contentRange?.total
+            acceptsRanges = true
+        case 200..<300:
+            length = head.contentLength
+        case 416:
+            length = head.unsatisfiedRangeTotal
+        default:
+            return nil
+        }
+        guard let length, length >= 0 else { return nil }
+        return ContentInfo(length: length, contentType: head.contentType, etag: head.etag,
+                           lastModified: head.lastModified, acceptsRanges: acceptsRanges)
+    }
+
+    /// The errno a reader gets for an HTTP failure status.
+    static func error(for head: ResponseHead) -> MediaError {
+        switch head.status {
+        case 404, 410: return MediaError(ENOENT, "HTTP \(head.status)")
+        case 401, 403: return MediaError(EACCES, "HTTP \(head.status)")
+        case 200..<300: return MediaError.io("HTTP \(head.status) without a usable length")
+        default: return MediaError.io("HTTP \(head.status)")
+        }
+    }
+}

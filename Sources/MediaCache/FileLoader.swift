@@ -1,0 +1,349 @@
+// The cache-or-fetch manager of one remote file: which bytes are on disk,
+// which transfers are filling the rest, and the readers waiting on them.
+// Reads are served from the sparse data file; holes are fetched with Range
+// requests whose bytes land in the file as they arrive and wake waiters.
+//
+// Lock: `lock` guards every var below it. Never held across a pread, a
+// pwrite, an fsync or a wait for the network; it is taken after no other
+// lock (the fetcher's own lock may be taken under it).
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public struct LoaderSettings: Sendable {
+    /// How long a read waits for missing bytes before EIO.
+    public var timeout: Double = 30
+    /// Transfers one read may start for its bytes before giving up.
+    public var maxAttempts = 3
+    /// A read joins a running transfer at most this far ahead of it,
+    /// rather than starting its own.
+    public var joinDistance: Int64 = 8 << 20
+    /// After a failed content probe, lookups fail fast for this long.
+    public var probeRetryAfter: Double = 5
+
+    public init() {}
+}
+
+public final class FileLoader: TransferDelegate, @unchecked Sendable {
+    struct Transfer {
+        var end: Int64
+        /// Next byte this transfer will write.
+        var position: Int64
+    }
+
+    enum ProbeState {
+        case idle, running
+        case failed(MediaError, at: Double)
+    }
+
+    public let source: Source
+    private let store: CacheStore
+    private let fetcher: Fetching
+    private let settings: LoaderSettings
+    /// Serialises metadata saves so an older snapshot never lands last.
+    private let flushLock = NSLock()
+
+    private let lock = NSCondition()
+    private var info: ContentInfo?
+    private var probe = ProbeState.idle
+    private var fd: Int32 = -1
+    private var present = ByteRangeSet()
+    private var transfers: [TransferID: Transfer] = [:]
+    private var lastAccess: Int64 = 0
+    private var lastValidated: Int64 = 0
+    private var dirty = false
+    private var lastError: MediaError?
+
+    public init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings) {
+        self.source = source
+        self.store = store
+        self.fetcher = fetcher
+        self.settings = settings
+        guard let meta = store.loadMeta(forKey: source.url) else { return }
+        do {
+            fd = try store.openData(forKey: source.url, length: meta.info.length)
+            info = meta.info
+            present = meta.present
+            lastAccess = meta.lastAccess
+            lastValidated = meta.lastValidated
+        } catch {
+            Log.warning("cache entry for \(source.url) unusable: \(error)")
+        }
+    }
+
+    deinit {
+        if fd >= 0 { close(fd) }
+    }
+
+    private var key: String { source.url }
+
+    private static func now() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+
+    // MARK: Content information
+
+    /// Starts learning the content info in the background unless it is known.
+    public func prefetchInfo() {
+        lock.lock()
+        defer { lock.unlock() }
+        if info == nil, case .idle = probe { startProbe() }
+    }
+
+    /// The content info, from the cache or the server; waits for a probe.
+    public func contentInfo() throws -> ContentInfo {
+        let deadline = Date(timeIntervalSinceNow: settings.timeout)
+        lock.lock()
+        defer { lock.unlock() }
+        while true {
+            if let info { return info }
+            switch probe {
+            case .running:
+                if !lock.wait(until: deadline) {
+                    throw MediaError.io("\(source.url): no answer within \(Int(settings.timeout)) s")
+                }
+            case .failed(let error, let at) where Self.now() - at < settings.probeRetryAfter:
+                throw error
+            case .idle, .failed:
+                startProbe()
+            }
+        }
+    }
+
+    /// Call with `lock` held.
+    private func startProbe() {
+        probe = .running
+        ContentProbe.start(url: source.url, fetcher: fetcher) { [self] result in
+            self.probeFinished(result)
+        }
+    }
+
+    private func probeFinished(_ result: Result<ContentInfo, MediaError>) {
+        lock.lock()
+        defer { lock.broadcast(); lock.unlock() }
+        switch result {
+        case .success(let learned):
+            do {
+                if fd >= 0 { close(fd) }
+                fd = try store.openData(forKey: key, length: learned.length)
+                info = learned
+                present = ByteRangeSet()
+                lastValidated = Int64(Self.now())
+                dirty = true
+                probe = .idle
+            } catch let error as MediaError {
+                fd = -1
+                Log.error("\(source.url): cannot create its cache entry: \(error)")
+                probe = .failed(error, at: Self.now())
+            } catch {
+                probe = .failed(MediaError.io("\(error)"), at: Self.now())
+            }
+        case .failure(let error):
+            Log.error("\(source.url): \(error.message)")
+            probe = .failed(error, at: Self.now())
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads up to `buffer.count` bytes at `offset`: short at the end of the
+    /// file, 0 past it. Waits for missing bytes, bounded by the timeout.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, pattern: ReadPattern) throws -> Int {
+        let info = try contentInfo()
+        let end = min(offset + Int64(buffer.count), info.length)
+        guard offset < end else { return 0 }
+        let wanted = offset..<end
+        try waitUntilPresent(wanted, info: info, pattern: pattern)
+        return try readPresent(into: buffer, range: wanted)
+    }
+
+    private func waitUntilPresent(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern) throws {
+        let deadline = Date(timeIntervalSinceNow: settings.timeout)
+        var attempts = 0
+        lock.lock()
+        defer { lock.unlock() }
+        let window = pattern.record(offset: wanted.lowerBound, end: wanted.upperBound)
+        lastAccess = Int64(Self.now())
+        while !present.contains(wanted) {
+            for hole in present.missing(in: wanted) {
+                var point = hole.lowerBound
+                while point < hole.upperBound {
+                    if let covering = transfers.values.first(where: { covers($0, point) }) {
+                        point = covering.end
+                        continue
+                    }
+                    if let error = lastError, error.errno == ENOENT || error.errno == EACCES {
+                        throw MediaError(error.errno, "\(source.url): \(error.message)")
+                    }
+                    guard attempts < settings.maxAttempts else {
+                        throw MediaError.io("\(source.url): bytes \(point)-\(hole.upperBound - 1) unavailable: "
+                                            + (lastError?.message ?? "transfer ended early"))
+                    }
+                    attempts += 1
+                    point = startTransfer(at: point, atLeast: hole.upperBound, window: window, info: info)
+                }
+            }
+            if !lock.wait(until: deadline) {
+                throw MediaError.io("\(source.url): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
+                                    + "did not arrive within \(Int(settings.timeout)) s")
+            }
+        }
+    }
+
+    /// Whether a running transfer will soon write `point`. Call with `lock` held.
+    private func covers(_ transfer: Transfer, _ point: Int64) -> Bool {
+        transfer.position <= point && point < transfer.end && point - transfer.position <= settings.joinDistance
+    }
+
+    /// Starts a transfer at `start` reaching at least `minimumEnd` and up to
+    /// the readahead window, but never into present bytes or a running
+    /// transfer. Returns its end. Call with `lock` held.
+    private func startTransfer(at start: Int64, atLeast minimumEnd: Int64, window: Int64, info: ContentInfo) -> Int64 {
+        var end = min(max(minimumEnd, start + window), info.length)
+        if let next = present.nextPresent(atOrAfter: start) { end = min(end, next) }
+        for transfer in transfers.values where transfer.position > start {
+            end = min(end, transfer.position)
+        }
+        let validator = info.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? info.lastModified
+        let request = FetchRequest(url: source.url, range: start..<end, ifRange: validator)
+        let id = fetcher.start(request, delegate: self)
+        transfers[id] = Transfer(end: end, position: start)
+        Log.debug("GET \(source.url) bytes \(start)-\(end - 1)")
+        return end
+    }
+
+    private func readPresent(into buffer: UnsafeMutableRawBufferPointer, range: Range<Int64>) throws -> Int {
+        var done = 0
+        let count = Int(range.count)
+        while done < count {
+            let n = pread(fd, buffer.baseAddress! + done, count - done, off_t(range.lowerBound) + off_t(done))
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                throw n < 0 ? MediaError.system("read from the cache of \(source.url)")
+                            : MediaError.io("cache data of \(source.url) is shorter than its metadata")
+            }
+            done += n
+        }
+        return done
+    }
+
+    // MARK: Transfers (called on the fetcher's thread)
+
+    public func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard var transfer = transfers[id], let info else { return false }
+        let problem: MediaError?
+        if let etag = head.etag, let known = info.etag, etag != known {
+            problem = MediaError.io("content changed on the server (ETag \(known) became \(etag))")
+        } else if head.status == 206 {
+            if let answer = head.contentRange, answer.total == nil || answer.total == info.length,
+               answer.range.upperBound <= info.length {
+                transfer.position = answer.range.lowerBound
+                transfer.end = answer.range.upperBound
+                problem = nil
+            } else {
+                problem = MediaError.io("bad Content-Range '\(head.headers["content-range"] ?? "")' for a file of \(info.length) bytes")
+            }
+        } else if head.status == 200 {
+            if let length = head.contentLength, length != info.length {
+                problem = MediaError.io("length changed on the server (\(info.length) became \(length))")
+            } else {
+                transfer.position = 0
+                transfer.end = info.length
+                problem = nil
+            }
+        } else {
+            problem = ContentProbe.error(for: head)
+        }
+        if let problem {
+            lastError = problem
+            Log.error("\(source.url): \(problem.message)")
+            lock.broadcast()
+            return false
+        }
+        transfers[id] = transfer
+        return true
+    }
+
+    public func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
+        lock.lock()
+        guard let transfer = transfers[id] else { lock.unlock(); return false }
+        let fd = self.fd
+        lock.unlock()
+
+        let position = transfer.position
+        let count = Int(min(Int64(bytes.count), transfer.end - position))
+        var written = 0
+        while written < count {
+            let n = pwrite(fd, bytes.baseAddress! + written, count - written, off_t(position) + off_t(written))
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                let error = MediaError.system("write to the cache of \(source.url)")
+                Log.error(error.message)
+                lock.lock()
+                lastError = error
+                lock.unlock()
+                break
+            }
+            written += n
+        }
+
+        lock.lock()
+        defer { lock.broadcast(); lock.unlock() }
+        transfers[id]?.position = position + Int64(written)
+        present.insert(position..<(position + Int64(written)))
+        dirty = true
+        // More bytes than the answer announced: a lying server; stop here.
+        return written == bytes.count
+    }
+
+    public func transfer(_ id: TransferID, completeWith error: MediaError?) {
+        lock.lock()
+        defer { lock.broadcast(); lock.unlock() }
+        guard let transfer = transfers.removeValue(forKey: id) else { return }
+        if let error, error.errno != ECANCELED {
+            lastError = error
+            Log.warning("\(source.url): transfer stopped at byte \(transfer.position): \(error.message)")
+        } else if error == nil && transfer.position < transfer.end {
+            lastError = MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced")
+            Log.warning("\(source.url): \(lastError!.message)")
+        } else if error == nil {
+            lastError = nil
+        }
+    }
+
+    // MARK: Attributes and persistence
+
+    /// Size and mtime for getattr; throws what the probe learned on failure.
+    public func attributes() throws -> (size: Int64, mtime: Int) {
+        let info = try contentInfo()
+        return (info.length, info.lastModified.flatMap(HTTPDate.seconds) ?? 0)
+    }
+
+    /// Persists the metadata if it changed: data first (fdatasync), then the
+    /// metadata, so it never claims bytes the data file does not hold.
+    public func flush() {
+        flushLock.lock()
+        defer { flushLock.unlock() }
+        lock.lock()
+        guard dirty, let info, fd >= 0 else { lock.unlock(); return }
+        let meta = EntryMeta(url: key, info: info, present: present,
+                             lastAccess: lastAccess, lastValidated: lastValidated)
+        let fd = self.fd
+        dirty = false
+        lock.unlock()
+        do {
+            if fdatasync(fd) != 0 { throw MediaError.system("fdatasync of the cache of \(key)") }
+            try store.saveMeta(meta, forKey: key)
+        } catch {
+            Log.error("cannot save cache metadata of \(key): \(error)")
+            lock.lock()
+            dirty = true
+            lock.unlock()
+        }
+    }
+}

@@ -1,0 +1,75 @@
+// The files a mount shows: a name in the mount root and the URL behind it.
+// Turning command-line arguments into sources happens here, before anything
+// is mounted, so bad input is refused with a message naming it.
+import Foundation
+
+public struct Source: Equatable, Sendable {
+    public var name: String
+    public var url: String
+
+    public init(name: String, url: String) {
+        self.name = name
+        self.url = url
+    }
+
+    /// Reads SOURCE arguments (URLs or list files) into sources with safe,
+    /// unique names, in argument order.
+    public static func parse(arguments: [String]) throws -> [Source] {
+        var entries: [(name: String?, url: String)] = []
+        for argument in arguments {
+            if argument.contains("://") {
+                try validate(url: argument, origin: "source '\(argument)'")
+                entries.append((nil, argument))
+            } else {
+                entries += try readList(path: argument)
+            }
+        }
+        var names = FileNaming()
+        return entries.map { entry in
+            Source(name: names.claim(entry.name.map(FileNaming.safe) ?? FileNaming.name(forURL: entry.url)),
+                   url: entry.url)
+        }
+    }
+
+    /// A list file: one URL per line, `#` comments and blank lines ignored,
+    /// `NAME<TAB>URL` to choose the name.
+    static func readList(path: String) throws -> [(name: String?, url: String)] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let why = !exists ? "no such file" : isDirectory.boolValue ? "is a directory" : "cannot be read"
+            throw MediaError(EINVAL, "source '\(path)' is neither an http(s) URL nor a readable list file (\(why))")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw MediaError(EINVAL, "list file \(path) is not UTF-8 text")
+        }
+        var result: [(name: String?, url: String)] = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingSpaces
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let origin = "\(path):\(index + 1)"
+            var name: String?
+            var url = String(line)
+            if let tab = line.firstIndex(of: "\t") {
+                name = String(line[..<tab].trimmingSpaces)
+                url = String(line[line.index(after: tab)...].trimmingSpaces)
+                if name!.isEmpty { throw MediaError(EINVAL, "\(origin): empty name before the tab") }
+            }
+            try validate(url: url, origin: origin)
+            result.append((name, url))
+        }
+        return result
+    }
+
+    static func validate(url: String, origin: String) throws {
+        guard let components = URLComponents(string: url), let scheme = components.scheme else {
+            throw MediaError(EINVAL, "\(origin): malformed URL '\(url)'")
+        }
+        guard ["http", "https"].contains(scheme.lowercased()) else {
+            throw MediaError(EINVAL, "\(origin): unsupported scheme '\(scheme)' in '\(url)' (only http and https)")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw MediaError(EINVAL, "\(origin): malformed URL '\(url)' (no host)")
+        }
+    }
+}

@@ -1,0 +1,121 @@
+// The mount's life, in libfuse's setup order: new, mount, daemonize, signal
+// handlers, loop; then unwound in reverse. Threads (the network thread, the
+// flusher) start only after daemonizing, since fork keeps just one thread.
+import CFuse
+import MediaCache
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public final class MediaFS: @unchecked Sendable {
+    public struct Options: Sendable {
+        public var mountpoint: String
+        public var foreground = false
+        /// Extra `-o` options for FUSE, each "key" or "key=value".
+        public var fuseOptions: [String] = []
+        /// Max threads serving FUSE requests; reads block while waiting.
+        public var maxThreads: UInt32 = 16
+
+        public init(mountpoint: String) {
+            self.mountpoint = mountpoint
+        }
+    }
+
+    /// The FUSE read size the kernel is asked to use (`read_ahead_kb` of the mount).
+    static let kernelReadaheadKB = 1024
+
+    let owner = (uid: getuid(), gid: getgid())
+    private let options: Options
+    private let makeCatalog: () -> Catalog
+    private var started: Catalog?
+
+    var catalog: Catalog { started! }
+
+    /// `makeCatalog` runs after the daemon has detached, so whatever starts
+    /// threads belongs in it.
+    public init(options: Options, makeCatalog: @escaping () -> Catalog) {
+        self.options = options
+        self.makeCatalog = makeCatalog
+    }
+
+    /// Checks the mountpoint before anything is set up, for a clear error.
+    public static func checkMountpoint(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw MediaError(ENOENT, "mountpoint \(path) does not exist")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw MediaError(ENOTDIR, "mountpoint \(path) is not a directory")
+        }
+        if MountTable.entry(at: path) != nil {
+            throw MediaError(EBUSY, "mountpoint \(path) is already mounted")
+        }
+    }
+
+    /// Mounts, serves until unmounted or signalled, and cleans up. Returns
+    /// once the mount ends (in the daemon when not in the foreground).
+    public func run() throws {
+        let fuseOptions = (["ro", "fsname=mediafs", "subtype=mediafs", "default_permissions"]
+                           + options.fuseOptions).joined(separator: ",")
+        let words: [String] = ["mediafs", "-o", fuseOptions]
+        let argv: [UnsafeMutablePointer<CChar>] = words.map { strdup($0)! }
+        defer { argv.forEach { free($0) } }
+        var cArgv: [UnsafeMutablePointer<CChar>?] = argv.map { $0 } + [nil]
+        var fuseArgs = fuse_args(argc: Int32(argv.count), argv: nil, allocated: 0)
+
+        try cArgv.withUnsafeMutableBufferPointer { buffer in
+            fuseArgs.argv = buffer.baseAddress
+            var ops = makeOperations()
+            let context = Unmanaged.passUnretained(self).toOpaque()
+            guard let fuse = mediafs_fuse_new(&fuseArgs, &ops, MemoryLayout<fuse_operations>.size, context) else {
+                throw MediaError(EINVAL, "cannot set up FUSE with options '\(fuseOptions)'")
+            }
+            defer { fuse_destroy(fuse) }
+            guard fuse_mount(fuse, options.mountpoint) == 0 else {
+                throw MediaError(EIO, "cannot mount at \(options.mountpoint)")
+            }
+            defer { fuse_unmount(fuse) }
+            raiseKernelReadahead()
+            guard fuse_daemonize(options.foreground ? 1 : 0) == 0 else {
+                throw MediaError(EIO, "cannot detach from the terminal")
+            }
+            if !options.foreground { Log.configure(level: Log.isDebug ? .debug : .info, sink: .syslog) }
+            let session = fuse_get_session(fuse)
+            guard fuse_set_signal_handlers(session) == 0 else {
+                throw MediaError(EIO, "cannot install signal handlers")
+            }
+            defer { fuse_remove_signal_handlers(session) }
+
+            let catalog = makeCatalog()
+            started = catalog
+            catalog.start()
+            Log.info("mounted \(catalog.names.count) files at \(options.mountpoint)")
+
+            let loopConfig = fuse_loop_cfg_create()
+            defer { fuse_loop_cfg_destroy(loopConfig) }
+            fuse_loop_cfg_set_max_threads(loopConfig, options.maxThreads)
+            let status = mediafs_fuse_loop_mt(fuse, loopConfig)
+            Log.info("unmounting \(options.mountpoint)")
+            if status != 0 && status != -EINTR && status != SIGINT && status != SIGTERM {
+                Log.warning("FUSE loop ended with status \(status)")
+            }
+        }
+    }
+
+    /// Called from `destroy`: the last chance to persist metadata.
+    func stop() {
+        started?.stop()
+    }
+
+    /// Without this the kernel sends 128 KiB reads; 1 MiB reads cost the
+    /// daemon an eighth of the calls. Best effort: only root can write it.
+    private func raiseKernelReadahead() {
+        guard let device = MountTable.entry(at: options.mountpoint)?.device else { return }
+        let path = "/sys/class/bdi/\(device)/read_ahead_kb"
+        let fd = open(path, O_WRONLY)
+        guard fd >= 0 else { return Log.debug("cannot open \(path)") }
+        let value = Array("\(Self.kernelReadaheadKB)\n".utf8)
+        if write(fd, value, value.count) < 0 { Log.debug("cannot write \(path)") }
+        close(fd)
+    }
+}

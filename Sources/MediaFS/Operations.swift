@@ -1,0 +1,116 @@
+// The FUSE operation table. Each callback converts C arguments, calls the
+// catalog, and converts the result or error to a reply. No policy here.
+import CFuse
+import MediaCache
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The adapter behind `private_data`; callbacks reach it through the FUSE context.
+private func adapter() -> MediaFS {
+    Unmanaged<MediaFS>.fromOpaque(fuse_get_context()!.pointee.private_data).takeUnretainedValue()
+}
+
+/// Runs a callback body, turning a thrown error into a negative errno.
+private func reply(_ what: String, _ body: () throws -> Int32) -> Int32 {
+    do {
+        return try body()
+    } catch let error as MediaError {
+        Log.debug("\(what): \(error.message)")
+        return -error.errno
+    } catch {
+        Log.error("\(what): \(error)")
+        return -EIO
+    }
+}
+
+/// The name in the mount root that a path names; nil for the root itself.
+private func name(of path: UnsafePointer<CChar>?) throws -> String? {
+    let text = String(cString: path!)
+    if text == "/" { return nil }
+    let name = text.dropFirst()
+    if name.contains("/") { throw MediaError(ENOENT, "no such path \(text)") }
+    return String(name)
+}
+
+func makeOperations() -> fuse_operations {
+    var ops = fuse_operations()
+
+    ops.`init` = { _, config in
+        // The content is static for the life of a mount: let the kernel keep
+        // names and attributes rather than ask again for each stat.
+        config!.pointee.entry_timeout = 60
+        config!.pointee.attr_timeout = 60
+        config!.pointee.negative_timeout = 5
+        return fuse_get_context()!.pointee.private_data
+    }
+
+    ops.destroy = { _ in adapter().stop() }
+
+    ops.getattr = { path, stat, _ in
+        reply("getattr") {
+            let fs = adapter()
+            stat!.pointee = Glibc.stat()
+            stat!.pointee.st_uid = fs.owner.uid
+            stat!.pointee.st_gid = fs.owner.gid
+            guard let name = try name(of: path) else {
+                stat!.pointee.st_mode = S_IFDIR | 0o555
+                stat!.pointee.st_nlink = 2
+                return 0
+            }
+            let attributes = try fs.catalog.loader(named: name).attributes()
+            stat!.pointee.st_mode = S_IFREG | 0o444
+            stat!.pointee.st_nlink = 1
+            stat!.pointee.st_size = off_t(attributes.size)
+            stat!.pointee.st_blocks = blkcnt_t((attributes.size + 511) / 512)
+            stat!.pointee.st_mtim = timespec(tv_sec: attributes.mtime, tv_nsec: 0)
+            stat!.pointee.st_ctim = stat!.pointee.st_mtim
+            stat!.pointee.st_atim = stat!.pointee.st_mtim
+            return 0
+        }
+    }
+
+    ops.readdir = { path, buffer, filler, _, _, _ in
+        reply("readdir") {
+            guard try name(of: path) == nil else { throw MediaError(ENOTDIR, "not a directory") }
+            let none = fuse_fill_dir_flags(rawValue: 0)
+            _ = filler!(buffer, ".", nil, 0, none)
+            _ = filler!(buffer, "..", nil, 0, none)
+            for entry in adapter().catalog.names {
+                if filler!(buffer, entry, nil, 0, none) != 0 { break }
+            }
+            return 0
+        }
+    }
+
+    ops.open = { path, info in
+        reply("open") {
+            guard let name = try name(of: path) else { throw MediaError(EISDIR, "is a directory") }
+            if info!.pointee.flags & O_ACCMODE != O_RDONLY { throw MediaError(EROFS, "read-only") }
+            let loader = try adapter().catalog.loader(named: name)
+            _ = try loader.contentInfo()
+            info!.pointee.fh = OpenFile(loader: loader).handle
+            return 0
+        }
+    }
+
+    ops.read = { _, buffer, size, offset, info in
+        reply("read") {
+            let file = OpenFile.borrow(info!.pointee.fh)
+            let target = UnsafeMutableRawBufferPointer(start: buffer, count: size)
+            do {
+                return Int32(try file.loader.read(into: target, at: Int64(offset), pattern: file.pattern))
+            } catch let error as MediaError {
+                Log.error("read of \(file.loader.source.name) at \(offset): \(error.message)")
+                throw error
+            }
+        }
+    }
+
+    ops.release = { _, info in
+        OpenFile.release(info!.pointee.fh)
+        return 0
+    }
+
+    return ops
+}
