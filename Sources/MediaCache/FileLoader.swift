@@ -21,6 +21,9 @@ public struct LoaderSettings: Sendable {
     public var joinDistance: Int64 = 8 << 20
     /// After a failed content probe, lookups fail fast for this long.
     public var probeRetryAfter: Double = 5
+    /// A transfer with less than this left is let finish after a seek:
+    /// stopping it would cost about what finishing it does.
+    public var cancelTolerance: Int64 = 256 << 10
 
     public init() {}
 }
@@ -30,6 +33,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         var end: Int64
         /// Next byte this transfer will write.
         var position: Int64
+        /// The handle whose reads started it; its seek or close may stop it.
+        var owner: ObjectIdentifier
+        /// Asked to stop: no read should count on it any more.
+        var cancelled = false
     }
 
     enum ProbeState {
@@ -50,6 +57,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     private var fd: Int32 = -1
     private var present = ByteRangeSet()
     private var transfers: [TransferID: Transfer] = [:]
+    /// Byte ranges that reads are waiting on, by wait number.
+    private var waits: [Int: Range<Int64>] = [:]
+    private var nextWait = 0
     private var lastAccess: Int64 = 0
     private var lastValidated: Int64 = 0
     private var dirty = false
@@ -162,55 +172,121 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     private func waitUntilPresent(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern) throws {
         let deadline = Date(timeIntervalSinceNow: settings.timeout)
-        var attempts = 0
+        let owner = ObjectIdentifier(pattern)
         lock.lock()
         defer { lock.unlock() }
-        let window = pattern.record(offset: wanted.lowerBound, end: wanted.upperBound)
+        if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
+            cancelTransfers(of: owner, except: wanted.lowerBound)
+        }
         lastAccess = Int64(Self.now())
+        let wait = nextWait
+        nextWait += 1
+        waits[wait] = wanted
+        defer { waits[wait] = nil }
+        var attempts = 0
+        var first = true
         while !present.contains(wanted) {
-            for hole in present.missing(in: wanted) {
-                var point = hole.lowerBound
-                while point < hole.upperBound {
-                    if let covering = transfers.values.first(where: { covers($0, point) }) {
-                        point = covering.end
-                        continue
-                    }
-                    if let error = lastError, error.errno == ENOENT || error.errno == EACCES {
-                        throw MediaError(error.errno, "\(source.url): \(error.message)")
-                    }
-                    guard attempts < settings.maxAttempts else {
-                        throw MediaError.io("\(source.url): bytes \(point)-\(hole.upperBound - 1) unavailable: "
-                                            + (lastError?.message ?? "transfer ended early"))
-                    }
-                    attempts += 1
-                    point = startTransfer(at: point, atLeast: hole.upperBound, window: window, info: info)
-                }
+            try requestHoles(in: wanted, window: pattern.window, owner: owner, info: info, attempts: &attempts)
+            if first {
+                readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
+                first = false
             }
             if !lock.wait(until: deadline) {
                 throw MediaError.io("\(source.url): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
                                     + "did not arrive within \(Int(settings.timeout)) s")
             }
         }
+        if first { readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info) }
+    }
+
+    /// Makes sure a transfer is on its way for every missing byte of
+    /// `wanted`: joins running ones, starts the rest (reaching `window`
+    /// further). Throws once a read has tried too often. Call with `lock` held.
+    private func requestHoles(in wanted: Range<Int64>, window: Int64, owner: ObjectIdentifier,
+                              info: ContentInfo, attempts: inout Int) throws {
+        for hole in present.missing(in: wanted) {
+            var point = hole.lowerBound
+            while point < hole.upperBound {
+                if let covering = transfers.values.first(where: { covers($0, point) }) {
+                    point = covering.end
+                    continue
+                }
+                if let error = lastError, error.errno == ENOENT || error.errno == EACCES {
+                    throw MediaError(error.errno, "\(source.url): \(error.message)")
+                }
+                guard attempts < settings.maxAttempts else {
+                    throw MediaError.io("\(source.url): bytes \(point)-\(hole.upperBound - 1) unavailable: "
+                                        + (lastError?.message ?? "transfer ended early"))
+                }
+                attempts += 1
+                point = startTransfer(at: point, end: max(hole.upperBound, point + window), owner: owner, info: info)
+            }
+        }
+    }
+
+    /// Keeps at least half a window of bytes present or on their way past
+    /// `offset`, topping up a whole window at a time so transfers stay large.
+    /// Call with `lock` held.
+    private func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, info: ContentInfo) {
+        guard window > 0, offset < info.length else { return }
+        var lead = offset
+        while lead < info.length {
+            let presentEnd = present.presentEnd(from: lead)
+            if presentEnd > lead {
+                lead = presentEnd
+            } else if let covering = transfers.values.first(where: { !$0.cancelled && $0.position <= lead && lead < $0.end }) {
+                lead = covering.end
+            } else {
+                break
+            }
+            if lead - offset >= window / 2 { return }
+        }
+        if lead < info.length {
+            startTransfer(at: lead, end: lead + window, owner: owner, info: info)
+        }
     }
 
     /// Whether a running transfer will soon write `point`. Call with `lock` held.
     private func covers(_ transfer: Transfer, _ point: Int64) -> Bool {
-        transfer.position <= point && point < transfer.end && point - transfer.position <= settings.joinDistance
+        !transfer.cancelled && transfer.position <= point && point < transfer.end
+            && point - transfer.position <= settings.joinDistance
     }
 
-    /// Starts a transfer at `start` reaching at least `minimumEnd` and up to
-    /// the readahead window, but never into present bytes or a running
-    /// transfer. Returns its end. Call with `lock` held.
-    private func startTransfer(at start: Int64, atLeast minimumEnd: Int64, window: Int64, info: ContentInfo) -> Int64 {
-        var end = min(max(minimumEnd, start + window), info.length)
+    /// Stops the transfers a handle started that no read waits on, unless
+    /// `offset` will soon be reached by one or it is nearly done.
+    /// Call with `lock` held.
+    private func cancelTransfers(of owner: ObjectIdentifier, except offset: Int64?) {
+        for (id, transfer) in transfers where transfer.owner == owner && !transfer.cancelled {
+            if let offset, covers(transfer, offset) { continue }
+            if transfer.end - transfer.position < settings.cancelTolerance { continue }
+            if waits.values.contains(where: { $0.overlaps(transfer.position..<transfer.end) }) { continue }
+            transfers[id]!.cancelled = true
+            fetcher.cancel(id)
+            Log.debug("stop GET \(source.url) at byte \(transfer.position) (was to reach \(transfer.end))")
+        }
+    }
+
+    /// A handle closed: what it alone asked for is no longer needed.
+    public func release(_ pattern: ReadPattern) {
+        lock.lock()
+        defer { lock.unlock() }
+        cancelTransfers(of: ObjectIdentifier(pattern), except: nil)
+    }
+
+    /// Starts a transfer at `start` reaching toward `end`, but never into
+    /// present bytes or a running transfer. Returns where it stops.
+    /// Call with `lock` held.
+    @discardableResult
+    private func startTransfer(at start: Int64, end wantedEnd: Int64, owner: ObjectIdentifier, info: ContentInfo) -> Int64 {
+        var end = min(wantedEnd, info.length)
         if let next = present.nextPresent(atOrAfter: start) { end = min(end, next) }
-        for transfer in transfers.values where transfer.position > start {
+        for transfer in transfers.values where !transfer.cancelled && transfer.position > start {
             end = min(end, transfer.position)
         }
         let validator = info.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? info.lastModified
         let request = FetchRequest(url: source.url, range: start..<end, ifRange: validator)
         let id = fetcher.start(request, delegate: self)
-        transfers[id] = Transfer(end: end, position: start)
+        transfers[id] = Transfer(end: end, position: start, owner: owner)
         Log.debug("GET \(source.url) bytes \(start)-\(end - 1)")
         return end
     }
@@ -271,7 +347,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     public func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
         lock.lock()
-        guard let transfer = transfers[id] else { lock.unlock(); return false }
+        guard let transfer = transfers[id], !transfer.cancelled else { lock.unlock(); return false }
         let fd = self.fd
         lock.unlock()
 

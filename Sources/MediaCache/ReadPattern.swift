@@ -1,27 +1,43 @@
-// The access pattern of one open handle, which decides how far past a hole
-// a new transfer reaches: sequential reads grow the window, a seek resets it.
-// Guarded by the lock of the file the handle reads.
+// The access pattern of one open handle, which decides how far ahead of a
+// reader transfers reach. A first or random read fetches what it asks for
+// (a player probing an mp4's moov must not start streaming the file);
+// reads that keep following each other earn a readahead window as large as
+// what the streak has read so far (so a reader that stops soon wastes little),
+// up to a bound. Guarded by the lock of the file the handle reads.
 
 public final class ReadPattern: @unchecked Sendable {
-    /// First window after a seek: enough for a player's probe, little waste.
-    public static let minWindow: Int64 = 256 * 1024
-    /// First window once reads look sequential.
-    public static let sequentialWindow: Int64 = 1 << 20
+    /// Window once reads look sequential.
+    public static let firstWindow: Int64 = 1 << 20
     public static let maxWindow: Int64 = 64 << 20
+    /// Sequential reads needed before readahead starts.
+    public static let sequentialStreak = 2
+    /// The kernel sends a stream's reads from several threads, slightly out
+    /// of order: a read this close to the last one still counts as following it.
+    public static let sequentialSlack: Int64 = 4 << 20
 
     private var nextOffset: Int64 = -1
-    private(set) var window: Int64 = ReadPattern.minWindow
+    private var streak = 0
+    private var streakBytes: Int64 = 0
+    private(set) var window: Int64 = 0
 
     public init() {}
 
-    /// Records a read and returns the readahead window for it.
-    func record(offset: Int64, end: Int64) -> Int64 {
-        if offset == nextOffset {
-            window = min(max(window * 2, Self.sequentialWindow), Self.maxWindow)
-        } else if offset != 0 {
-            window = Self.minWindow
+    /// Records a read; returns whether it jumped away from the last one.
+    func record(offset: Int64, end: Int64) -> Bool {
+        let follows = nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
+        if follows {
+            streak += 1
+            streakBytes += end - offset
+            if streak >= Self.sequentialStreak {
+                window = min(max(streakBytes, Self.firstWindow), Self.maxWindow)
+            }
+            nextOffset = max(nextOffset, end)
+        } else {
+            streak = 0
+            streakBytes = end - offset
+            window = 0
+            nextOffset = end
         }
-        nextOffset = end
-        return window
+        return !follows && offset != 0
     }
 }

@@ -90,6 +90,9 @@ func makeOperations() -> fuse_operations {
             let loader = try adapter().catalog.loader(named: name)
             _ = try loader.contentInfo()
             info!.pointee.fh = OpenFile(loader: loader).handle
+            // Content does not change under a mount: later opens may reuse
+            // the page cache instead of asking again.
+            info!.pointee.keep_cache = 1
             return 0
         }
     }
@@ -108,6 +111,8 @@ func makeOperations() -> fuse_operations {
     }
 
     ops.release = { _, info in
+        let file = OpenFile.borrow(info!.pointee.fh)
+        file.loader.release(file.pattern)
         OpenFile.release(info!.pointee.fh)
         return 0
     }
