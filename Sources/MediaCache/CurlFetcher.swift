@@ -1,6 +1,9 @@
 // Fetching over libcurl's multi interface: one network thread drives every
 // transfer, so connections are reused across reads and files. Delegates run
 // on that thread and must not block; they only copy bytes into the cache.
+// Background transfers (readahead, preload) are capped below the connection
+// limit, so a reader's request always finds a free connection; memory in
+// flight is bounded by connections × receive buffer, however many files.
 import CCurl
 import Synchronization
 #if canImport(Glibc)
@@ -10,6 +13,9 @@ import Glibc
 public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// Connections kept per host; more parallel transfers to one host queue.
     public static let maxConnectionsPerHost = 8
+    public static let maxConnections = 16
+    /// Readahead and preload transfers running at once; the rest queue.
+    public static let maxBackgroundTransfers = 4
     /// A transfer that moves less than one byte in this time has stalled.
     public static let stallSeconds = 20
     public static let connectTimeoutSeconds = 10
@@ -18,6 +24,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private struct Pending {
         var starts: [CurlTransfer] = []
         var cancels: [TransferID] = []
+        var promotions: [TransferID] = []
         var nextID: TransferID = 1
         var stopping = false
     }
@@ -26,6 +33,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private let pending = Mutex(Pending())
     /// Touched only by the network thread.
     private var active: [TransferID: CurlTransfer] = [:]
+    /// Background transfers waiting for a place, most urgent first.
+    private var queued: [CurlTransfer] = []
     private var thread: pthread_t?
     private let stopped = Mutex(false)
 
@@ -33,7 +42,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         CurlFetcher.globalInit
         multi = curl_multi_init()!
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, Int(Self.maxConnectionsPerHost))
-        _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 32)
+        _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, Self.maxConnections)
+        _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, Self.maxConnections)
         var tid = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
         pthread_create(&tid, nil, { arg in
@@ -72,22 +82,30 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         curl_multi_wakeup(multi)
     }
 
+    public func promote(_ id: TransferID) {
+        pending.withLock { $0.promotions.append(id) }
+        curl_multi_wakeup(multi)
+    }
+
     private func run() {
         while true {
-            let (starts, cancels, stopping) = pending.withLock { state in
-                defer { state.starts = []; state.cancels = [] }
-                return (state.starts, state.cancels, state.stopping)
+            let (starts, cancels, promotions, stopping) = pending.withLock { state in
+                defer { state.starts = []; state.cancels = []; state.promotions = [] }
+                return (state.starts, state.cancels, state.promotions, state.stopping)
             }
             if stopping { break }
-            for transfer in starts {
-                active[transfer.id] = transfer
-                curl_multi_add_handle(multi, transfer.easy)
+            queued += starts
+            for transfer in queued where promotions.contains(transfer.id) {
+                transfer.priority = .read
             }
             for id in cancels {
                 if let transfer = active[id] {
                     finish(transfer, error: MediaError(ECANCELED, "cancelled"))
+                } else if let index = queued.firstIndex(where: { $0.id == id }) {
+                    queued.remove(at: index).complete(error: MediaError(ECANCELED, "cancelled"))
                 }
             }
+            admitQueued()
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var left: Int32 = 0
@@ -101,10 +119,23 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             }
             curl_multi_poll(multi, nil, 0, 1000, nil)
         }
-        for transfer in active.values {
+        for transfer in Array(active.values) + queued {
             finish(transfer, error: MediaError(ECANCELED, "shutting down"))
         }
         curl_multi_cleanup(multi)
+    }
+
+    /// Moves queued transfers into curl: reads at once, background ones
+    /// while fewer than the cap run.
+    private func admitQueued() {
+        queued.sort { $0.priority < $1.priority }
+        var background = active.values.filter { $0.priority != .read }.count
+        while let next = queued.first, next.priority == .read || background < Self.maxBackgroundTransfers {
+            queued.removeFirst()
+            if next.priority != .read { background += 1 }
+            active[next.id] = next
+            curl_multi_add_handle(multi, next.easy)
+        }
     }
 
     private func finish(_ transfer: CurlTransfer, error: MediaError?) {
@@ -118,6 +149,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 final class CurlTransfer: @unchecked Sendable {
     let id: TransferID
     let easy: UnsafeMutableRawPointer
+    var priority: FetchRequest.Priority
     private let request: FetchRequest
     private let delegate: TransferDelegate
     private var head = ResponseHead(status: 0, headers: [:])
@@ -130,6 +162,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.id = id
         self.request = request
         self.delegate = delegate
+        priority = request.priority
         easy = curl_easy_init()!
         errorBuffer[0] = 0
         configure()

@@ -8,18 +8,27 @@ public typealias TransferID = UInt64
 public struct FetchRequest: Sendable {
     public enum Method: String, Sendable { case get = "GET", head = "HEAD" }
 
+    /// Who waits on the bytes: a reader now, a reader soon, or nobody yet.
+    public enum Priority: Int, Sendable, Comparable {
+        case read = 0, readahead, preload
+        public static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
+    }
+
     public var url: String
     public var method: Method
     /// Half-open byte range to ask for; nil asks for the whole body.
     public var range: Range<Int64>?
     /// Sent as If-Range so a changed resource answers 200, never stale 206.
     public var ifRange: String?
+    public var priority: Priority
 
-    public init(url: String, method: Method = .get, range: Range<Int64>? = nil, ifRange: String? = nil) {
+    public init(url: String, method: Method = .get, range: Range<Int64>? = nil, ifRange: String? = nil,
+                priority: Priority = .read) {
         self.url = url
         self.method = method
         self.range = range
         self.ifRange = ifRange
+        self.priority = priority
     }
 }
 
@@ -37,4 +46,6 @@ public protocol Fetching: AnyObject, Sendable {
     func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID
     /// Stops a transfer; its delegate gets `complete` with a cancellation.
     func cancel(_ id: TransferID)
+    /// A reader now waits on a background transfer: run it as a read.
+    func promote(_ id: TransferID)
 }

@@ -37,6 +37,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         var owner: ObjectIdentifier
         /// Asked to stop: no read should count on it any more.
         var cancelled = false
+        var priority: FetchRequest.Priority
     }
 
     enum ProbeState {
@@ -207,7 +208,11 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         for hole in present.missing(in: wanted) {
             var point = hole.lowerBound
             while point < hole.upperBound {
-                if let covering = transfers.values.first(where: { covers($0, point) }) {
+                if let (id, covering) = transfers.first(where: { covers($0.value, point) }) {
+                    if covering.priority != .read {
+                        transfers[id]!.priority = .read
+                        fetcher.promote(id)
+                    }
                     point = covering.end
                     continue
                 }
@@ -242,7 +247,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             if lead - offset >= window / 2 { return }
         }
         if lead < info.length {
-            startTransfer(at: lead, end: lead + window, owner: owner, info: info)
+            startTransfer(at: lead, end: lead + window, owner: owner, info: info, priority: .readahead)
         }
     }
 
@@ -277,16 +282,17 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// present bytes or a running transfer. Returns where it stops.
     /// Call with `lock` held.
     @discardableResult
-    private func startTransfer(at start: Int64, end wantedEnd: Int64, owner: ObjectIdentifier, info: ContentInfo) -> Int64 {
+    private func startTransfer(at start: Int64, end wantedEnd: Int64, owner: ObjectIdentifier, info: ContentInfo,
+                               priority: FetchRequest.Priority = .read) -> Int64 {
         var end = min(wantedEnd, info.length)
         if let next = present.nextPresent(atOrAfter: start) { end = min(end, next) }
         for transfer in transfers.values where !transfer.cancelled && transfer.position > start {
             end = min(end, transfer.position)
         }
         let validator = info.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? info.lastModified
-        let request = FetchRequest(url: source.url, range: start..<end, ifRange: validator)
+        let request = FetchRequest(url: source.url, range: start..<end, ifRange: validator, priority: priority)
         let id = fetcher.start(request, delegate: self)
-        transfers[id] = Transfer(end: end, position: start, owner: owner)
+        transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority)
         Log.debug("GET \(source.url) bytes \(start)-\(end - 1)")
         return end
     }
