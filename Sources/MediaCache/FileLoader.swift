@@ -185,19 +185,19 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         waits[wait] = wanted
         defer { waits[wait] = nil }
         var attempts = 0
-        var first = true
-        while !present.contains(wanted) {
+        // Reading cached bytes sends no request: readahead starts from a
+        // read that had to fetch, and goes on while this handle streams.
+        if !present.contains(wanted) || transfers.values.contains(where: { $0.owner == owner }) {
             try requestHoles(in: wanted, window: pattern.window, owner: owner, info: info, attempts: &attempts)
-            if first {
-                readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
-                first = false
-            }
+            readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
+        }
+        while !present.contains(wanted) {
             if !lock.wait(until: deadline) {
                 throw MediaError.io("\(source.url): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
                                     + "did not arrive within \(Int(settings.timeout)) s")
             }
+            try requestHoles(in: wanted, window: pattern.window, owner: owner, info: info, attempts: &attempts)
         }
-        if first { readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info) }
     }
 
     /// Makes sure a transfer is on its way for every missing byte of
