@@ -213,10 +213,10 @@ def reread_cached(m, source):
 def test_remount_lists_and_reads_cached_ranges_without_requests(mount, server, source, tmp_path):
     cache = tmp_path / "shared-cache"
     warm_cache(mount, server, source, cache)
-    m = mount(*urls(server, "small.bin", "big.bin"), cache_dir=cache)
+    m = mount(*urls(server, "small.bin", "big.bin"), cache_dir=cache, extra=("-d",))
     reread_cached(m, source)
     server.wait_quiet()
-    assert server.log() == []
+    assert server.log() == [], f"requests after remount; mediafs log:\n{m.stderr()[-3000:]}"
 
 
 def uncached_offset(spans, size=4096):
@@ -238,7 +238,7 @@ def test_with_server_stopped_cached_data_reads_and_uncached_fails_with_eio(mount
     spans = warm_cache(mount, server, source, cache)
     offset = uncached_offset(spans)
     server.stop()
-    m = mount(*urls(server, "small.bin", "big.bin"), cache_dir=cache)
+    m = mount(*urls(server, "small.bin", "big.bin"), cache_dir=cache, extra=("-d",))
     reread_cached(m, source)
     if offset is None:
         pytest.skip(f"the first mount fetched all of big.bin ({spans}); no uncached range left")
