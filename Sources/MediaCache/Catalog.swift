@@ -10,17 +10,36 @@ public final class Catalog: @unchecked Sendable {
     /// How often changed metadata is written while mounted.
     public static let flushInterval: Double = 2
 
+    /// What opening a file preloads of the files after it, in source order.
+    public struct PreloadNext: Sendable, Equatable {
+        public var count: Int
+        public var bytes: Int64
+        public static let defaultBytes: Int64 = 4 << 20
+
+        public init(count: Int, bytes: Int64 = PreloadNext.defaultBytes) {
+            self.count = count
+            self.bytes = bytes
+        }
+    }
+
     public let names: [String]
+    public let statistics = Statistics()
+    public let store: CacheStore
+    private let preloadNext: PreloadNext?
     private let loaders: [String: FileLoader]
     private let stopping = NSCondition()
     private var stopped = false
     private var flusher: Thread?
 
-    public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings) {
+    public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
+                preloadNext: PreloadNext? = nil) {
         names = sources.map(\.name)
+        self.store = store
+        self.preloadNext = preloadNext
         var loaders: [String: FileLoader] = [:]
         for source in sources {
-            loaders[source.name] = FileLoader(source: source, store: store, fetcher: fetcher, settings: settings)
+            loaders[source.name] = FileLoader(source: source, store: store, fetcher: fetcher, settings: settings,
+                                              statistics: statistics)
         }
         self.loaders = loaders
     }
@@ -55,6 +74,45 @@ public final class Catalog: @unchecked Sendable {
 
     public func flushAll() {
         for name in names { loaders[name]!.flush() }
+    }
+
+    /// A file was opened: preload the leading bytes of the next ones, as a
+    /// feed does so the next item starts at once.
+    public func opened(_ name: String) {
+        guard let preloadNext, let index = names.firstIndex(of: name) else { return }
+        let next = names[(index + 1)...].prefix(preloadNext.count).map { loaders[$0]! }
+        guard !next.isEmpty else { return }
+        Thread.detachNewThread {
+            for loader in next {
+                do {
+                    try loader.preload(limit: preloadNext.bytes)
+                } catch {
+                    Log.warning("preload of \(loader.source.url): \(error)")
+                }
+            }
+        }
+    }
+
+    public func purgeAll() {
+        for name in names { loaders[name]!.purge() }
+    }
+
+    /// For statfs: the cache's room and what this mount's files hold of it.
+    public func usage() -> (capacity: Int64, used: Int64, available: Int64) {
+        var fs = statvfs()
+        let cached = names.reduce(Int64(0)) { $0 + loaders[$1]!.status().cachedBytes }
+        guard statvfs(store.root, &fs) == 0 else { return (cached, cached, 0) }
+        let available = Int64(fs.f_bavail) * Int64(fs.f_frsize)
+        return (cached + available, cached, available)
+    }
+
+    /// The root's `stats`: one JSON object.
+    public func statsJSON() -> String {
+        let counters = statistics.snapshot
+        let cached = names.reduce(Int64(0)) { $0 + loaders[$1]!.status().cachedBytes }
+        return "{\"entries\":\(names.count),\"cached_bytes\":\(cached),"
+            + "\"bytes_from_cache\":\(counters.bytesFromCache),\"bytes_from_network\":\(counters.bytesFromNetwork),"
+            + "\"requests\":\(counters.requests),\"transfers_in_flight\":\(counters.transfersInFlight)}"
     }
 
     /// The loader for a name in the mount root; ENOENT for unknown names.

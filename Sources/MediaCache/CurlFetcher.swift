@@ -95,7 +95,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             }
             if stopping { break }
             queued += starts
-            for transfer in queued where promotions.contains(transfer.id) {
+            for transfer in queued + Array(active.values) where promotions.contains(transfer.id) {
                 transfer.priority = .read
             }
             for id in cancels {
@@ -106,6 +106,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                 }
             }
             admitQueued()
+            yieldToReads()
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var left: Int32 = 0
@@ -138,6 +139,16 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         }
     }
 
+    /// Preload runs only while no read-priority transfer does: it pauses
+    /// the moment one starts and resumes when none is left.
+    private func yieldToReads() {
+        let reading = active.values.contains { $0.priority == .read }
+        for transfer in active.values where transfer.priority == .preload && transfer.paused != reading {
+            transfer.paused = reading
+            curl_easy_pause(transfer.easy, reading ? CURLPAUSE_RECV : CURLPAUSE_CONT)
+        }
+    }
+
     private func finish(_ transfer: CurlTransfer, error: MediaError?) {
         curl_multi_remove_handle(multi, transfer.easy)
         active[transfer.id] = nil
@@ -150,6 +161,7 @@ final class CurlTransfer: @unchecked Sendable {
     let id: TransferID
     let easy: UnsafeMutableRawPointer
     var priority: FetchRequest.Priority
+    var paused = false
     private let request: FetchRequest
     private let delegate: TransferDelegate
     private var head = ResponseHead(status: 0, headers: [:])

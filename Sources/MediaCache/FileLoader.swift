@@ -49,6 +49,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     private let store: CacheStore
     private let fetcher: Fetching
     private let settings: LoaderSettings
+    private let statistics: Statistics
+    /// The owner of preload transfers, as a handle owns its readahead.
+    private let preloadOwner = ReadPattern()
     /// Serialises metadata saves so an older snapshot never lands last.
     private let flushLock = NSLock()
 
@@ -65,12 +68,17 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     private var lastValidated: Int64 = 0
     private var dirty = false
     private var lastError: MediaError?
+    /// Reads between "bytes present" and the end of their pread: a purge
+    /// waits for them, so no reader sees bytes vanish under it.
+    private var activeReads = 0
 
-    public init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings) {
+    public init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
+                statistics: Statistics = Statistics()) {
         self.source = source
         self.store = store
         self.fetcher = fetcher
         self.settings = settings
+        self.statistics = statistics
         guard let meta = store.loadMeta(forKey: source.url) else { return }
         do {
             fd = try store.openData(forKey: source.url, length: meta.info.length)
@@ -167,11 +175,21 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         let end = min(offset + Int64(buffer.count), info.length)
         guard offset < end else { return 0 }
         let wanted = offset..<end
-        try waitUntilPresent(wanted, info: info, pattern: pattern)
-        return try readPresent(into: buffer, range: wanted)
+        let fromCache = try waitUntilPresent(wanted, info: info, pattern: pattern)
+        defer {
+            lock.lock()
+            activeReads -= 1
+            if activeReads == 0 { lock.broadcast() }
+            lock.unlock()
+        }
+        let count = try readPresent(into: buffer, range: wanted)
+        if fromCache { statistics.bytesFromCache.add(Int64(count), ordering: .relaxed) }
+        return count
     }
 
-    private func waitUntilPresent(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern) throws {
+    /// Returns with the bytes present and the read counted in `activeReads`;
+    /// says whether they were all present already.
+    private func waitUntilPresent(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern) throws -> Bool {
         let deadline = Date(timeIntervalSinceNow: settings.timeout)
         let owner = ObjectIdentifier(pattern)
         lock.lock()
@@ -185,6 +203,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         waits[wait] = wanted
         defer { waits[wait] = nil }
         var attempts = 0
+        let fromCache = present.contains(wanted)
+        defer { if present.contains(wanted) { activeReads += 1 } }
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
         if !present.contains(wanted) || transfers.values.contains(where: { $0.owner == owner }) {
@@ -198,6 +218,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             }
             try requestHoles(in: wanted, window: pattern.window, owner: owner, info: info, attempts: &attempts)
         }
+        return fromCache
     }
 
     /// Makes sure a transfer is on its way for every missing byte of
@@ -292,6 +313,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         let validator = info.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? info.lastModified
         let request = FetchRequest(url: source.url, range: start..<end, ifRange: validator, priority: priority)
         let id = fetcher.start(request, delegate: self)
+        statistics.requests.add(1, ordering: .relaxed)
+        statistics.transfersInFlight.add(1, ordering: .relaxed)
         transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority)
         Log.debug("GET \(source.url) bytes \(start)-\(end - 1)")
         return end
@@ -374,9 +397,14 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             written += n
         }
 
+        statistics.bytesFromNetwork.add(Int64(written), ordering: .relaxed)
         lock.lock()
         defer { lock.broadcast(); lock.unlock() }
-        transfers[id]?.position = position + Int64(written)
+        // A purge may have cancelled the transfer during the pwrite: its
+        // bytes may have landed before the purge emptied the file, so they
+        // are not claimed.
+        guard let current = transfers[id], !current.cancelled else { return false }
+        transfers[id]!.position = position + Int64(written)
         present.insert(position..<(position + Int64(written)))
         dirty = true
         // More bytes than the answer announced: a lying server; stop here.
@@ -387,6 +415,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         lock.lock()
         defer { lock.broadcast(); lock.unlock() }
         guard let transfer = transfers.removeValue(forKey: id) else { return }
+        statistics.transfersInFlight.add(-1, ordering: .relaxed)
         if let error, error.errno != ECANCELED {
             lastError = error
             Log.warning("\(source.url): transfer stopped at byte \(transfer.position): \(error.message)")
@@ -395,6 +424,67 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             Log.warning("\(source.url): \(lastError!.message)")
         } else if error == nil {
             lastError = nil
+        }
+    }
+
+    // MARK: Administration
+
+    public func status() -> FileStatus {
+        lock.lock()
+        defer { lock.unlock() }
+        let state: FileStatus.State
+        if !transfers.isEmpty {
+            state = .fetching
+        } else if let error = lastError {
+            state = .error(error.message)
+        } else if case .failed(let error, _) = probe {
+            state = .error(error.message)
+        } else {
+            state = .idle
+        }
+        return FileStatus(url: source.url, info: info, present: present, state: state)
+    }
+
+    /// Drops every cached byte: stops the transfers, waits for reads in
+    /// progress, then empties the data file. The next read fetches again.
+    public func purge() {
+        lock.lock()
+        defer { lock.unlock() }
+        for (id, transfer) in transfers where !transfer.cancelled {
+            transfers[id]!.cancelled = true
+            fetcher.cancel(id)
+        }
+        present = ByteRangeSet()
+        lastError = nil
+        dirty = true
+        while activeReads > 0 { lock.wait() }
+        if let info, fd >= 0 {
+            // Truncating to 0 frees the blocks; the sparse length comes back.
+            if ftruncate(fd, 0) != 0 || ftruncate(fd, off_t(info.length)) != 0 {
+                Log.error(MediaError.system("purge of the cache of \(source.url)").message)
+            }
+        }
+        Log.info("purged \(source.url)")
+    }
+
+    /// Fetches the first `limit` bytes (nil: all) in the background at
+    /// preload priority; `limit` 0 stops a preload.
+    public func preload(limit: Int64?) throws {
+        let info = try contentInfo()
+        lock.lock()
+        defer { lock.unlock() }
+        let owner = ObjectIdentifier(preloadOwner)
+        cancelTransfers(of: owner, except: nil)
+        let end = min(limit ?? info.length, info.length)
+        for hole in present.missing(in: 0..<end) {
+            var point = hole.lowerBound
+            while point < hole.upperBound {
+                if let covering = transfers.values.first(where: { covers($0, point) }) {
+                    point = covering.end
+                } else {
+                    point = startTransfer(at: point, end: hole.upperBound, owner: owner, info: info, priority: .preload)
+                }
+            }
         }
     }
 

@@ -2,6 +2,7 @@
 // handlers, loop; then unwound in reverse. Threads (the network thread, the
 // flusher) start only after daemonizing, since fork keeps just one thread.
 import CFuse
+import Foundation
 import MediaCache
 #if canImport(Glibc)
 import Glibc
@@ -28,6 +29,7 @@ public final class MediaFS: @unchecked Sendable {
     private let options: Options
     private let makeCatalog: () -> Catalog
     private var started: Catalog?
+    private var fuse: OpaquePointer?
 
     var catalog: Catalog { started! }
 
@@ -55,7 +57,9 @@ public final class MediaFS: @unchecked Sendable {
     /// Mounts, serves until unmounted or signalled, and cleans up. Returns
     /// once the mount ends (in the daemon when not in the foreground).
     public func run() throws {
-        let fuseOptions = (["ro", "fsname=mediafs", "subtype=mediafs", "default_permissions"]
+        // Not "ro": the kernel would refuse setxattr, which administers the
+        // cache. Operations.swift answers EROFS to every write instead.
+        let fuseOptions = (["fsname=mediafs", "subtype=mediafs", "default_permissions"]
                            + options.fuseOptions).joined(separator: ",")
         let words: [String] = ["mediafs", "-o", fuseOptions]
         let argv: [UnsafeMutablePointer<CChar>] = words.map { strdup($0)! }
@@ -70,7 +74,8 @@ public final class MediaFS: @unchecked Sendable {
             guard let fuse = mediafs_fuse_new(&fuseArgs, &ops, MemoryLayout<fuse_operations>.size, context) else {
                 throw MediaError(EINVAL, "cannot set up FUSE with options '\(fuseOptions)'")
             }
-            defer { fuse_destroy(fuse) }
+            self.fuse = fuse
+            defer { self.fuse = nil; fuse_destroy(fuse) }
             guard fuse_mount(fuse, options.mountpoint) == 0 else {
                 throw MediaError(EIO, "cannot mount at \(options.mountpoint)")
             }
@@ -99,6 +104,18 @@ public final class MediaFS: @unchecked Sendable {
             if status != 0 && status != -EINTR && status != SIGINT && status != SIGTERM {
                 Log.warning("FUSE loop ended with status \(status)")
             }
+        }
+    }
+
+    /// Drops the kernel's page cache of files whose cached bytes are gone,
+    /// off the request thread: a notification sent from inside a request
+    /// on the same inode could wait on that request.
+    func invalidate(_ names: [String]) {
+        guard let fuse else { return }
+        let address = UInt(bitPattern: fuse)
+        Thread.detachNewThread {
+            let fuse = OpaquePointer(bitPattern: address)
+            for name in names { _ = fuse_invalidate_path(fuse, "/" + name) }
         }
     }
 

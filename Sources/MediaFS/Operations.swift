@@ -25,12 +25,21 @@ private func reply(_ what: String, _ body: () throws -> Int32) -> Int32 {
 }
 
 /// The name in the mount root that a path names; nil for the root itself.
-private func name(of path: UnsafePointer<CChar>?) throws -> String? {
+private func entryName(of path: UnsafePointer<CChar>?) throws -> String? {
     let text = String(cString: path!)
     if text == "/" { return nil }
     let name = text.dropFirst()
     if name.contains("/") { throw MediaError(ENOENT, "no such path \(text)") }
     return String(name)
+}
+
+/// Copies a value out the way getxattr and listxattr must: its size when
+/// the caller asks with size 0, ERANGE when the buffer is too small.
+private func copyOut(_ bytes: [UInt8], to buffer: UnsafeMutablePointer<CChar>?, size: Int) throws -> Int32 {
+    if size == 0 { return Int32(bytes.count) }
+    guard bytes.count <= size else { throw MediaError(ERANGE, "buffer too small") }
+    bytes.withUnsafeBytes { UnsafeMutableRawPointer(buffer!).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+    return Int32(bytes.count)
 }
 
 func makeOperations() -> fuse_operations {
@@ -53,7 +62,7 @@ func makeOperations() -> fuse_operations {
             stat!.pointee = Glibc.stat()
             stat!.pointee.st_uid = fs.owner.uid
             stat!.pointee.st_gid = fs.owner.gid
-            guard let name = try name(of: path) else {
+            guard let name = try entryName(of: path) else {
                 stat!.pointee.st_mode = S_IFDIR | 0o555
                 stat!.pointee.st_nlink = 2
                 return 0
@@ -72,7 +81,7 @@ func makeOperations() -> fuse_operations {
 
     ops.readdir = { path, buffer, filler, _, _, _ in
         reply("readdir") {
-            guard try name(of: path) == nil else { throw MediaError(ENOTDIR, "not a directory") }
+            guard try entryName(of: path) == nil else { throw MediaError(ENOTDIR, "not a directory") }
             let none = fuse_fill_dir_flags(rawValue: 0)
             _ = filler!(buffer, ".", nil, 0, none)
             _ = filler!(buffer, "..", nil, 0, none)
@@ -85,7 +94,7 @@ func makeOperations() -> fuse_operations {
 
     ops.open = { path, info in
         reply("open") {
-            guard let name = try name(of: path) else { throw MediaError(EISDIR, "is a directory") }
+            guard let name = try entryName(of: path) else { throw MediaError(EISDIR, "is a directory") }
             if info!.pointee.flags & O_ACCMODE != O_RDONLY { throw MediaError(EROFS, "read-only") }
             let loader = try adapter().catalog.loader(named: name)
             _ = try loader.contentInfo()
@@ -93,6 +102,7 @@ func makeOperations() -> fuse_operations {
             // Content does not change under a mount: later opens may reuse
             // the page cache instead of asking again.
             info!.pointee.keep_cache = 1
+            adapter().catalog.opened(name)
             return 0
         }
     }
@@ -115,6 +125,82 @@ func makeOperations() -> fuse_operations {
         file.loader.release(file.pattern)
         OpenFile.release(info!.pointee.fh)
         return 0
+    }
+
+    ops.getxattr = { path, name, value, size in
+        reply("getxattr") {
+            let catalog = adapter().catalog
+            let attribute = String(cString: name!)
+            let text: String
+            if let file = try entryName(of: path) {
+                text = try AdminAttributes.read(attribute, of: catalog.loader(named: file))
+            } else {
+                text = try AdminAttributes.readRoot(attribute, of: catalog)
+            }
+            return try copyOut(Array(text.utf8), to: value, size: size)
+        }
+    }
+
+    ops.listxattr = { path, list, size in
+        reply("listxattr") {
+            let file = try entryName(of: path)
+            if let file { _ = try adapter().catalog.loader(named: file) }
+            let names = AdminAttributes.list(root: file == nil)
+            return try copyOut(names.flatMap { Array($0.utf8) + [0] }, to: list, size: size)
+        }
+    }
+
+    ops.setxattr = { path, name, value, size, _ in
+        reply("setxattr") {
+            let fs = adapter()
+            let caller = fuse_get_context()!.pointee.uid
+            if caller != 0 && caller != fs.owner.uid {
+                throw MediaError(EACCES, "only the mount's owner and root may change the cache")
+            }
+            let attribute = String(cString: name!)
+            let text = String(decoding: UnsafeRawBufferPointer(start: value, count: size), as: UTF8.self)
+            let effect: AdminAttributes.Effect
+            if let file = try entryName(of: path) {
+                effect = try AdminAttributes.write(attribute, value: text, to: fs.catalog.loader(named: file), named: file)
+            } else {
+                effect = try AdminAttributes.writeRoot(attribute, value: text, to: fs.catalog)
+            }
+            if case .invalidate(let names) = effect { fs.invalidate(names) }
+            return 0
+        }
+    }
+
+    ops.removexattr = { _, _ in -ENOTSUP }
+
+    // The mount is read-only; without these the kernel would report ENOSYS.
+    ops.mknod = { _, _, _ in -EROFS }
+    ops.mkdir = { _, _ in -EROFS }
+    ops.unlink = { _ in -EROFS }
+    ops.rmdir = { _ in -EROFS }
+    ops.symlink = { _, _ in -EROFS }
+    ops.rename = { _, _, _ in -EROFS }
+    ops.link = { _, _ in -EROFS }
+    ops.chmod = { _, _, _ in -EROFS }
+    ops.chown = { _, _, _, _ in -EROFS }
+    ops.truncate = { _, _, _ in -EROFS }
+    ops.write = { _, _, _, _, _ in -EROFS }
+    ops.create = { _, _, _ in -EROFS }
+    ops.utimens = { _, _, _ in -EROFS }
+
+    ops.statfs = { _, stat in
+        reply("statfs") {
+            let usage = adapter().catalog.usage()
+            let block: Int64 = 4096
+            stat!.pointee = statvfs()
+            stat!.pointee.f_bsize = UInt(block)
+            stat!.pointee.f_frsize = UInt(block)
+            stat!.pointee.f_blocks = fsblkcnt_t(usage.capacity / block)
+            stat!.pointee.f_bfree = fsblkcnt_t(usage.available / block)
+            stat!.pointee.f_bavail = fsblkcnt_t(usage.available / block)
+            stat!.pointee.f_files = fsfilcnt_t(adapter().catalog.names.count)
+            stat!.pointee.f_namemax = 255
+            return 0
+        }
     }
 
     return ops

@@ -1,0 +1,99 @@
+// The `user.mediafs.*` extended attributes: what each name reads and what a
+// write to it does. The FUSE adapter only moves bytes and errnos; every
+// decision about administration is made here.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public enum AdminAttributes {
+    public static let prefix = "user.mediafs."
+
+    public static let fileReadable = ["url", "content_type", "etag", "last_modified", "size",
+                                      "cached_bytes", "cached_ranges", "complete", "state"]
+    public static let fileWritable = ["purge", "preload"]
+    public static let rootReadable = ["stats"]
+    public static let rootWritable = ["purge"]
+
+    /// What the adapter must do after a write.
+    public enum Effect: Equatable, Sendable {
+        case none
+        /// Cached bytes are gone: drop the kernel's page cache of these files.
+        case invalidate([String])
+    }
+
+    public static func list(root: Bool) -> [String] {
+        (root ? rootReadable + rootWritable : fileReadable + fileWritable).map { prefix + $0 }
+    }
+
+    private static func key(_ name: String) throws -> String {
+        guard name.hasPrefix(prefix) else { throw MediaError(ENODATA, "no attribute \(name)") }
+        return String(name.dropFirst(prefix.count))
+    }
+
+    /// Reads a file's attribute; ENODATA for names it does not have.
+    public static func read(_ name: String, of loader: FileLoader) throws -> String {
+        let status = loader.status()
+        let info = status.info
+        switch try key(name) {
+        case "url": return status.url
+        case "content_type": return info?.contentType ?? ""
+        case "etag": return info?.etag ?? ""
+        case "last_modified": return info?.lastModified ?? ""
+        case "size": return info.map { String($0.length) } ?? ""
+        case "cached_bytes": return String(status.cachedBytes)
+        case "cached_ranges": return status.present.description
+        case "complete": return status.isComplete ? "1" : "0"
+        case "state": return status.stateText
+        // Write-only, but listed: reading them gives an empty value so that
+        // `getfattr -d` shows every attribute without an error.
+        case "purge", "preload": return ""
+        default: throw MediaError(ENODATA, "no attribute \(name)")
+        }
+    }
+
+    public static func readRoot(_ name: String, of catalog: Catalog) throws -> String {
+        switch try key(name) {
+        case "stats": return catalog.statsJSON()
+        case "purge": return ""
+        default: throw MediaError(ENODATA, "no attribute \(name)")
+        }
+    }
+
+    /// Writes a file's attribute: `purge` (any value) or `preload` (`1`:
+    /// the whole file, `0`: stop, or a byte count such as `4M`).
+    public static func write(_ name: String, value: String, to loader: FileLoader, named fileName: String) throws -> Effect {
+        switch try key(name) {
+        case "purge":
+            loader.purge()
+            return .invalidate([fileName])
+        case "preload":
+            let trimmed = value.trimmingSpaces
+            let limit: Int64?
+            if trimmed == "1" {
+                limit = nil
+            } else if let bytes = Units.bytes(String(trimmed)) {
+                limit = bytes
+            } else {
+                throw MediaError(EINVAL, "preload takes 1 (whole file), 0 (stop) or a byte count, not '\(value)'")
+            }
+            try loader.preload(limit: limit)
+            return .none
+        case let other where fileReadable.contains(other):
+            throw MediaError(EPERM, "\(name) is read-only")
+        default:
+            throw MediaError(ENOTSUP, "no writable attribute \(name)")
+        }
+    }
+
+    public static func writeRoot(_ name: String, value: String, to catalog: Catalog) throws -> Effect {
+        switch try key(name) {
+        case "purge":
+            catalog.purgeAll()
+            return .invalidate(catalog.names)
+        case "stats":
+            throw MediaError(EPERM, "\(name) is read-only")
+        default:
+            throw MediaError(ENOTSUP, "no writable attribute \(name)")
+        }
+    }
+}

@@ -1,0 +1,24 @@
+// A snapshot of one file's cache state, for xattrs and `mediafs status`.
+
+public struct FileStatus: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
+        case idle, fetching
+        case error(String)
+    }
+
+    public var url: String
+    public var info: ContentInfo?
+    public var present: ByteRangeSet
+    public var state: State
+
+    public var cachedBytes: Int64 { present.byteCount }
+    public var isComplete: Bool { info.map { present.contains(0..<$0.length) } ?? false }
+
+    public var stateText: String {
+        switch state {
+        case .idle: return "idle"
+        case .fetching: return "fetching"
+        case .error(let message): return "error: \(message)"
+        }
+    }
+}

@@ -1,0 +1,33 @@
+// Sizes ("4M", "10G") and durations ("90s", "7d") as the command line and
+// xattrs accept them. Binary multiples: K is 1024.
+
+public enum Units {
+    /// Bytes from a count with an optional K/M/G/T suffix (an optional
+    /// trailing B or iB is accepted too: "4MiB").
+    public static func bytes(_ text: String) -> Int64? {
+        var body = Substring(text.trimmingSpaces).uppercased()[...]
+        if body.hasSuffix("IB") { body = body.dropLast(2) } else if body.hasSuffix("B") { body = body.dropLast() }
+        let multipliers: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        var multiplier: Int64 = 1
+        if let last = body.last, let factor = multipliers[last] {
+            multiplier = factor
+            body = body.dropLast()
+        }
+        guard let value = Int64(body), value >= 0 else { return nil }
+        let (product, overflow) = value.multipliedReportingOverflow(by: multiplier)
+        return overflow ? nil : product
+    }
+
+    /// Seconds from a count with an optional s/m/h/d suffix (plain: seconds).
+    public static func seconds(_ text: String) -> Double? {
+        var body = Substring(text.trimmingSpaces).lowercased()[...]
+        let multipliers: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var multiplier = 1.0
+        if let last = body.last, let factor = multipliers[last] {
+            multiplier = factor
+            body = body.dropLast()
+        }
+        guard let value = Double(body), value >= 0, value.isFinite else { return nil }
+        return value * multiplier
+    }
+}
