@@ -1,0 +1,481 @@
+// FileLoader driven the way the kernel drives it: reads from several threads,
+// one ReadPattern per open handle, release on close, against a FakeFetcher
+// that counts requests. Only generous timeouts guard against hangs; no test
+// asserts how long anything took.
+import Foundation
+import XCTest
+@testable import MediaCache
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class FileLoaderTests: XCTestCase {
+    private var base = ""
+    private var store: CacheStore!
+    private var fetcher: FakeFetcher!
+    private var fetchers: [FakeFetcher] = []
+    private let url = "https://media.example/films/video.mp4"
+
+    override func setUpWithError() throws {
+        var template = Array("/tmp/mediafs-loader-test.XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw MediaError.system("mkdtemp") }
+        base = String(cString: made)
+        store = try CacheStore(root: base)
+        fetcher = makeFetcher()
+    }
+
+    override func tearDownWithError() throws {
+        for fetcher in fetchers { fetcher.shutdown() }
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    // MARK: Helpers
+
+    private func makeFetcher(chunkSize: Int64 = 64 << 10) -> FakeFetcher {
+        let made = FakeFetcher(chunkSize: chunkSize)
+        fetchers.append(made)
+        return made
+    }
+
+    private var settings: LoaderSettings {
+        var settings = LoaderSettings()
+        settings.timeout = 5
+        return settings
+    }
+
+    private func makeLoader(fetcher: FakeFetcher? = nil, settings: LoaderSettings? = nil) -> FileLoader {
+        FileLoader(source: Source(name: "video.mp4", url: url), store: store, fetcher: fetcher ?? self.fetcher,
+                   settings: settings ?? self.settings)
+    }
+
+    /// Bytes that differ from their neighbours at every offset, so a byte
+    /// landing in the wrong place shows.
+    private static func content(count: Int, seed: UInt64 = 1) -> [UInt8] {
+        var random = SplitMix64(seed: seed)
+        var bytes = [UInt8](repeating: 0, count: count)
+        var i = 0
+        while i < count {
+            var word = random.next()
+            for _ in 0..<8 where i < count {
+                bytes[i] = UInt8(truncatingIfNeeded: word)
+                word >>= 8
+                i += 1
+            }
+        }
+        return bytes
+    }
+
+    private func addContent(count: Int) -> [UInt8] {
+        let bytes = Self.content(count: count)
+        fetcher.add(url, bytes: bytes)
+        return bytes
+    }
+
+    private static func expected(_ source: [UInt8], _ offset: Int64, _ count: Int) -> [UInt8] {
+        let start = min(Int(offset), source.count)
+        return Array(source[start..<min(start + count, source.count)])
+    }
+
+    private static let kib: Int64 = 1 << 10
+    private static let mib: Int64 = 1 << 20
+
+    private func sum(_ ranges: [Range<Int64>?]) -> Int64 {
+        ranges.reduce(0) { $0 + Int64($1?.count ?? 0) }
+    }
+
+    // MARK: Cold, warm and remounted reads
+
+    func testRead_ofColdRange_returnsExactBytes() throws {
+        let source = addContent(count: 1 << 20)
+        let loader = makeLoader()
+        XCTAssertEqual(try read(loader, at: 1000, count: 5000), Self.expected(source, 1000, 5000))
+        XCTAssertEqual(fetcher.gets.map(\.range), [1000..<6000])
+    }
+
+    func testRead_ofSameRangeTwice_sendsNoSecondRequest() throws {
+        let source = addContent(count: 1 << 20)
+        let loader = makeLoader()
+        _ = try read(loader, at: 4096, count: 65536)
+        let before = fetcher.requestCount
+        XCTAssertEqual(try read(loader, at: 4096, count: 65536), Self.expected(source, 4096, 65536))
+        XCTAssertEqual(try read(loader, at: 8192, count: 1000), Self.expected(source, 8192, 1000))
+        XCTAssertEqual(fetcher.requestCount, before)
+    }
+
+    func testRemount_afterFlush_readsCachedRangeAndContentInfoWithNoRequests() throws {
+        let source = addContent(count: 1 << 20)
+        let first = makeLoader()
+        let firstInfo = try first.contentInfo()
+        _ = try read(first, at: 100_000, count: 200_000)
+        first.flush()
+
+        let offline = makeFetcher()
+        let second = makeLoader(fetcher: offline)
+        XCTAssertEqual(try second.contentInfo(), firstInfo)
+        XCTAssertEqual(firstInfo.length, 1 << 20)
+        XCTAssertEqual(firstInfo.etag, "\"v1\"")
+        XCTAssertEqual(firstInfo.contentType, "video/mp4")
+        XCTAssertEqual(try read(second, at: 100_000, count: 200_000), Self.expected(source, 100_000, 200_000))
+        XCTAssertEqual(try read(second, at: 150_000, count: 10), Self.expected(source, 150_000, 10))
+        XCTAssertEqual(offline.requestCount, 0)
+    }
+
+    func testRemount_withoutFlush_forgetsBytesRatherThanInventingThem() throws {
+        let source = addContent(count: 1 << 20)
+        let first = makeLoader()
+        _ = try first.contentInfo()
+        first.flush()
+        _ = try read(first, at: 0, count: 4096)
+
+        let second = makeLoader()
+        let before = fetcher.gets.count
+        XCTAssertEqual(try read(second, at: 0, count: 4096), Self.expected(source, 0, 4096))
+        XCTAssertEqual(fetcher.gets.count, before + 1)
+    }
+
+    // MARK: Joining and holes
+
+    func testTwoConcurrentReaders_ofSameColdRange_causeOneGet() throws {
+        let source = addContent(count: 2 << 20)
+        let loader = makeLoader()
+        _ = try loader.contentInfo()
+        fetcher.hold()
+        let a = Background { try Self.read(loader, at: 0, count: 256 << 10) }
+        XCTAssertTrue(fetcher.waitUntil { $0.transfersWaitingAtHold.count == 1 })
+        let b = Background { try Self.read(loader, at: 64 << 10, count: 128 << 10) }
+        // Nothing to observe inside the loader: give b time to join before the bytes flow.
+        Thread.sleep(forTimeInterval: 0.2)
+        fetcher.release()
+        XCTAssertEqual(try a.result(), Self.expected(source, 0, 256 << 10))
+        XCTAssertEqual(try b.result(), Self.expected(source, 64 << 10, 128 << 10))
+        XCTAssertEqual(fetcher.gets.count, 1)
+        XCTAssertEqual(fetcher.gets.first?.range, 0..<(256 << 10))
+    }
+
+    func testRead_straddlingPresentAndMissingBytes_requestsOnlyTheHole() throws {
+        let source = addContent(count: 1 << 20)
+        let loader = makeLoader()
+        _ = try read(loader, at: 0, count: 64 << 10)
+        _ = try read(loader, at: 128 << 10, count: 64 << 10)
+        XCTAssertEqual(try read(loader, at: 32 << 10, count: 192 << 10), Self.expected(source, 32 << 10, 192 << 10))
+        XCTAssertEqual(fetcher.gets.map(\.range), [0..<(64 << 10), (128 << 10)..<(192 << 10),
+                                                  (64 << 10)..<(128 << 10), (192 << 10)..<(224 << 10)])
+    }
+
+    // MARK: Readahead, seeks and close
+
+    func testSequentialReads_earnReadaheadLargerThanTheReads_withoutFetchingAnyByteTwice() throws {
+        let length = 8 << 20
+        // A server slower than the reader, so reads find their handle's
+        // transfer still running: that is when readahead tops up.
+        fetcher.setChunkDelay(0.005)
+        let source = addContent(count: length)
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        var offset: Int64 = 0
+        while offset < Int64(length) {
+            XCTAssertEqual(try read(loader, at: offset, count: 128 << 10, pattern: pattern),
+                           Self.expected(source, offset, 128 << 10), "at \(offset)")
+            offset += 128 << 10
+        }
+        let gets = fetcher.gets
+        XCTAssertTrue(gets.contains { $0.priority == .readahead && ($0.range?.count ?? 0) > 128 << 10 },
+                      "\(gets.map { ($0.range!, $0.priority) })")
+        XCTAssertLessThan(gets.count, length / (128 << 10) / 2, "readahead should merge reads into fewer GETs")
+        XCTAssertLessThanOrEqual(sum(gets.map(\.range)), Int64(length))
+        let sorted = gets.compactMap(\.range).sorted { $0.lowerBound < $1.lowerBound }
+        for (a, b) in zip(sorted, sorted.dropFirst()) {
+            XCTAssertLessThanOrEqual(a.upperBound, b.lowerBound, "\(a) and \(b) overlap")
+        }
+    }
+
+    func testSmallReadsNearTheEnd_doNotStreamTheWholeFile() throws {
+        let length: Int64 = 64 << 20
+        let source = addContent(count: Int(length))
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        _ = try read(loader, at: 0, count: 4096, pattern: pattern)
+        XCTAssertEqual(try read(loader, at: length - 100_000, count: 16384, pattern: pattern),
+                       Self.expected(source, length - 100_000, 16384))
+        XCTAssertLessThanOrEqual(sum(fetcher.gets.map(\.range)), 4096 + 16384)
+    }
+
+    /// Sequential reads on `pattern` until a transfer stops at a hold over
+    /// 768 KiB..<4 MiB, leaving a large part of its range unsent.
+    private func growReadahead(_ loader: FileLoader, pattern: ReadPattern, source: [UInt8]) throws {
+        fetcher.hold((768 << 10)..<(4 << 20))
+        var offset: Int64 = 0
+        for _ in 0..<5 {
+            XCTAssertEqual(try read(loader, at: offset, count: 128 << 10, pattern: pattern),
+                           Self.expected(source, offset, 128 << 10))
+            offset += 128 << 10
+        }
+        XCTAssertTrue(fetcher.waitUntil { !$0.transfersWaitingAtHold.isEmpty })
+    }
+
+    func testFarSeek_cancelsTheTransferTheOldPositionStarted() throws {
+        let source = addContent(count: 8 << 20)
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        try growReadahead(loader, pattern: pattern, source: source)
+        let held = fetcher.transfersWaitingAtHold
+        XCTAssertEqual(try read(loader, at: 6 << 20, count: 128 << 10, pattern: pattern),
+                       Self.expected(source, 6 << 20, 128 << 10))
+        XCTAssertFalse(held.isDisjoint(with: fetcher.cancelled), "held \(held), cancelled \(fetcher.cancelled)")
+        XCTAssertTrue(fetcher.waitUntil { f in held.allSatisfy { f.record($0)!.finished } })
+        for id in held.intersection(fetcher.cancelled) {
+            let record = fetcher.record(id)!
+            XCTAssertLessThan(record.delivered, Int64(record.body.count))
+            XCTAssertEqual(record.completion?.errno, ECANCELED)
+        }
+    }
+
+    func testRelease_cancelsReadaheadNoOneWaitsOn() throws {
+        let source = addContent(count: 8 << 20)
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        try growReadahead(loader, pattern: pattern, source: source)
+        let held = fetcher.transfersWaitingAtHold
+        XCTAssertTrue(fetcher.cancelled.isEmpty)
+        loader.release(pattern)
+        XCTAssertEqual(Set(fetcher.cancelled), held)
+        XCTAssertTrue(fetcher.waitUntil { f in held.allSatisfy { f.record($0)!.finished } })
+    }
+
+    func testRelease_ofOneHandle_keepsTransferAnotherHandleWaitsOn() throws {
+        let source = addContent(count: 8 << 20)
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        try growReadahead(loader, pattern: pattern, source: source)
+        let held = fetcher.transfersWaitingAtHold
+        let waiter = Background { try Self.read(loader, at: 800 << 10, count: 4096) }
+        Thread.sleep(forTimeInterval: 0.2)
+        loader.release(pattern)
+        fetcher.release()
+        XCTAssertEqual(try waiter.result(), Self.expected(source, 800 << 10, 4096))
+        XCTAssertTrue(Set(fetcher.cancelled).isDisjoint(with: held.filter { id in
+            fetcher.record(id)!.body.contains(800 << 10)
+        }))
+    }
+
+    // MARK: Streaming
+
+    func testRead_ofFirstBytes_returnsBeforeTheTransferEnds() throws {
+        let source = addContent(count: 4 << 20)
+        let loader = makeLoader()
+        _ = try loader.contentInfo()
+        fetcher.hold((64 << 10)..<Int64.max)
+        let big = Background { try Self.read(loader, at: 0, count: 1 << 20) }
+        XCTAssertTrue(fetcher.waitUntil { $0.transfersWaitingAtHold.count == 1 })
+        XCTAssertEqual(try read(loader, at: 0, count: 4096), Self.expected(source, 0, 4096))
+        let transfer = fetcher.gets[0]
+        XCTAssertFalse(fetcher.record(transfer.id)!.finished)
+        XCTAssertEqual(fetcher.gets.count, 1)
+        fetcher.release()
+        XCTAssertEqual(try big.result(), Self.expected(source, 0, 1 << 20))
+    }
+
+    // MARK: The end of the file
+
+    func testRead_acrossTheEnd_isShort() throws {
+        let source = addContent(count: 100_000)
+        let loader = makeLoader()
+        XCTAssertEqual(try read(loader, at: 90_000, count: 65536), Self.expected(source, 90_000, 10_000))
+        XCTAssertEqual(fetcher.gets.map(\.range), [90_000..<100_000])
+    }
+
+    func testRead_atAndPastTheEnd_returnsNothingWithoutAGet() throws {
+        _ = addContent(count: 100_000)
+        let loader = makeLoader()
+        XCTAssertEqual(try read(loader, at: 100_000, count: 4096), [])
+        XCTAssertEqual(try read(loader, at: 1 << 30, count: 4096), [])
+        XCTAssertEqual(fetcher.gets.count, 0)
+    }
+
+    func testRead_ofZeroLengthFile_returnsNothing() throws {
+        fetcher.add(url, bytes: [])
+        let loader = makeLoader()
+        XCTAssertEqual(try loader.contentInfo().length, 0)
+        XCTAssertEqual(try read(loader, at: 0, count: 4096), [])
+        XCTAssertEqual(fetcher.gets.count, 0)
+    }
+
+    // MARK: Server failures
+
+    func testNotFound_makesReadAndContentInfoThrowENOENT() throws {
+        var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
+        resource.status = 404
+        fetcher.add(url, resource)
+        let loader = makeLoader()
+        XCTAssertThrowsError(try loader.contentInfo()) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
+        XCTAssertThrowsError(try read(loader, at: 0, count: 10)) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
+    }
+
+    func testNotFound_onGetAfterASuccessfulHead_makesReadThrowENOENT() throws {
+        var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
+        resource.getStatus = 404
+        fetcher.add(url, resource)
+        let loader = makeLoader()
+        XCTAssertThrowsError(try read(loader, at: 0, count: 10)) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
+    }
+
+    func testServiceUnavailable_onEveryGet_makesReadThrowEIOAfterBoundedAttempts() throws {
+        var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
+        resource.getStatus = 503
+        fetcher.add(url, resource)
+        let loader = makeLoader()
+        XCTAssertThrowsError(try read(loader, at: 0, count: 10)) { XCTAssertEqual(($0 as? MediaError)?.errno, EIO) }
+        XCTAssertGreaterThan(fetcher.gets.count, 0)
+        XCTAssertLessThanOrEqual(fetcher.gets.count, settings.maxAttempts)
+    }
+
+    func testServiceUnavailable_onHeadAndGet_makesContentInfoThrowEIO() throws {
+        var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
+        resource.status = 503
+        fetcher.add(url, resource)
+        let loader = makeLoader()
+        XCTAssertThrowsError(try loader.contentInfo()) { XCTAssertEqual(($0 as? MediaError)?.errno, EIO) }
+        XCTAssertEqual(fetcher.heads.count, 1)
+        XCTAssertEqual(fetcher.gets.map(\.range), [0..<1])
+    }
+
+    func testUnreachableServer_makesContentInfoThrowEIO() throws {
+        var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
+        resource.transportError = true
+        fetcher.add(url, resource)
+        XCTAssertThrowsError(try makeLoader().contentInfo()) { XCTAssertEqual(($0 as? MediaError)?.errno, EIO) }
+    }
+
+    func testShortResponse_once_isRetriedForTheRestAndReturnsExactBytes() throws {
+        for endsWithError in [true, false] {
+            let source = Self.content(count: 1 << 20)
+            var resource = FakeFetcher.Resource(bytes: source)
+            resource.shortBy = 1000
+            resource.shortResponses = 1
+            resource.shortEndsWithError = endsWithError
+            let fetcher = makeFetcher()
+            fetcher.add(url, resource)
+            store.remove(key: url)
+            let loader = makeLoader(fetcher: fetcher)
+            XCTAssertEqual(try read(loader, at: 0, count: 100_000), Self.expected(source, 0, 100_000))
+            XCTAssertEqual(fetcher.gets.map(\.range), [0..<100_000, 99_000..<100_000], "error: \(endsWithError)")
+        }
+    }
+
+    func testShortResponse_always_makesReadThrowEIONeverWrongBytes() throws {
+        for endsWithError in [true, false] {
+            var resource = FakeFetcher.Resource(bytes: Self.content(count: 1 << 20))
+            resource.shortBy = 1000
+            resource.shortEndsWithError = endsWithError
+            let fetcher = makeFetcher()
+            fetcher.add(url, resource)
+            store.remove(key: url)
+            let loader = makeLoader(fetcher: fetcher)
+            XCTAssertThrowsError(try read(loader, at: 0, count: 100_000)) {
+                XCTAssertEqual(($0 as? MediaError)?.errno, EIO)
+            }
+            XCTAssertLessThanOrEqual(fetcher.gets.count, settings.maxAttempts)
+        }
+    }
+
+    func testServerIgnoringRange_answering200WithWholeBody_stillGivesExactBytes() throws {
+        let source = Self.content(count: 1 << 20)
+        var resource = FakeFetcher.Resource(bytes: source)
+        resource.ignoresRange = true
+        fetcher.add(url, resource)
+        let loader = makeLoader()
+        XCTAssertEqual(try read(loader, at: 500_000, count: 10_000), Self.expected(source, 500_000, 10_000))
+        XCTAssertEqual(try read(loader, at: 3, count: 100), Self.expected(source, 3, 100))
+        XCTAssertEqual(try read(loader, at: (1 << 20) - 50, count: 100), Self.expected(source, (1 << 20) - 50, 100))
+    }
+
+    func testContentChangedOnServer_makesReadThrowEIONotMixedBytes() throws {
+        let source = addContent(count: 1 << 20)
+        let loader = makeLoader()
+        XCTAssertEqual(try read(loader, at: 0, count: 1000), Self.expected(source, 0, 1000))
+        fetcher.update(url) {
+            $0.bytes = Self.content(count: 1 << 20, seed: 2)
+            $0.etag = "\"v2\""
+        }
+        XCTAssertThrowsError(try read(loader, at: 5000, count: 1000)) {
+            XCTAssertEqual(($0 as? MediaError)?.errno, EIO)
+        }
+        XCTAssertTrue(fetcher.gets.allSatisfy { $0.ifRange == "\"v1\"" })
+    }
+
+    // MARK: Many readers
+
+    func testRandomConcurrentReads_fromFourThreads_matchTheSourceByteForByte() throws {
+        let length = 8 << 20
+        // A server slower than the reader, so reads find their handle's
+        // transfer still running: that is when readahead tops up.
+        fetcher.setChunkDelay(0.005)
+        let source = addContent(count: length)
+        let loader = makeLoader()
+        let readers = (0..<4).map { thread in
+            Background { () -> [String] in
+                var random = SplitMix64(seed: 42 + UInt64(thread))
+                let pattern = ReadPattern()
+                var failures: [String] = []
+                for step in 0..<60 {
+                    let sequential = random.next() % 3 == 0
+                    let offset = Int64(random.next() % UInt64(length + 200_000))
+                    let count = Int(random.next() % (sequential ? 256 << 10 : 64 << 10)) + 1
+                    let got = try Self.read(loader, at: offset, count: count, pattern: pattern)
+                    if got != Self.expected(source, offset, count) {
+                        failures.append("thread \(thread) step \(step): \(count) bytes at \(offset)")
+                    }
+                    if sequential {
+                        var next = offset + Int64(count)
+                        for _ in 0..<8 {
+                            let got = try Self.read(loader, at: next, count: 128 << 10, pattern: pattern)
+                            if got != Self.expected(source, next, 128 << 10) {
+                                failures.append("thread \(thread) step \(step): 128 KiB at \(next)")
+                            }
+                            next += 128 << 10
+                        }
+                    }
+                }
+                loader.release(pattern)
+                return failures
+            }
+        }
+        for reader in readers {
+            XCTAssertEqual(try reader.result(timeout: 60), [])
+        }
+    }
+
+    // MARK: Reading
+
+    private func read(_ loader: FileLoader, at offset: Int64, count: Int,
+                      pattern: ReadPattern = ReadPattern()) throws -> [UInt8] {
+        try Self.read(loader, at: offset, count: count, pattern: pattern)
+    }
+
+    private static func read(_ loader: FileLoader, at offset: Int64, count: Int,
+                             pattern: ReadPattern = ReadPattern()) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0xEE, count: count)
+        let n = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: offset, pattern: pattern) }
+        return Array(buffer[..<n])
+    }
+}
+
+/// Runs a closure on its own thread; `result` waits for it.
+final class Background<T>: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var outcome: Result<T, Error>?
+
+    init(_ body: @escaping @Sendable () throws -> T) {
+        Thread { [self] in
+            outcome = Result { try body() }
+            done.signal()
+        }.start()
+    }
+
+    func result(timeout: Double = 20) throws -> T {
+        guard done.wait(timeout: .now() + timeout) == .success else {
+            throw MediaError(ETIMEDOUT, "background work did not finish within \(timeout) s")
+        }
+        return try outcome!.get()
+    }
+}
