@@ -11,9 +11,10 @@ let package = Package(
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
         .target(name: "MediaCache", dependencies: ["CCurl"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"]),
-        .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache"]),
+        .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"]),
         .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache"]),
     ],
     swiftLanguageModes: [.v6]

@@ -10,20 +10,22 @@ func fail(_ message: String, status: Int32) -> Never {
     exit(status)
 }
 
-var arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments.first {
-case "mount":
-    do {
-        try MountCommand(arguments: Array(arguments.dropFirst())).run()
-    } catch let error as UsageError {
-        fail("\(error)\n\(MountCommand.usage)", status: 2)
-    } catch {
-        fail("\(error)", status: 1)
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    switch arguments.first {
+    case "mount": try MountCommand(arguments: Array(arguments.dropFirst())).run()
+    case "status": try StatusCommand(arguments: Array(arguments.dropFirst())).run()
+    case "purge": try AdminCommands.purge(Array(arguments.dropFirst()))
+    case "preload": try AdminCommands.preload(Array(arguments.dropFirst()))
+    case "-V", "--version": print("mediafs \(MediaCacheVersion.string)")
+    case "-h", "--help", nil: print(MountCommand.usage)
+    default:
+        // mount.fuse3 (fstab, `mount -t fuse.mediafs`) runs
+        // `mediafs SOURCE MOUNTPOINT -o OPTIONS`, with no command word.
+        try MountCommand(arguments: arguments).run()
     }
-case "-V", "--version":
-    print("mediafs \(MediaCacheVersion.string)")
-case "-h", "--help", nil:
-    print(MountCommand.usage)
-default:
-    fail("unknown command '\(arguments[0])'\n\(MountCommand.usage)", status: 2)
+} catch let error as UsageError {
+    fail("\(error)\n\(MountCommand.usage)", status: 2)
+} catch {
+    fail("\(error)", status: 1)
 }

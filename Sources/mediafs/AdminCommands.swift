@@ -1,0 +1,35 @@
+// `mediafs purge` and `mediafs preload`: thin wrappers over the writable
+// xattrs, so scripts need not know attribute names.
+import MediaCache
+
+enum AdminCommands {
+    static let purgeUsage = "usage: mediafs purge PATH..."
+    static let preloadUsage = "usage: mediafs preload [--bytes N] PATH..."
+
+    static func purge(_ arguments: [String]) throws {
+        guard !arguments.isEmpty, !arguments.contains(where: { $0.hasPrefix("-") }) else {
+            throw UsageError(purgeUsage)
+        }
+        for path in arguments { try Xattr.command(path, "purge", "1") }
+    }
+
+    static func preload(_ arguments: [String]) throws {
+        var value = "1"
+        var paths: [String] = []
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            if argument == "--bytes" {
+                guard let text = rest.popFirst(), Units.bytes(text) != nil else {
+                    throw UsageError("--bytes needs a byte count such as 4M\n\(preloadUsage)")
+                }
+                value = text
+            } else if argument.hasPrefix("-") {
+                throw UsageError("unknown option '\(argument)'\n\(preloadUsage)")
+            } else {
+                paths.append(argument)
+            }
+        }
+        guard !paths.isEmpty else { throw UsageError(preloadUsage) }
+        for path in paths { try Xattr.command(path, "preload", value) }
+    }
+}

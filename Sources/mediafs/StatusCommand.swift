@@ -1,0 +1,100 @@
+// `mediafs status MOUNTPOINT [--json] [--watch]`: per file the cached share,
+// state and rate, and totals, all read from the mount's xattrs.
+import Foundation
+import MediaCache
+
+struct StatusCommand {
+    static let usage = "usage: mediafs status MOUNTPOINT [--json] [--watch]"
+    static let barWidth = 20
+    static let watchInterval = 1.0
+
+    struct Row {
+        var name: String
+        var size: Int64
+        var cached: Int64
+        var complete: Bool
+        var state: String
+    }
+
+    var mountpoint = ""
+    var json = false
+    var watch = false
+
+    init(arguments: [String]) throws {
+        var positional: [String] = []
+        for argument in arguments {
+            switch argument {
+            case "--json": json = true
+            case "--watch": watch = true
+            default:
+                if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)'\n\(Self.usage)") }
+                positional.append(argument)
+            }
+        }
+        guard positional.count == 1 else { throw UsageError(Self.usage) }
+        mountpoint = positional[0]
+    }
+
+    func rows() throws -> [Row] {
+        try Xattr.requireMount(mountpoint)
+        let names = try FileManager.default.contentsOfDirectory(atPath: mountpoint).sorted()
+        return names.map { name in
+            let path = mountpoint + "/" + name
+            let get = { (key: String) in (try? Xattr.get(path, key)) ?? "" }
+            return Row(name: name, size: Int64(get("size")) ?? 0, cached: Int64(get("cached_bytes")) ?? 0,
+                       complete: get("complete") == "1", state: get("state"))
+        }
+    }
+
+    func run() throws {
+        var previous: [String: Int64] = [:]
+        repeat {
+            let rows = try rows()
+            if json {
+                print(try jsonText(rows))
+            } else {
+                if watch { print("\u{1B}[H\u{1B}[2J", terminator: "") }
+                print(table(rows, previous: watch ? previous : nil))
+            }
+            previous = Dictionary(uniqueKeysWithValues: rows.map { ($0.name, $0.cached) })
+            if watch { Thread.sleep(forTimeInterval: Self.watchInterval) }
+        } while watch
+    }
+
+    func jsonText(_ rows: [Row]) throws -> String {
+        let files: [[String: Any]] = rows.map {
+            ["name": $0.name, "size": $0.size, "cached_bytes": $0.cached, "complete": $0.complete, "state": $0.state]
+        }
+        let stats = try JSONSerialization.jsonObject(with: Data(Xattr.get(mountpoint, "stats").utf8))
+        let object: [String: Any] = ["mountpoint": mountpoint, "files": files, "totals": stats]
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    func table(_ rows: [Row], previous: [String: Int64]?) -> String {
+        var lines: [String] = []
+        for row in rows {
+            let share = row.size > 0 ? Double(row.cached) / Double(row.size) : (row.complete ? 1 : 0)
+            let filled = Int((share * Double(Self.barWidth)).rounded(.down))
+            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: Self.barWidth - filled)
+            var line = "[\(bar)] \(String(format: "%5.1f%%", share * 100)) \(Self.human(row.cached))/\(Self.human(row.size)) \(row.state)"
+            if let before = previous?[row.name], row.cached > before {
+                line += " \(Self.human(Int64(Double(row.cached - before) / Self.watchInterval)))/s"
+            }
+            lines.append(line + "  " + row.name)
+        }
+        let cached = rows.reduce(Int64(0)) { $0 + $1.cached }
+        let size = rows.reduce(Int64(0)) { $0 + $1.size }
+        lines.append("total: \(rows.count) files, \(Self.human(cached)) of \(Self.human(size)) cached, "
+                     + "\(rows.filter(\.complete).count) complete")
+        return lines.joined(separator: "\n")
+    }
+
+    static func human(_ bytes: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+}
