@@ -67,7 +67,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     private var lastAccess: Int64 = 0
     private var lastValidated: Int64 = 0
     private var dirty = false
-    private var lastError: MediaError?
+    private var lastError: MediaError? {
+        didSet { lastErrorAt = Self.now() }
+    }
+    private var lastErrorAt = 0.0
     /// Reads between "bytes present" and the end of their pread: a purge
     /// waits for them, so no reader sees bytes vanish under it.
     private var activeReads = 0
@@ -204,7 +207,6 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         defer { waits[wait] = nil }
         var attempts = 0
         let fromCache = present.contains(wanted)
-        defer { if present.contains(wanted) { activeReads += 1 } }
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
         if !present.contains(wanted) || transfers.values.contains(where: { $0.owner == owner }) {
@@ -212,12 +214,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
         }
         while !present.contains(wanted) {
-            if !lock.wait(until: deadline) {
+            if !lock.wait(until: deadline) && !present.contains(wanted) {
                 throw MediaError.io("\(source.url): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
                                     + "did not arrive within \(Int(settings.timeout)) s")
             }
             try requestHoles(in: wanted, window: pattern.window, owner: owner, info: info, attempts: &attempts)
         }
+        activeReads += 1
         return fromCache
     }
 
@@ -237,7 +240,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                     point = covering.end
                     continue
                 }
-                if let error = lastError, error.errno == ENOENT || error.errno == EACCES {
+                // A 404 or 403 is believed for a while, not forever.
+                if let error = lastError, error.errno == ENOENT || error.errno == EACCES,
+                   Self.now() - lastErrorAt < settings.probeRetryAfter {
                     throw MediaError(error.errno, "\(source.url): \(error.message)")
                 }
                 guard attempts < settings.maxAttempts else {

@@ -5,6 +5,8 @@ import Foundation
 public struct FileNaming {
     /// Linux's NAME_MAX, in bytes.
     static let maxNameBytes = 255
+    /// A longer "extension" is taken as part of the name.
+    static let maxExtensionBytes = 16
 
     private var taken: Set<String> = []
 
@@ -31,15 +33,21 @@ public struct FileNaming {
     }
 
     /// Returns `name`, or `name (2)`, `name (3)`… before the extension when
-    /// an earlier source took it.
+    /// an earlier source took it; the stem is shortened so the whole name
+    /// stays within NAME_MAX.
     public mutating func claim(_ name: String) -> String {
+        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
+        let ext = dot.map { String(name[$0...]) }.flatMap { $0.utf8.count <= Self.maxExtensionBytes ? $0 : nil } ?? ""
+        let stem = String(name.dropLast(ext.count))
         var candidate = name
         var counter = 2
         while taken.contains(candidate) {
-            let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
-            let stem = dot.map { String(name[..<$0]) } ?? name
-            let ext = dot.map { String(name[$0...]) } ?? ""
-            candidate = FileNaming.safe("\(stem) (\(counter))") + ext
+            let suffix = " (\(counter))"
+            var shortened = stem
+            while shortened.utf8.count + suffix.utf8.count + ext.utf8.count > Self.maxNameBytes {
+                shortened.removeLast()
+            }
+            candidate = shortened + suffix + ext
             counter += 1
         }
         taken.insert(candidate)

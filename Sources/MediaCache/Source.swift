@@ -44,15 +44,17 @@ public struct Source: Equatable, Sendable {
             throw MediaError(EINVAL, "list file \(path) is not UTF-8 text")
         }
         var result: [(name: String?, url: String)] = []
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.trimmingSpaces
-            if line.isEmpty || line.hasPrefix("#") { continue }
+        // "\r\n" is one Character in Swift: split on any newline, not "\n".
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        for (index, rawLine) in lines.enumerated() {
             let origin = "\(path):\(index + 1)"
             var name: String?
-            var url = String(line)
-            if let tab = line.firstIndex(of: "\t") {
-                name = String(line[..<tab].trimmingSpaces)
-                url = String(line[line.index(after: tab)...].trimmingSpaces)
+            var url = String(rawLine.trimmingSpaces)
+            if url.isEmpty || url.hasPrefix("#") { continue }
+            // The tab is looked for before trimming, which would eat a leading one.
+            if let tab = rawLine.firstIndex(of: "\t") {
+                name = String(rawLine[..<tab].trimmingSpaces)
+                url = String(rawLine[rawLine.index(after: tab)...].trimmingSpaces)
                 if name!.isEmpty { throw MediaError(EINVAL, "\(origin): empty name before the tab") }
             }
             try validate(url: url, origin: origin)

@@ -3,6 +3,7 @@
 // flusher) start only after daemonizing, since fork keeps just one thread.
 import CFuse
 import Foundation
+import Synchronization
 import MediaCache
 #if canImport(Glibc)
 import Glibc
@@ -29,6 +30,7 @@ public final class MediaFS: @unchecked Sendable {
     private let options: Options
     private let makeCatalog: () -> Catalog
     private var started: Catalog?
+    private let readaheadRaised = Mutex(false)
     private var fuse: OpaquePointer?
 
     var catalog: Catalog { started! }
@@ -80,7 +82,6 @@ public final class MediaFS: @unchecked Sendable {
                 throw MediaError(EIO, "cannot mount at \(options.mountpoint)")
             }
             defer { fuse_unmount(fuse) }
-            raiseKernelReadahead()
             guard fuse_daemonize(options.foreground ? 1 : 0) == 0 else {
                 throw MediaError(EIO, "cannot detach from the terminal")
             }
@@ -126,7 +127,14 @@ public final class MediaFS: @unchecked Sendable {
 
     /// Without this the kernel sends 128 KiB reads; 1 MiB reads cost the
     /// daemon an eighth of the calls. Best effort: only root can write it.
-    private func raiseKernelReadahead() {
+    /// Called from the first open: the kernel resets the value when it
+    /// processes INIT's reply, and a file's readahead is set up after open.
+    func raiseKernelReadaheadOnce() {
+        let first = readaheadRaised.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
         guard let device = MountTable.entry(at: options.mountpoint)?.device else { return }
         let path = "/sys/class/bdi/\(device)/read_ahead_kb"
         let fd = open(path, O_WRONLY)

@@ -102,6 +102,7 @@ func makeOperations() -> fuse_operations {
             // Content does not change under a mount: later opens may reuse
             // the page cache instead of asking again.
             info!.pointee.keep_cache = 1
+            adapter().raiseKernelReadaheadOnce()
             adapter().catalog.opened(name)
             return 0
         }

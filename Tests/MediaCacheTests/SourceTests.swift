@@ -87,11 +87,9 @@ final class SourceTests: XCTestCase {
         assertRejected([path], mentioning: ["\(path):4", "unsupported scheme 'ftp'"])
     }
 
-    func testParse_listLineStartingWithTab_isTakenAsAnUnnamedUrl() throws {
-        // Lines are trimmed before the tab is looked for, so a leading tab
-        // never reaches the "empty name before the tab" error.
+    func testParse_listLineStartingWithTab_isRejectedAsAnEmptyName() {
         let path = listFile("https://a.example/ok.mp4\n\thttps://a.example/b.mp4\n")
-        XCTAssertEqual(try Source.parse(arguments: [path]).map(\.name), ["ok.mp4", "b.mp4"])
+        assertRejected([path], mentioning: ["\(path):2", "empty name before the tab"])
     }
 
     func testParse_listFileWithWindowsLineEndings_readsEveryLine() throws {
