@@ -8,7 +8,7 @@ import Glibc
 
 public final class Catalog: @unchecked Sendable {
     /// How often changed metadata is written while mounted.
-    public static let flushInterval: Double = 2
+    public static let flushInterval: Double = 5
 
     /// What opening a file preloads of the files after it, in source order.
     public struct PreloadNext: Sendable, Equatable {
