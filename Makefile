@@ -15,7 +15,7 @@ SWIFT_FLAGS := --scratch-path $(BUILD_DIR)
 BIN         := $(BUILD_DIR)/release/mediafs
 export MEDIAFS_BIN := $(abspath $(BIN))
 
-.PHONY: all build deps test demo install clean
+.PHONY: all build deps test demo bench install clean
 
 all: build
 
@@ -33,6 +33,12 @@ test: deps
 demo: deps
 	$(MAKE) build
 	scripts/demo.sh
+
+# Measures mediafs beside curl (and rclone, installed if missing) in one run.
+bench: deps
+	$(MAKE) build
+	command -v rclone >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rclone || true
+	python3 bench/run.py $(BENCH_ARGS)
 
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/mediafs

@@ -65,18 +65,20 @@ def ensure_data(size_mib):
                 f.write(os.urandom(n))
                 left -= n
         os.rename(tmp, big)
-    mp4 = os.path.join(DATA, "video.mp4")
+    mp4 = os.path.join(DATA, "video-g60.mp4")
     if not (os.path.exists(mp4) and os.path.getsize(mp4) > 0):
-        log("generating video.mp4 (2 min 1280x720, libx264 ultrafast, moov at end)")
+        log("generating video.mp4 (2 min 1280x720, libx264 ultrafast, 2 s GOP, moov at end)")
         tmp = os.path.join(DATA, "video.tmp.mp4")
         subprocess.run(
             ["ffmpeg", "-y", "-v", "error",
              "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30:duration=120",
              "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=120",
-             "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
+             # A keyframe every 2 s, as streaming encoders use; with x264's
+             # default (250 frames, 8.3 s) a seek must read up to 8 s of video.
+             "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-pix_fmt", "yuv420p",
              "-c:a", "aac", "-shortest", tmp], check=True)
         os.rename(tmp, mp4)
-    mkv = os.path.join(DATA, "video.mkv")
+    mkv = os.path.join(DATA, "video-g60.mkv")
     if not (os.path.exists(mkv) and os.path.getsize(mkv) > 0):
         log("remuxing video.mkv")
         tmp = os.path.join(DATA, "video.tmp.mkv")

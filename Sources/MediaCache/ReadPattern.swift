@@ -1,22 +1,20 @@
 // The access pattern of one open handle, which decides how far ahead of a
-// reader transfers reach. A first or random read fetches what it asks for
-// (a player probing an mp4's moov must not start streaming the file);
-// reads that keep following each other earn a readahead window as large as
-// what the streak has read so far (so a reader that stops soon wastes little),
-// up to a bound. Guarded by the lock of the file the handle reads.
+// reader transfers reach. The kernel already reads ahead of a sequential
+// reader (up to 1 MiB); mediafs adds its own window only once a handle has
+// read 4 MiB in a row, and keeps it at half of what the streak has
+// read, so a player that probes a file or decodes a second after a seek
+// leaves little fetched for nothing, while a long stream earns 64 MiB.
+// Guarded by the lock of the file the handle reads.
 
 public final class ReadPattern: @unchecked Sendable {
-    /// Window once reads look sequential.
-    public static let firstWindow: Int64 = 1 << 20
+    /// Bytes read in a row before mediafs reads ahead at all.
+    public static let streakBeforeReadahead: Int64 = 4 << 20
     public static let maxWindow: Int64 = 64 << 20
-    /// Sequential reads needed before readahead starts.
-    public static let sequentialStreak = 2
     /// The kernel sends a stream's reads from several threads, slightly out
     /// of order: a read this close to the last one still counts as following it.
     public static let sequentialSlack: Int64 = 4 << 20
 
     private var nextOffset: Int64 = -1
-    private var streak = 0
     private var streakBytes: Int64 = 0
     private(set) var window: Int64 = 0
 
@@ -26,18 +24,13 @@ public final class ReadPattern: @unchecked Sendable {
     func record(offset: Int64, end: Int64) -> Bool {
         let follows = nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
         if follows {
-            streak += 1
             streakBytes += end - offset
-            if streak >= Self.sequentialStreak {
-                window = min(max(streakBytes, Self.firstWindow), Self.maxWindow)
-            }
             nextOffset = max(nextOffset, end)
         } else {
-            streak = 0
             streakBytes = end - offset
-            window = 0
             nextOffset = end
         }
+        window = streakBytes < Self.streakBeforeReadahead ? 0 : min(streakBytes / 2, Self.maxWindow)
         return !follows && offset != 0
     }
 }

@@ -165,7 +165,8 @@ final class FileLoaderTests: XCTestCase {
     // MARK: Readahead, seeks and close
 
     func testSequentialReads_earnReadaheadLargerThanTheReads_withoutFetchingAnyByteTwice() throws {
-        let length = 8 << 20
+        // Readahead starts after ReadPattern.streakBeforeReadahead (4 MiB).
+        let length = 32 << 20
         // A server slower than the reader, so reads find their handle's
         // transfer still running: that is when readahead tops up.
         fetcher.setChunkDelay(0.005)
@@ -200,12 +201,13 @@ final class FileLoaderTests: XCTestCase {
         XCTAssertLessThanOrEqual(sum(fetcher.gets.map(\.range)), 4096 + 16384)
     }
 
-    /// Sequential reads on `pattern` until a transfer stops at a hold over
-    /// 768 KiB..<4 MiB, leaving a large part of its range unsent.
+    /// Sequential reads on `pattern` past the 4 MiB streak that earns
+    /// readahead, until a readahead transfer stops at a hold over
+    /// 6 MiB..<12 MiB, leaving a large part of its range unsent.
     private func growReadahead(_ loader: FileLoader, pattern: ReadPattern, source: [UInt8]) throws {
-        fetcher.hold((768 << 10)..<(4 << 20))
+        fetcher.hold((6 << 20)..<(12 << 20))
         var offset: Int64 = 0
-        for _ in 0..<5 {
+        for _ in 0..<48 {
             XCTAssertEqual(try read(loader, at: offset, count: 128 << 10, pattern: pattern),
                            Self.expected(source, offset, 128 << 10))
             offset += 128 << 10
@@ -214,13 +216,13 @@ final class FileLoaderTests: XCTestCase {
     }
 
     func testFarSeek_cancelsTheTransferTheOldPositionStarted() throws {
-        let source = addContent(count: 8 << 20)
+        let source = addContent(count: 16 << 20)
         let loader = makeLoader()
         let pattern = ReadPattern()
         try growReadahead(loader, pattern: pattern, source: source)
         let held = fetcher.transfersWaitingAtHold
-        XCTAssertEqual(try read(loader, at: 6 << 20, count: 128 << 10, pattern: pattern),
-                       Self.expected(source, 6 << 20, 128 << 10))
+        XCTAssertEqual(try read(loader, at: 14 << 20, count: 128 << 10, pattern: pattern),
+                       Self.expected(source, 14 << 20, 128 << 10))
         XCTAssertFalse(held.isDisjoint(with: fetcher.cancelled), "held \(held), cancelled \(fetcher.cancelled)")
         XCTAssertTrue(fetcher.waitUntil { f in held.allSatisfy { f.record($0)!.finished } })
         for id in held.intersection(fetcher.cancelled) {
@@ -231,7 +233,7 @@ final class FileLoaderTests: XCTestCase {
     }
 
     func testRelease_cancelsReadaheadNoOneWaitsOn() throws {
-        let source = addContent(count: 8 << 20)
+        let source = addContent(count: 16 << 20)
         let loader = makeLoader()
         let pattern = ReadPattern()
         try growReadahead(loader, pattern: pattern, source: source)
@@ -243,18 +245,19 @@ final class FileLoaderTests: XCTestCase {
     }
 
     func testRelease_ofOneHandle_keepsTransferAnotherHandleWaitsOn() throws {
-        let source = addContent(count: 8 << 20)
+        let source = addContent(count: 16 << 20)
         let loader = makeLoader()
         let pattern = ReadPattern()
         try growReadahead(loader, pattern: pattern, source: source)
         let held = fetcher.transfersWaitingAtHold
-        let waiter = Background { try Self.read(loader, at: 800 << 10, count: 4096) }
+        let waited: Int64 = (6 << 20) + (32 << 10)
+        let waiter = Background { try Self.read(loader, at: waited, count: 4096) }
         Thread.sleep(forTimeInterval: 0.2)
         loader.release(pattern)
         fetcher.release()
-        XCTAssertEqual(try waiter.result(), Self.expected(source, 800 << 10, 4096))
+        XCTAssertEqual(try waiter.result(), Self.expected(source, waited, 4096))
         XCTAssertTrue(Set(fetcher.cancelled).isDisjoint(with: held.filter { id in
-            fetcher.record(id)!.body.contains(800 << 10)
+            fetcher.record(id)!.body.contains(waited)
         }))
     }
 
