@@ -61,8 +61,17 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     private var fd: Int32 = -1
     private var present = ByteRangeSet()
     private var transfers: [TransferID: Transfer] = [:]
-    /// Byte ranges that reads are waiting on, by wait number.
-    private var waits: [Int: Range<Int64>] = [:]
+    /// A read waiting for bytes. Arriving bytes are copied straight into
+    /// its buffer (one copy fewer than a pread from the cache, and the way
+    /// reads are still served when the cache cannot be written).
+    struct Wait {
+        var range: Range<Int64>
+        var buffer: UnsafeMutableRawBufferPointer
+        var filled = ByteRangeSet()
+    }
+
+    /// Reads waiting for bytes, by wait number.
+    private var waits: [Int: Wait] = [:]
     private var nextWait = 0
     private var lastAccess: Int64 = 0
     private var lastValidated: Int64 = 0
@@ -178,21 +187,26 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         let end = min(offset + Int64(buffer.count), info.length)
         guard offset < end else { return 0 }
         let wanted = offset..<end
-        let fromCache = try waitUntilPresent(wanted, info: info, pattern: pattern)
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])
+        let delivered = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
         defer {
             lock.lock()
             activeReads -= 1
             if activeReads == 0 { lock.broadcast() }
             lock.unlock()
         }
-        let count = try readPresent(into: buffer, range: wanted)
-        if fromCache { statistics.bytesFromCache.add(Int64(count), ordering: .relaxed) }
-        return count
+        for part in delivered.missing(in: wanted) {
+            try readPresent(into: target, at: Int(part.lowerBound - offset), range: part)
+            statistics.bytesFromCache.add(Int64(part.count), ordering: .relaxed)
+        }
+        return target.count
     }
 
-    /// Returns with the bytes present and the read counted in `activeReads`;
-    /// says whether they were all present already.
-    private func waitUntilPresent(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern) throws -> Bool {
+    /// Returns once every byte of `wanted` is either copied into `buffer`
+    /// (the ranges returned) or present in the cache; the read is then
+    /// counted in `activeReads` until its preads are done.
+    private func waitUntilAvailable(_ wanted: Range<Int64>, into buffer: UnsafeMutableRawBufferPointer,
+                                    info: ContentInfo, pattern: ReadPattern) throws -> ByteRangeSet {
         let deadline = Date(timeIntervalSinceNow: settings.timeout)
         let owner = ObjectIdentifier(pattern)
         lock.lock()
@@ -201,35 +215,54 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             cancelTransfers(of: owner, except: wanted.lowerBound)
         }
         lastAccess = Int64(Self.now())
+        var attempts = 0
+        if present.contains(wanted) {
+            // Reading cached bytes sends no request: readahead starts from a
+            // read that had to fetch, and goes on while this handle streams.
+            if transfers.values.contains(where: { $0.owner == owner }) {
+                readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
+            }
+            activeReads += 1
+            return ByteRangeSet()
+        }
         let wait = nextWait
         nextWait += 1
-        waits[wait] = wanted
+        waits[wait] = Wait(range: wanted, buffer: buffer)
         defer { waits[wait] = nil }
-        var attempts = 0
-        let fromCache = present.contains(wanted)
-        // Reading cached bytes sends no request: readahead starts from a
-        // read that had to fetch, and goes on while this handle streams.
-        if !present.contains(wanted) || transfers.values.contains(where: { $0.owner == owner }) {
-            try requestHoles(in: wanted, window: pattern.window, owner: owner, info: info, attempts: &attempts)
-            readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
-        }
-        while !present.contains(wanted) {
-            if !lock.wait(until: deadline) && !present.contains(wanted) {
+        var available = availability(of: wait)
+        try requestHoles(in: available.missing(in: wanted), window: pattern.window, owner: owner,
+                         info: info, attempts: &attempts)
+        readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
+        while !available.contains(wanted) {
+            if !lock.wait(until: deadline) {
+                available = availability(of: wait)
+                if available.contains(wanted) { break }
                 throw MediaError.io("\(source.url): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
                                     + "did not arrive within \(Int(settings.timeout)) s")
             }
-            try requestHoles(in: wanted, window: pattern.window, owner: owner, info: info, attempts: &attempts)
+            available = availability(of: wait)
+            try requestHoles(in: available.missing(in: wanted), window: pattern.window, owner: owner,
+                             info: info, attempts: &attempts)
         }
         activeReads += 1
-        return fromCache
+        return waits[wait]!.filled
     }
 
-    /// Makes sure a transfer is on its way for every missing byte of
-    /// `wanted`: joins running ones, starts the rest (reaching `window`
-    /// further). Throws once a read has tried too often. Call with `lock` held.
-    private func requestHoles(in wanted: Range<Int64>, window: Int64, owner: ObjectIdentifier,
+    /// Bytes of a wait that are in its buffer or in the cache. Call with `lock` held.
+    private func availability(of wait: Int) -> ByteRangeSet {
+        var available = waits[wait]!.filled
+        for range in present.ranges where range.overlaps(waits[wait]!.range) {
+            available.insert(range.clamped(to: waits[wait]!.range))
+        }
+        return available
+    }
+
+    /// Makes sure a transfer is on its way for every byte of `holes`: joins
+    /// running ones, starts the rest (reaching `window` further). Throws
+    /// once a read has tried too often. Call with `lock` held.
+    private func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier,
                               info: ContentInfo, attempts: inout Int) throws {
-        for hole in present.missing(in: wanted) {
+        for hole in holes {
             var point = hole.lowerBound
             while point < hole.upperBound {
                 if let (id, covering) = transfers.first(where: { covers($0.value, point) }) {
@@ -259,7 +292,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// `offset`, topping up a whole window at a time so transfers stay large.
     /// Call with `lock` held.
     private func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, info: ContentInfo) {
-        guard window > 0, offset < info.length else { return }
+        // Bytes read ahead while the cache cannot be written would be lost.
+        guard window > 0, offset < info.length, statistics.cacheWritable else { return }
         var lead = offset
         while lead < info.length {
             let presentEnd = present.presentEnd(from: lead)
@@ -290,7 +324,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         for (id, transfer) in transfers where transfer.owner == owner && !transfer.cancelled {
             if let offset, covers(transfer, offset) { continue }
             if transfer.end - transfer.position < settings.cancelTolerance { continue }
-            if waits.values.contains(where: { $0.overlaps(transfer.position..<transfer.end) }) { continue }
+            if waits.values.contains(where: { $0.range.overlaps(transfer.position..<transfer.end) }) { continue }
             transfers[id]!.cancelled = true
             fetcher.cancel(id)
             Log.debug("stop GET \(source.url) at byte \(transfer.position) (was to reach \(transfer.end))")
@@ -325,11 +359,11 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         return end
     }
 
-    private func readPresent(into buffer: UnsafeMutableRawBufferPointer, range: Range<Int64>) throws -> Int {
+    private func readPresent(into buffer: UnsafeMutableRawBufferPointer, at start: Int, range: Range<Int64>) throws {
         var done = 0
         let count = Int(range.count)
         while done < count {
-            let n = pread(fd, buffer.baseAddress! + done, count - done, off_t(range.lowerBound) + off_t(done))
+            let n = pread(fd, buffer.baseAddress! + start + done, count - done, off_t(range.lowerBound) + off_t(done))
             if n < 0 && errno == EINTR { continue }
             if n <= 0 {
                 throw n < 0 ? MediaError.system("read from the cache of \(source.url)")
@@ -337,7 +371,6 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             }
             done += n
         }
-        return done
     }
 
     // MARK: Transfers (called on the fetcher's thread)
@@ -387,33 +420,48 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
         let position = transfer.position
         let count = Int(min(Int64(bytes.count), transfer.end - position))
-        var written = 0
-        while written < count {
-            let n = pwrite(fd, bytes.baseAddress! + written, count - written, off_t(position) + off_t(written))
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                let error = MediaError.system("write to the cache of \(source.url)")
-                Log.error(error.message)
-                lock.lock()
-                lastError = error
-                lock.unlock()
-                break
-            }
-            written += n
-        }
+        let chunk = position..<(position + Int64(count))
+        let cached = writeToCache(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: position, fd: fd)
+        statistics.bytesFromNetwork.add(Int64(count), ordering: .relaxed)
 
-        statistics.bytesFromNetwork.add(Int64(written), ordering: .relaxed)
         lock.lock()
         defer { lock.broadcast(); lock.unlock() }
         // A purge may have cancelled the transfer during the pwrite: its
         // bytes may have landed before the purge emptied the file, so they
-        // are not claimed.
+        // are neither claimed nor handed out.
         guard let current = transfers[id], !current.cancelled else { return false }
-        transfers[id]!.position = position + Int64(written)
-        present.insert(position..<(position + Int64(written)))
-        dirty = true
+        for (key, wait) in waits where wait.range.overlaps(chunk) {
+            let overlap = wait.range.clamped(to: chunk)
+            let from = bytes.baseAddress! + Int(overlap.lowerBound - position)
+            (wait.buffer.baseAddress! + Int(overlap.lowerBound - wait.range.lowerBound))
+                .copyMemory(from: from, byteCount: Int(overlap.count))
+            waits[key]!.filled.insert(overlap)
+        }
+        transfers[id]!.position = chunk.upperBound
+        if cached {
+            present.insert(chunk)
+            dirty = true
+        }
         // More bytes than the answer announced: a lying server; stop here.
-        return written == bytes.count
+        return count == bytes.count
+    }
+
+    /// Writes arriving bytes into the data file. When the cache's disk is
+    /// full or failing, reads go on from the network alone (waiting readers
+    /// get the bytes directly) and writes are retried a little later.
+    private func writeToCache(_ bytes: UnsafeRawBufferPointer, at position: Int64, fd: Int32) -> Bool {
+        guard statistics.cacheWritable else { return false }
+        var written = 0
+        while written < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(position) + off_t(written))
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                statistics.cacheWriteFailed(MediaError.system("write to the cache of \(source.url)"))
+                return false
+            }
+            written += n
+        }
+        return true
     }
 
     public func transfer(_ id: TransferID, completeWith error: MediaError?) {
