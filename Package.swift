@@ -12,7 +12,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
-        .target(name: "MediaCache", dependencies: ["CCurl"]),
+        .target(name: "MediaCache", dependencies: ["CCurl", "CSystem"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"]),
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"]),
         .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache"]),

@@ -121,7 +121,13 @@ public final class CacheStore: Sendable {
     /// Forgets the entry. The rename into trash comes first so no reader ever
     /// finds an entry half deleted.
     public func remove(key: String) {
-        let dir = directory(forKey: key)
+        remove(directory: directory(forKey: key))
+    }
+
+    /// Renames the entry into trash/ at once (so nobody sees half of it),
+    /// then deletes trash in the background, so no reader waits on a large
+    /// unlink.
+    public func remove(directory dir: String) {
         let doomed = "\(trashRoot)/\(dir.suffix(64)).\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
         if rename(dir, doomed) != 0 {
             let code = errno
@@ -130,10 +136,44 @@ public final class CacheStore: Sendable {
             }
             return
         }
-        emptyTrash()
+        Thread.detachNewThread { [self] in emptyTrash() }
     }
 
-    /// Also clears what an earlier crash left in trash.
+    /// One entry on disk, as the evictor and `mediafs cache ls` see it.
+    public struct StoredEntry: Sendable {
+        public var directory: String
+        /// Nil when the metadata is missing or damaged: the entry is garbage.
+        public var meta: EntryMeta?
+        /// Disk blocks the entry really takes (sparse data counts as held).
+        public var allocatedBytes: Int64
+    }
+
+    /// Every entry under v1/, read from disk.
+    public func entries() -> [StoredEntry] {
+        let files = FileManager.default
+        var result: [StoredEntry] = []
+        for shard in (try? files.contentsOfDirectory(atPath: entriesRoot)) ?? [] where shard.count == 2 {
+            for name in (try? files.contentsOfDirectory(atPath: "\(entriesRoot)/\(shard)")) ?? [] {
+                let dir = "\(entriesRoot)/\(shard)/\(name)"
+                let meta = try? MetaFormat.decode(readWholeFile(dir + "/meta"))
+                var allocated: Int64 = 0
+                for file in (try? files.contentsOfDirectory(atPath: dir)) ?? [] {
+                    var st = stat()
+                    if stat("\(dir)/\(file)", &st) == 0 { allocated += Int64(st.st_blocks) * 512 }
+                }
+                result.append(StoredEntry(directory: dir, meta: meta, allocatedBytes: allocated))
+            }
+        }
+        return result
+    }
+
+    /// Free space on the cache's file system, for `--cache-min-free`.
+    public func freeBytes() -> Int64? {
+        var fs = statvfs()
+        guard statvfs(root, &fs) == 0 else { return nil }
+        return Int64(fs.f_bavail) * Int64(fs.f_frsize)
+    }
+
     private func emptyTrash() {
         let files = FileManager.default
         guard let names = try? files.contentsOfDirectory(atPath: trashRoot) else { return }

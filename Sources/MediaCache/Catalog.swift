@@ -26,16 +26,21 @@ public final class Catalog: @unchecked Sendable {
     public let statistics = Statistics()
     public let store: CacheStore
     private let preloadNext: PreloadNext?
+    private let evictor: CacheEvictor?
+    /// Validators older than this are checked on open; nil: never.
+    private let revalidateAfter: Double?
     private let loaders: [String: FileLoader]
     private let stopping = NSCondition()
     private var stopped = false
     private var flusher: Thread?
 
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
-                preloadNext: PreloadNext? = nil) {
+                preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil, revalidateAfter: Double? = 60) {
         names = sources.map(\.name)
         self.store = store
         self.preloadNext = preloadNext
+        self.revalidateAfter = revalidateAfter
+        evictor = limits.map { CacheEvictor(store: store, limits: $0) }
         var loaders: [String: FileLoader] = [:]
         for source in sources {
             loaders[source.name] = FileLoader(source: source, store: store, fetcher: fetcher, settings: settings,
@@ -45,14 +50,22 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// Learns every unknown length in parallel so the first `ls -l` does not
-    /// wait on one request after another, and starts the flusher.
-    public func start() {
-        for name in names { loaders[name]!.prefetchInfo() }
+    /// wait on one request after another, and starts the background thread
+    /// that persists metadata and applies the cache limits (at once, then
+    /// every `flushInterval`). `onChange` hears of files whose remote
+    /// content changed.
+    public func start(onChange: @escaping @Sendable (String) -> Void = { _ in }) {
+        for name in names {
+            loaders[name]!.onChange = { onChange(name) }
+            loaders[name]!.prefetchInfo()
+        }
+        let byURL = Dictionary(loaders.values.map { ($0.source.url, $0) }, uniquingKeysWith: { a, _ in a })
         let thread = Thread { [self] in
             stopping.lock()
             while !stopped {
                 stopping.unlock()
                 flushAll()
+                evictor?.run(mounted: byURL)
                 stopping.lock()
                 _ = stopping.wait(until: Date(timeIntervalSinceNow: Self.flushInterval))
             }
@@ -74,6 +87,13 @@ public final class Catalog: @unchecked Sendable {
 
     public func flushAll() {
         for name in names { loaders[name]!.flush() }
+    }
+
+    /// A file is being opened: check its validators when they are due.
+    public func willOpen(_ name: String) throws {
+        let loader = try loader(named: name)
+        _ = try loader.contentInfo()
+        if let revalidateAfter { loader.revalidate(olderThan: revalidateAfter) }
     }
 
     /// A file was opened: preload the leading bytes of the next ones, as a

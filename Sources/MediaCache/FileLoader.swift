@@ -6,6 +6,7 @@
 // Lock: `lock` guards every var below it. Never held across a pread, a
 // pwrite, an fsync or a wait for the network; it is taken after no other
 // lock (the fetcher's own lock may be taken under it).
+import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -83,6 +84,17 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Reads between "bytes present" and the end of their pread: a purge
     /// waits for them, so no reader sees bytes vanish under it.
     private var activeReads = 0
+    /// Bumped when the remote content changes; a read that began before
+    /// fails instead of mixing versions.
+    private var generation = 0
+    /// Where the last read started, so trimming drops played bytes first.
+    private var lastReadOffset: Int64 = 0
+    /// Called (with `lock` held) when the remote content changed.
+    public var onChange: (@Sendable () -> Void)? {
+        get { lock.lock(); defer { lock.unlock() }; return changeHandler }
+        set { lock.lock(); changeHandler = newValue; lock.unlock() }
+    }
+    private var changeHandler: (@Sendable () -> Void)?
 
     public init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                 statistics: Statistics = Statistics()) {
@@ -163,6 +175,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 info = learned
                 present = ByteRangeSet()
                 lastValidated = Int64(Self.now())
+                lastAccess = lastValidated
                 dirty = true
                 probe = .idle
             } catch let error as MediaError {
@@ -215,6 +228,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             cancelTransfers(of: owner, except: wanted.lowerBound)
         }
         lastAccess = Int64(Self.now())
+        lastReadOffset = wanted.lowerBound
+        let startGeneration = generation
         var attempts = 0
         if present.contains(wanted) {
             // Reading cached bytes sends no request: readahead starts from a
@@ -240,9 +255,15 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 throw MediaError.io("\(source.url): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
                                     + "did not arrive within \(Int(settings.timeout)) s")
             }
+            if generation != startGeneration {
+                throw MediaError.io("\(source.url) changed on the server during the read")
+            }
             available = availability(of: wait)
             try requestHoles(in: available.missing(in: wanted), window: pattern.window, owner: owner,
                              info: info, attempts: &attempts)
+        }
+        if generation != startGeneration {
+            throw MediaError.io("\(source.url) changed on the server during the read")
         }
         activeReads += 1
         return waits[wait]!.filled
@@ -381,6 +402,11 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         guard var transfer = transfers[id], let info else { return false }
         let problem: MediaError?
         if let etag = head.etag, let known = info.etag, etag != known {
+            if let fresh = ContentProbe.info(from: head) {
+                replaceContent(with: fresh, reason: "ETag \(known) became \(etag)")
+                lock.broadcast()
+                return false
+            }
             problem = MediaError.io("content changed on the server (ETag \(known) became \(etag))")
         } else if head.status == 206 {
             if let answer = head.contentRange, answer.total == nil || answer.total == info.length,
@@ -392,8 +418,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 problem = MediaError.io("bad Content-Range '\(head.headers["content-range"] ?? "")' for a file of \(info.length) bytes")
             }
         } else if head.status == 200 {
-            if let length = head.contentLength, length != info.length {
-                problem = MediaError.io("length changed on the server (\(info.length) became \(length))")
+            if let length = head.contentLength, length != info.length, let fresh = ContentProbe.info(from: head) {
+                replaceContent(with: fresh, reason: "length \(info.length) became \(length)")
+                lock.broadcast()
+                return false
             } else {
                 transfer.position = 0
                 transfer.end = info.length
@@ -503,21 +531,153 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     public func purge() {
         lock.lock()
         defer { lock.unlock() }
+        stopAllTransfers()
+        dropAll(length: info?.length)
+        Log.info("purged \(source.url)")
+    }
+
+    /// Call with `lock` held.
+    private func stopAllTransfers() {
         for (id, transfer) in transfers where !transfer.cancelled {
             transfers[id]!.cancelled = true
             fetcher.cancel(id)
         }
+    }
+
+    /// Forgets every present byte, waits for preads in progress, then frees
+    /// the data file's blocks (truncating to 0 frees them; the sparse length
+    /// comes back). Call with `lock` held and the transfers stopped.
+    private func dropAll(length: Int64?) {
         present = ByteRangeSet()
         lastError = nil
         dirty = true
         while activeReads > 0 { lock.wait() }
-        if let info, fd >= 0 {
-            // Truncating to 0 frees the blocks; the sparse length comes back.
-            if ftruncate(fd, 0) != 0 || ftruncate(fd, off_t(info.length)) != 0 {
-                Log.error(MediaError.system("purge of the cache of \(source.url)").message)
-            }
+        if let length, fd >= 0, ftruncate(fd, 0) != 0 || ftruncate(fd, off_t(length)) != 0 {
+            Log.error(MediaError.system("emptying the cache of \(source.url)").message)
         }
-        Log.info("purged \(source.url)")
+    }
+
+    /// What the evictor needs to know of this file.
+    public struct Usage: Sendable {
+        public var allocatedBytes: Int64
+        public var lastAccess: Int64
+        public var isComplete: Bool
+        /// Transfers running or reads waiting: not to be evicted now.
+        public var isBusy: Bool
+    }
+
+    public func usage() -> Usage {
+        lock.lock()
+        defer { lock.unlock() }
+        var st = stat()
+        let allocated = fd >= 0 && fstat(fd, &st) == 0 ? Int64(st.st_blocks) * 512 : 0
+        return Usage(allocatedBytes: allocated, lastAccess: lastAccess,
+                     isComplete: info.map { present.contains(0..<$0.length) } ?? false,
+                     isBusy: !transfers.isEmpty || !waits.isEmpty)
+    }
+
+    /// Evicts every cached byte unless a transfer runs or a read waits;
+    /// returns whether it did.
+    public func evict() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard transfers.isEmpty, waits.isEmpty else { return false }
+        guard !present.isEmpty else { return true }
+        dropAll(length: info?.length)
+        Log.info("evicted \(source.url) from the cache")
+        return true
+    }
+
+    /// Frees cached bytes until at most `target` bytes remain: first the
+    /// bytes furthest behind the last read (played already), then those
+    /// furthest ahead. Never the bytes a read waits on. For a file larger
+    /// than the whole cache, which still plays, but is not all kept.
+    public func trim(to target: Int64) {
+        lock.lock()
+        defer { lock.unlock() }
+        var excess = present.byteCount - target
+        guard excess > 0, fd >= 0 else { return }
+        let behind = present.ranges.filter { $0.upperBound <= lastReadOffset }
+        let ahead = Array(present.ranges.filter { $0.upperBound > lastReadOffset }.reversed())
+        var doomed: [Range<Int64>] = []
+        for range in behind + ahead where excess > 0 {
+            if waits.values.contains(where: { $0.range.overlaps(range) }) { continue }
+            let count = min(Int64(range.count), excess)
+            // Behind the reader, drop from the oldest end; ahead, from the far end.
+            let part = range.upperBound <= lastReadOffset
+                ? range.lowerBound..<(range.lowerBound + count)
+                : (range.upperBound - count)..<range.upperBound
+            doomed.append(part)
+            excess -= count
+        }
+        guard !doomed.isEmpty else { return }
+        for part in doomed { present.remove(part) }
+        dirty = true
+        while activeReads > 0 { lock.wait() }
+        for part in doomed where mediafs_punch_hole(fd, part.lowerBound, Int64(part.count)) != 0 {
+            Log.warning(MediaError.system("freeing bytes of \(source.url)").message)
+        }
+        Log.info("dropped \(doomed.reduce(Int64(0)) { $0 + Int64($1.count) }) bytes of \(source.url) to keep the cache within its limit")
+    }
+
+    // MARK: Revalidation
+
+    /// Checks the stored validators against the server when the policy
+    /// says they are due. A server that cannot be reached leaves the cache
+    /// as it is (offline use); a changed file drops its cached bytes.
+    public func revalidate(olderThan maxAge: Double) {
+        lock.lock()
+        let due = info != nil && Self.now() - Double(lastValidated) >= maxAge
+        lock.unlock()
+        guard due else { return }
+        let done = NSCondition()
+        nonisolated(unsafe) var answer: Result<ContentInfo, MediaError>?
+        ContentProbe.start(url: source.url, fetcher: fetcher) { result in
+            done.lock()
+            answer = result
+            done.broadcast()
+            done.unlock()
+        }
+        done.lock()
+        let deadline = Date(timeIntervalSinceNow: settings.timeout)
+        while answer == nil && done.wait(until: deadline) {}
+        let result = answer
+        done.unlock()
+        statistics.requests.add(1, ordering: .relaxed)
+        switch result {
+        case .success(let fresh):
+            lock.lock()
+            defer { lock.unlock() }
+            if let known = info, Self.sameVersion(known, fresh) {
+                lastValidated = Int64(Self.now())
+                dirty = true
+            } else {
+                replaceContent(with: fresh, reason: "validators changed")
+            }
+        case .failure(let error):
+            Log.debug("\(source.url): cannot revalidate, serving the cache: \(error.message)")
+        case nil:
+            Log.debug("\(source.url): revalidation timed out, serving the cache")
+        }
+    }
+
+    static func sameVersion(_ a: ContentInfo, _ b: ContentInfo) -> Bool {
+        if a.length != b.length { return false }
+        if let x = a.etag, let y = b.etag { return x == y }
+        return a.lastModified == b.lastModified
+    }
+
+    /// The remote file changed: its cached bytes are dropped, reads in
+    /// progress fail rather than mix two versions, and the kernel is told
+    /// to forget its pages and size. Call with `lock` held.
+    private func replaceContent(with fresh: ContentInfo, reason: String) {
+        Log.warning("\(source.url) changed on the server (\(reason)): dropping its cached bytes")
+        stopAllTransfers()
+        generation += 1
+        info = fresh
+        lastValidated = Int64(Self.now())
+        dropAll(length: fresh.length)
+        changeHandler?()
     }
 
     /// Fetches the first `limit` bytes (nil: all) in the background at

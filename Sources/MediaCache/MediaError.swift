@@ -23,3 +23,14 @@ public struct MediaError: Error, CustomStringConvertible, Sendable {
         MediaError(code, "\(what): \(String(cString: strerror(code)))")
     }
 }
+
+extension MediaError {
+    /// A URL fit for logs and listings: `user:password@` removed.
+    public static func redacted(_ url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return url }
+        let rest = url[scheme.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return url }
+        return String(url[..<scheme.upperBound]) + String(rest[rest.index(after: at)...])
+    }
+}

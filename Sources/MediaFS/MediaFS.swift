@@ -94,7 +94,7 @@ public final class MediaFS: @unchecked Sendable {
 
             let catalog = makeCatalog()
             started = catalog
-            catalog.start()
+            catalog.start { [weak self] name in self?.invalidate([name]) }
             Log.info("mounted \(catalog.names.count) files at \(options.mountpoint)")
 
             let loopConfig = fuse_loop_cfg_create()
@@ -108,15 +108,25 @@ public final class MediaFS: @unchecked Sendable {
         }
     }
 
-    /// Drops the kernel's page cache of files whose cached bytes are gone,
-    /// off the request thread: a notification sent from inside a request
-    /// on the same inode could wait on that request.
-    func invalidate(_ names: [String]) {
+    /// How long a purge waits for the kernel to drop its pages.
+    static let invalidationWait = 2.0
+
+    /// Drops the kernel's page cache and attributes of files whose cached
+    /// bytes are gone. Sent from another thread, since a notification sent
+    /// from inside a request on the same inode could wait on that request;
+    /// with `wait`, returns once it is done (bounded), so that a read right
+    /// after a purge cannot be answered from the old pages.
+    func invalidate(_ names: [String], wait: Bool = false) {
         guard let fuse else { return }
         let address = UInt(bitPattern: fuse)
+        let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             let fuse = OpaquePointer(bitPattern: address)
             for name in names { _ = fuse_invalidate_path(fuse, "/" + name) }
+            done.signal()
+        }
+        if wait, done.wait(timeout: .now() + Self.invalidationWait) == .timedOut {
+            Log.warning("the kernel took over \(Self.invalidationWait) s to drop its cached pages")
         }
     }
 

@@ -96,8 +96,8 @@ func makeOperations() -> fuse_operations {
         reply("open") {
             guard let name = try entryName(of: path) else { throw MediaError(EISDIR, "is a directory") }
             if info!.pointee.flags & O_ACCMODE != O_RDONLY { throw MediaError(EROFS, "read-only") }
+            try adapter().catalog.willOpen(name)
             let loader = try adapter().catalog.loader(named: name)
-            _ = try loader.contentInfo()
             info!.pointee.fh = OpenFile(loader: loader).handle
             // Content does not change under a mount: later opens may reuse
             // the page cache instead of asking again.
@@ -166,7 +166,7 @@ func makeOperations() -> fuse_operations {
             } else {
                 effect = try AdminAttributes.writeRoot(attribute, value: text, to: fs.catalog)
             }
-            if case .invalidate(let names) = effect { fs.invalidate(names) }
+            if case .invalidate(let names) = effect { fs.invalidate(names, wait: true) }
             return 0
         }
     }

@@ -1,5 +1,6 @@
 // `mediafs mount`: reads the arguments, refuses bad input before anything is
 // mounted, then hands over to the FUSE adapter.
+import Foundation
 import MediaCache
 import MediaFS
 #if canImport(Glibc)
@@ -9,7 +10,9 @@ import Glibc
 struct MountCommand {
     var sources: [String] = []
     var mountpoint = ""
-    var cacheDir: String?
+    var cache = CacheOptions()
+    /// Validators older than this are checked on open; nil: never.
+    var revalidateAfter: Double? = 60
     var foreground = false
     var debug = false
     var fuseOptions: [String] = []
@@ -21,18 +24,21 @@ struct MountCommand {
                mediafs status MOUNTPOINT [--json] [--watch]
                mediafs purge PATH...
                mediafs preload [--bytes N] PATH...
+               mediafs cache ls|gc|clear [--cache-dir DIR] [LIMITS] [URL...]
 
         SOURCE is an http(s) URL or a list file (one URL per line, '#' comments,
         'NAME<TAB>URL' to choose a name). Each URL becomes a read-only file.
 
         options:
           -f, --foreground     stay in the foreground, log to stderr
-          --cache-dir DIR      cache directory (default $XDG_CACHE_HOME/mediafs,
-                               else ~/.cache/mediafs)
+        \(CacheOptions.help)
           -o OPT[,OPT...]      FUSE mount options, e.g. allow_other
           --timeout SECONDS    how long a read waits for missing bytes (default 30)
           --preload-next N[:SIZE]  on open, preload SIZE (default 4M) leading
                                bytes of the next N files
+          --revalidate never|open|DURATION  when to check that a file is
+                               unchanged on open (default 1m: if last checked
+                               more than a minute ago)
           -d, --debug          log every request
           -h, --help           show this help
           -V, --version        show the version
@@ -55,7 +61,8 @@ struct MountCommand {
             switch option {
             case "-f", "--foreground": foreground = true
             case "-d", "--debug": debug = true
-            case "--cache-dir": cacheDir = try inline ?? value(option)
+            case _ where try cache.take(option, value: { try inline ?? value(option) }): break
+            case "--revalidate": try setRevalidate(inline ?? value(option))
             case "-o":
                 for key in try value(option).split(separator: ",") { try mountOption(String(key)) }
             case "--timeout": try setTimeout(inline ?? value(option))
@@ -79,9 +86,13 @@ struct MountCommand {
         let parts = key.split(separator: "=", maxSplits: 1).map(String.init)
         let value = parts.count > 1 ? parts[1] : nil
         switch parts[0] {
-        case "cache_dir", "cache-dir":
-            guard let value else { throw UsageError("-o cache_dir needs a value") }
-            cacheDir = value
+        case "cache_dir", "cache-dir", "cache_max_size", "cache-max-size", "cache_min_free", "cache-min-free",
+             "cache_max_age", "cache-max-age", "cache_max_age_complete", "cache-max-age-complete":
+            let option = "--" + parts[0].replacingOccurrences(of: "_", with: "-")
+            guard let value else { throw UsageError("-o \(parts[0]) needs a value") }
+            _ = try cache.take(option) { value }
+        case "revalidate":
+            try setRevalidate(value ?? "")
         case "timeout":
             try setTimeout(value ?? "")
         case "preload_next", "preload-next":
@@ -95,6 +106,18 @@ struct MountCommand {
         default:
             if parts[0].hasPrefix("x-") || parts[0].hasPrefix("comment=") { break }
             fuseOptions.append(key)
+        }
+    }
+
+    private mutating func setRevalidate(_ text: String) throws {
+        switch text {
+        case "never": revalidateAfter = nil
+        case "open": revalidateAfter = 0
+        default:
+            guard let seconds = Units.seconds(text) else {
+                throw UsageError("--revalidate takes never, open or a duration such as 5m, not '\(text)'")
+            }
+            revalidateAfter = seconds
         }
     }
 
@@ -120,33 +143,23 @@ struct MountCommand {
         preloadNext = count > 0 ? Catalog.PreloadNext(count: count, bytes: bytes) : nil
     }
 
-    static func defaultCacheDir() -> String {
-        if let xdg = getenv("XDG_CACHE_HOME"), xdg.pointee != 0 { return String(cString: xdg) + "/mediafs" }
-        let home = getenv("HOME").map { String(cString: $0) } ?? "/root"
-        return home + "/.cache/mediafs"
-    }
-
-    /// Absolute, because the daemon changes to `/` when it detaches.
-    static func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return path }
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
-        guard getcwd(&buffer, buffer.count) != nil else { return path }
-        return String(cString: buffer) + "/" + path
-    }
-
     func run() throws {
         Log.configure(level: debug ? .debug : .info, sink: .stderr)
         let parsed = try Source.parse(arguments: sources)
         try MediaFS.checkMountpoint(mountpoint)
-        let store = try CacheStore(root: Self.absolute(cacheDir ?? Self.defaultCacheDir()))
+        let store = try CacheStore(root: cache.resolvedDirectory)
         var settings = LoaderSettings()
         settings.timeout = timeout
-        var options = MediaFS.Options(mountpoint: Self.absolute(mountpoint))
+        var options = MediaFS.Options(mountpoint: mountpoint.hasPrefix("/") ? mountpoint
+                                      : FileManager.default.currentDirectoryPath + "/" + mountpoint)
         options.foreground = foreground
         options.fuseOptions = fuseOptions
         let preloadNext = self.preloadNext
+        let limits = cache.limits
+        let revalidateAfter = self.revalidateAfter
         let fs = MediaFS(options: options) {
-            Catalog(sources: parsed, store: store, fetcher: CurlFetcher(), settings: settings, preloadNext: preloadNext)
+            Catalog(sources: parsed, store: store, fetcher: CurlFetcher(), settings: settings,
+                    preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter)
         }
         try fs.run()
     }

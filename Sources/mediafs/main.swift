@@ -17,6 +17,7 @@ do {
     case "status": try StatusCommand(arguments: Array(arguments.dropFirst())).run()
     case "purge": try AdminCommands.purge(Array(arguments.dropFirst()))
     case "preload": try AdminCommands.preload(Array(arguments.dropFirst()))
+    case "cache": try CacheCommand(arguments: Array(arguments.dropFirst())).run()
     case "-V", "--version": print("mediafs \(MediaCacheVersion.string)")
     case "-h", "--help", nil: print(MountCommand.usage)
     default:

@@ -1,0 +1,112 @@
+// Keeps the cache within its limits: total size, free space left on its
+// file system, and age (partial and complete entries have separate ages, as
+// unfinished and finished downloads do in the mobile caches this grew from).
+// Least recently used goes first. Entries of the running mount are evicted
+// through their loader, which refuses while a transfer runs or a read waits;
+// others are renamed into trash/ and deleted in the background.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public struct CacheLimits: Sendable, Equatable {
+    public var maxSize: Int64 = 10 << 30
+    public var minFree: Int64 = 1 << 30
+    /// Partial entries not read for this long are dropped.
+    public var maxAgePartial: Double = 7 * 86_400
+    /// Complete entries not read for this long are dropped.
+    public var maxAgeComplete: Double = 30 * 86_400
+
+    public init() {}
+}
+
+public struct CacheEvictor: Sendable {
+    public struct Report: Sendable, Equatable {
+        public var evictedEntries = 0
+        public var freedBytes: Int64 = 0
+        public var usedBytes: Int64 = 0
+    }
+
+    private struct Item {
+        var directory: String
+        var allocated: Int64
+        var lastAccess: Int64
+        var complete: Bool
+        var loader: FileLoader?
+    }
+
+    public let store: CacheStore
+    public let limits: CacheLimits
+
+    public init(store: CacheStore, limits: CacheLimits) {
+        self.store = store
+        self.limits = limits
+    }
+
+    /// Applies the limits once. `mounted` are the loaders of the running
+    /// mount, by URL; their bytes are freed only through them.
+    @discardableResult
+    public func run(mounted: [String: FileLoader] = [:], now: Int64 = Int64(time(nil))) -> Report {
+        var report = Report()
+        var items: [Item] = []
+        let mountedDirectories = Dictionary(uniqueKeysWithValues: mounted.map { (store.directory(forKey: $0.key), $0.value) })
+        for entry in store.entries() {
+            if let loader = mountedDirectories[entry.directory] {
+                let usage = loader.usage()
+                items.append(Item(directory: entry.directory, allocated: entry.allocatedBytes,
+                                  lastAccess: usage.lastAccess, complete: usage.isComplete, loader: loader))
+            } else if let meta = entry.meta {
+                items.append(Item(directory: entry.directory, allocated: entry.allocatedBytes,
+                                  lastAccess: meta.lastAccess, complete: meta.isComplete, loader: nil))
+            } else {
+                // No metadata and not ours: a crash's leftovers; nothing in it is trusted.
+                store.remove(directory: entry.directory)
+                report.evictedEntries += 1
+                report.freedBytes += entry.allocatedBytes
+            }
+        }
+
+        var kept: [Item] = []
+        for item in items {
+            let maxAge = item.complete ? limits.maxAgeComplete : limits.maxAgePartial
+            if Double(now - item.lastAccess) > maxAge, evict(item) {
+                report.evictedEntries += 1
+                report.freedBytes += item.allocated
+            } else {
+                kept.append(item)
+            }
+        }
+
+        var used = kept.reduce(Int64(0)) { $0 + $1.allocated }
+        var need = max(used - limits.maxSize, limits.minFree - (store.freeBytes() ?? Int64.max), 0)
+        var survivors: [Item] = []
+        for item in kept.sorted(by: { $0.lastAccess < $1.lastAccess }) {
+            if need > 0, item.allocated > 0, evict(item) {
+                need -= item.allocated
+                used -= item.allocated
+                report.evictedEntries += 1
+                report.freedBytes += item.allocated
+            } else {
+                survivors.append(item)
+            }
+        }
+        // What is left is in use: a file larger than the cache plays on with
+        // its played bytes dropped.
+        for item in survivors.reversed() where need > 0 {
+            guard let loader = item.loader else { continue }
+            let before = loader.usage().allocatedBytes
+            loader.trim(to: max(loader.status().cachedBytes - need, 0))
+            let freed = before - loader.usage().allocatedBytes
+            need -= freed
+            used -= freed
+            report.freedBytes += freed
+        }
+        report.usedBytes = used
+        return report
+    }
+
+    private func evict(_ item: Item) -> Bool {
+        if let loader = item.loader { return loader.evict() }
+        store.remove(directory: item.directory)
+        return true
+    }
+}

@@ -1,0 +1,85 @@
+// `mediafs cache ls|gc|clear`: the cache on disk, without a mount.
+// Meant for a cache that no mount is using at the moment.
+import Foundation
+import MediaCache
+
+struct CacheCommand {
+    static let usage = "usage: mediafs cache ls|gc|clear [--cache-dir DIR] [LIMITS] [URL...]"
+
+    var action = ""
+    var cache = CacheOptions()
+    var urls: [String] = []
+
+    init(arguments: [String]) throws {
+        var rest = arguments[...]
+        guard let action = rest.popFirst(), ["ls", "gc", "clear"].contains(action) else {
+            throw UsageError(Self.usage)
+        }
+        self.action = action
+        while let argument = rest.popFirst() {
+            var option = argument
+            var inline: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                option = String(argument[..<equals])
+                inline = String(argument[argument.index(after: equals)...])
+            }
+            let taken = try cache.take(option) {
+                guard let value = inline ?? rest.popFirst() else { throw UsageError("\(option) needs a value") }
+                return value
+            }
+            if taken { continue }
+            if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)'\n\(Self.usage)") }
+            urls.append(argument)
+        }
+        if !urls.isEmpty && action != "clear" { throw UsageError("only 'cache clear' takes URLs\n\(Self.usage)") }
+    }
+
+    func run() throws {
+        let store = try CacheStore(root: cache.resolvedDirectory)
+        switch action {
+        case "ls": list(store)
+        case "gc":
+            let report = CacheEvictor(store: store, limits: cache.limits).run()
+            print("removed \(report.evictedEntries) entries, freed \(StatusCommand.human(report.freedBytes)); "
+                  + "\(StatusCommand.human(report.usedBytes)) in use")
+        default:
+            try clear(store)
+        }
+    }
+
+    private func list(_ store: CacheStore) {
+        let entries = store.entries().sorted { ($0.meta?.lastAccess ?? 0) > ($1.meta?.lastAccess ?? 0) }
+        print("SIZE        CACHED  COMPLETE  LAST ACCESS           URL")
+        for entry in entries {
+            guard let meta = entry.meta else {
+                print("?           ?       ?         ?                     (damaged entry \(entry.directory))")
+                continue
+            }
+            let share = meta.info.length > 0 ? Double(meta.present.byteCount) * 100 / Double(meta.info.length) : 100
+            let accessed = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(meta.lastAccess)))
+            let columns = [StatusCommand.human(meta.info.length).padding(toLength: 11, withPad: " ", startingAt: 0),
+                           (String(format: "%.1f", share) + "%").padding(toLength: 7, withPad: " ", startingAt: 0),
+                           (meta.isComplete ? "yes" : "no").padding(toLength: 9, withPad: " ", startingAt: 0),
+                           accessed.padding(toLength: 21, withPad: " ", startingAt: 0),
+                           MediaError.redacted(meta.url)]
+            print(columns.joined(separator: " "))
+        }
+        let used = entries.reduce(Int64(0)) { $0 + $1.allocatedBytes }
+        print("\(entries.count) entries, \(StatusCommand.human(used)) on disk in \(store.root)")
+    }
+
+    private func clear(_ store: CacheStore) throws {
+        if urls.isEmpty {
+            for entry in store.entries() { store.remove(directory: entry.directory) }
+            print("cleared \(store.root)")
+            return
+        }
+        for url in urls {
+            guard FileManager.default.fileExists(atPath: store.directory(forKey: url)) else {
+                throw MediaError(ENOENT, "no cache entry for \(url)")
+            }
+            store.remove(key: url)
+            print("removed \(url)")
+        }
+    }
+}
