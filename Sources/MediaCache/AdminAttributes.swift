@@ -35,7 +35,7 @@ public enum AdminAttributes {
         let status = loader.status()
         let info = status.info
         switch try key(name) {
-        case "url": return status.url
+        case "url": return MediaError.redacted(status.url)
         case "content_type": return info?.contentType ?? ""
         case "etag": return info?.etag ?? ""
         case "last_modified": return info?.lastModified ?? ""

@@ -55,7 +55,7 @@ public final class CacheStore: Sendable {
             return nil
         }
         guard meta.url == key else {
-            Log.warning("ignoring cache metadata \(path): it is for \(meta.url), not \(key)")
+            Log.warning("ignoring cache metadata \(path): it is for \(MediaError.redacted(meta.url)), not \(MediaError.redacted(key))")
             return nil
         }
         if let end = meta.present.ranges.last?.upperBound {

@@ -107,7 +107,7 @@ public final class Catalog: @unchecked Sendable {
                 do {
                     try loader.preload(limit: preloadNext.bytes)
                 } catch {
-                    Log.warning("preload of \(loader.source.url): \(error)")
+                    Log.warning("preload of \(loader.source.displayURL): \(error)")
                 }
             }
         }

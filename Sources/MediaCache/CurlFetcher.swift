@@ -38,7 +38,10 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private var thread: pthread_t?
     private let stopped = Mutex(false)
 
-    public init() {
+    private let options: HTTPOptions
+
+    public init(options: HTTPOptions = HTTPOptions()) {
+        self.options = options
         CurlFetcher.globalInit
         multi = curl_multi_init()!
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, Int(Self.maxConnectionsPerHost))
@@ -70,7 +73,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         let id = pending.withLock { state -> TransferID in
             let id = state.nextID
             state.nextID += 1
-            state.starts.append(CurlTransfer(id: id, request: request, delegate: delegate))
+            state.starts.append(CurlTransfer(id: id, request: request, delegate: delegate, options: options))
             return id
         }
         curl_multi_wakeup(multi)
@@ -180,14 +183,14 @@ final class CurlTransfer: @unchecked Sendable {
     private let body = UnsafeMutableRawPointer.allocate(byteCount: CurlFetcher.receiveBufferSize, alignment: 64)
     private var bodyCount = 0
 
-    init(id: TransferID, request: FetchRequest, delegate: TransferDelegate) {
+    init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions) {
         self.id = id
         self.request = request
         self.delegate = delegate
         priority = request.priority
         easy = curl_easy_init()!
         errorBuffer[0] = 0
-        configure()
+        configure(options)
     }
 
     deinit {
@@ -197,7 +200,7 @@ final class CurlTransfer: @unchecked Sendable {
         body.deallocate()
     }
 
-    private func configure() {
+    private func configure(_ options: HTTPOptions) {
         let this = Unmanaged.passUnretained(self).toOpaque()
         _ = mediafs_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
         _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, request.url)
@@ -219,8 +222,14 @@ final class CurlTransfer: @unchecked Sendable {
         if let range = request.range {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
         }
+        for line in options.headers(for: request.url) {
+            headerList = curl_slist_append(headerList, line)
+        }
         if let validator = request.ifRange {
             headerList = curl_slist_append(headerList, "If-Range: \(validator)")
+        }
+        if options.netrc {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
         }
         if headerList != nil {
             _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)

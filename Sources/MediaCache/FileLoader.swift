@@ -15,8 +15,12 @@ import Glibc
 public struct LoaderSettings: Sendable {
     /// How long a read waits for missing bytes before EIO.
     public var timeout: Double = 30
-    /// Transfers one read may start for its bytes before giving up.
-    public var maxAttempts = 3
+    /// Transfers one read may start for its bytes before giving up
+    /// (`--retries` + 1).
+    public var maxAttempts = 4
+    /// Wait before retrying after the first failure; doubles each time.
+    public var firstBackoff = 0.25
+    public var maxBackoff = 4.0
     /// A read joins a running transfer at most this far ahead of it,
     /// rather than starting its own.
     public var joinDistance: Int64 = 8 << 20
@@ -59,6 +63,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     private let lock = NSCondition()
     private var info: ContentInfo?
     private var probe = ProbeState.idle
+    private var probeAttempts = 0
     private var fd: Int32 = -1
     private var present = ByteRangeSet()
     private var transfers: [TransferID: Transfer] = [:]
@@ -81,6 +86,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         didSet { lastErrorAt = Self.now() }
     }
     private var lastErrorAt = 0.0
+    /// Failures in a row, and when the next transfer may start: a failing
+    /// server is retried with backoff (or when its Retry-After says).
+    private var failuresInARow = 0
+    private var retryAt = 0.0
     /// Reads between "bytes present" and the end of their pread: a purge
     /// waits for them, so no reader sees bytes vanish under it.
     private var activeReads = 0
@@ -111,7 +120,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             lastAccess = meta.lastAccess
             lastValidated = meta.lastValidated
         } catch {
-            Log.warning("cache entry for \(source.url) unusable: \(error)")
+            Log.warning("cache entry for \(source.displayURL) unusable: \(error)")
         }
     }
 
@@ -146,7 +155,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             switch probe {
             case .running:
                 if !lock.wait(until: deadline) {
-                    throw MediaError.io("\(source.url): no answer within \(Int(settings.timeout)) s")
+                    throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
                 }
             case .failed(let error, let at) where Self.now() - at < settings.probeRetryAfter:
                 throw error
@@ -178,16 +187,29 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 lastAccess = lastValidated
                 dirty = true
                 probe = .idle
+                probeAttempts = 0
             } catch let error as MediaError {
                 fd = -1
-                Log.error("\(source.url): cannot create its cache entry: \(error)")
+                Log.error("\(source.displayURL): cannot create its cache entry: \(error)")
                 probe = .failed(error, at: Self.now())
             } catch {
                 probe = .failed(MediaError.io("\(error)"), at: Self.now())
             }
+        case .failure(let error) where error.errno == EIO && probeAttempts + 1 < settings.maxAttempts:
+            // A transient failure (unreachable, 5xx): try again after a
+            // backoff while lookups keep waiting, bounded by their timeout.
+            Log.warning("\(source.displayURL): \(error.message); retrying")
+            probeAttempts += 1
+            let backoff = min(settings.firstBackoff * Double(1 << (probeAttempts - 1)), settings.maxBackoff)
+            DispatchQueue.global().asyncAfter(deadline: .now() + backoff) { [self] in
+                lock.lock()
+                startProbe()
+                lock.unlock()
+            }
         case .failure(let error):
-            Log.error("\(source.url): \(error.message)")
+            Log.error("\(source.displayURL): \(error.message)")
             probe = .failed(error, at: Self.now())
+            probeAttempts = 0
         }
     }
 
@@ -249,21 +271,22 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                          info: info, attempts: &attempts)
         readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
         while !available.contains(wanted) {
-            if !lock.wait(until: deadline) {
+            let wake = retryAt > Self.now() ? min(deadline, Date(timeIntervalSince1970: retryAt)) : deadline
+            if !lock.wait(until: wake) && wake == deadline {
                 available = availability(of: wait)
                 if available.contains(wanted) { break }
-                throw MediaError.io("\(source.url): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
+                throw MediaError.io("\(source.displayURL): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
                                     + "did not arrive within \(Int(settings.timeout)) s")
             }
             if generation != startGeneration {
-                throw MediaError.io("\(source.url) changed on the server during the read")
+                throw MediaError.io("\(source.displayURL) changed on the server during the read")
             }
             available = availability(of: wait)
             try requestHoles(in: available.missing(in: wanted), window: pattern.window, owner: owner,
                              info: info, attempts: &attempts)
         }
         if generation != startGeneration {
-            throw MediaError.io("\(source.url) changed on the server during the read")
+            throw MediaError.io("\(source.displayURL) changed on the server during the read")
         }
         activeReads += 1
         return waits[wait]!.filled
@@ -294,13 +317,20 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                     point = covering.end
                     continue
                 }
+                // A server without ranges sends the whole body to every
+                // request: one stream at a time, which every reader joins.
+                if !info.acceptsRanges, let (_, stream) = transfers.first(where: { !$0.value.cancelled }) {
+                    point = max(hole.upperBound, min(stream.end, hole.upperBound))
+                    continue
+                }
                 // A 404 or 403 is believed for a while, not forever.
                 if let error = lastError, error.errno == ENOENT || error.errno == EACCES,
                    Self.now() - lastErrorAt < settings.probeRetryAfter {
-                    throw MediaError(error.errno, "\(source.url): \(error.message)")
+                    throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
+                if Self.now() < retryAt { return }
                 guard attempts < settings.maxAttempts else {
-                    throw MediaError.io("\(source.url): bytes \(point)-\(hole.upperBound - 1) unavailable: "
+                    throw MediaError.io("\(source.displayURL): bytes \(point)-\(hole.upperBound - 1) unavailable: "
                                         + (lastError?.message ?? "transfer ended early"))
                 }
                 attempts += 1
@@ -314,7 +344,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Call with `lock` held.
     private func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, info: ContentInfo) {
         // Bytes read ahead while the cache cannot be written would be lost.
-        guard window > 0, offset < info.length, statistics.cacheWritable else { return }
+        guard window > 0, offset < info.length, statistics.cacheWritable, info.acceptsRanges else { return }
         var lead = offset
         while lead < info.length {
             let presentEnd = present.presentEnd(from: lead)
@@ -335,7 +365,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Whether a running transfer will soon write `point`. Call with `lock` held.
     private func covers(_ transfer: Transfer, _ point: Int64) -> Bool {
         !transfer.cancelled && transfer.position <= point && point < transfer.end
-            && point - transfer.position <= settings.joinDistance
+            && (point - transfer.position <= settings.joinDistance || info?.acceptsRanges == false)
     }
 
     /// Stops the transfers a handle started that no read waits on, unless
@@ -348,7 +378,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             if waits.values.contains(where: { $0.range.overlaps(transfer.position..<transfer.end) }) { continue }
             transfers[id]!.cancelled = true
             fetcher.cancel(id)
-            Log.debug("stop GET \(source.url) at byte \(transfer.position) (was to reach \(transfer.end))")
+            Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (was to reach \(transfer.end))")
         }
     }
 
@@ -376,7 +406,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         statistics.requests.add(1, ordering: .relaxed)
         statistics.transfersInFlight.add(1, ordering: .relaxed)
         transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority)
-        Log.debug("GET \(source.url) bytes \(start)-\(end - 1)")
+        Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
         return end
     }
 
@@ -387,8 +417,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             let n = pread(fd, buffer.baseAddress! + start + done, count - done, off_t(range.lowerBound) + off_t(done))
             if n < 0 && errno == EINTR { continue }
             if n <= 0 {
-                throw n < 0 ? MediaError.system("read from the cache of \(source.url)")
-                            : MediaError.io("cache data of \(source.url) is shorter than its metadata")
+                throw n < 0 ? MediaError.system("read from the cache of \(source.displayURL)")
+                            : MediaError.io("cache data of \(source.displayURL) is shorter than its metadata")
             }
             done += n
         }
@@ -423,6 +453,12 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 lock.broadcast()
                 return false
             } else {
+                if self.info?.acceptsRanges == true {
+                    Log.warning("\(source.displayURL): the server ignores Range and sends whole bodies; "
+                                + "reads far into the file wait for the stream to reach them")
+                    self.info?.acceptsRanges = false
+                    dirty = true
+                }
                 transfer.position = 0
                 transfer.end = info.length
                 problem = nil
@@ -431,8 +467,11 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             problem = ContentProbe.error(for: head)
         }
         if let problem {
+            if let text = head.headers["retry-after"], let seconds = Double(text.trimmingSpaces) {
+                retryAt = Self.now() + min(seconds, settings.timeout)
+            }
             lastError = problem
-            Log.error("\(source.url): \(problem.message)")
+            Log.error("\(source.displayURL): \(problem.message)")
             lock.broadcast()
             return false
         }
@@ -484,7 +523,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             let n = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(position) + off_t(written))
             if n < 0 && errno == EINTR { continue }
             if n <= 0 {
-                statistics.cacheWriteFailed(MediaError.system("write to the cache of \(source.url)"))
+                statistics.cacheWriteFailed(MediaError.system("write to the cache of \(source.displayURL)"))
                 return false
             }
             written += n
@@ -497,15 +536,24 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         defer { lock.broadcast(); lock.unlock() }
         guard let transfer = transfers.removeValue(forKey: id) else { return }
         statistics.transfersInFlight.add(-1, ordering: .relaxed)
+        // Stopped by a seek, a close or a purge: says nothing of the server.
+        if transfer.cancelled { return }
+        if error == nil && transfer.position >= transfer.end {
+            lastError = nil
+            failuresInARow = 0
+            return
+        }
         if let error, error.errno != ECANCELED {
             lastError = error
-            Log.warning("\(source.url): transfer stopped at byte \(transfer.position): \(error.message)")
-        } else if error == nil && transfer.position < transfer.end {
-            lastError = MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced")
-            Log.warning("\(source.url): \(lastError!.message)")
+            Log.warning("\(source.displayURL): transfer stopped at byte \(transfer.position): \(error.message)")
         } else if error == nil {
-            lastError = nil
+            lastError = MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced")
+            Log.warning("\(source.displayURL): \(lastError!.message)")
         }
+        // Otherwise the cache stopped it over a bad answer, already logged.
+        failuresInARow += 1
+        let backoff = min(settings.firstBackoff * Double(1 << min(failuresInARow - 1, 16)), settings.maxBackoff)
+        retryAt = max(retryAt, Self.now() + backoff)
     }
 
     // MARK: Administration
@@ -533,7 +581,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         defer { lock.unlock() }
         stopAllTransfers()
         dropAll(length: info?.length)
-        Log.info("purged \(source.url)")
+        Log.info("purged \(source.displayURL)")
     }
 
     /// Call with `lock` held.
@@ -553,7 +601,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         dirty = true
         while activeReads > 0 { lock.wait() }
         if let length, fd >= 0, ftruncate(fd, 0) != 0 || ftruncate(fd, off_t(length)) != 0 {
-            Log.error(MediaError.system("emptying the cache of \(source.url)").message)
+            Log.error(MediaError.system("emptying the cache of \(source.displayURL)").message)
         }
     }
 
@@ -584,7 +632,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         guard transfers.isEmpty, waits.isEmpty else { return false }
         guard !present.isEmpty else { return true }
         dropAll(length: info?.length)
-        Log.info("evicted \(source.url) from the cache")
+        Log.info("evicted \(source.displayURL) from the cache")
         return true
     }
 
@@ -615,9 +663,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         dirty = true
         while activeReads > 0 { lock.wait() }
         for part in doomed where mediafs_punch_hole(fd, part.lowerBound, Int64(part.count)) != 0 {
-            Log.warning(MediaError.system("freeing bytes of \(source.url)").message)
+            Log.warning(MediaError.system("freeing bytes of \(source.displayURL)").message)
         }
-        Log.info("dropped \(doomed.reduce(Int64(0)) { $0 + Int64($1.count) }) bytes of \(source.url) to keep the cache within its limit")
+        Log.info("dropped \(doomed.reduce(Int64(0)) { $0 + Int64($1.count) }) bytes of \(source.displayURL) to keep the cache within its limit")
     }
 
     // MARK: Revalidation
@@ -655,9 +703,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 replaceContent(with: fresh, reason: "validators changed")
             }
         case .failure(let error):
-            Log.debug("\(source.url): cannot revalidate, serving the cache: \(error.message)")
+            Log.debug("\(source.displayURL): cannot revalidate, serving the cache: \(error.message)")
         case nil:
-            Log.debug("\(source.url): revalidation timed out, serving the cache")
+            Log.debug("\(source.displayURL): revalidation timed out, serving the cache")
         }
     }
 
@@ -671,7 +719,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// progress fail rather than mix two versions, and the kernel is told
     /// to forget its pages and size. Call with `lock` held.
     private func replaceContent(with fresh: ContentInfo, reason: String) {
-        Log.warning("\(source.url) changed on the server (\(reason)): dropping its cached bytes")
+        Log.warning("\(source.displayURL) changed on the server (\(reason)): dropping its cached bytes")
         stopAllTransfers()
         generation += 1
         info = fresh

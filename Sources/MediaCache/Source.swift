@@ -12,6 +12,9 @@ public struct Source: Equatable, Sendable {
         self.url = url
     }
 
+    /// The URL for logs, xattrs and status: credentials removed.
+    public var displayURL: String { MediaError.redacted(url) }
+
     /// Reads SOURCE arguments (URLs or list files) into sources with safe,
     /// unique names, in argument order.
     public static func parse(arguments: [String]) throws -> [Source] {

@@ -18,6 +18,8 @@ struct MountCommand {
     var fuseOptions: [String] = []
     var timeout: Double = 30
     var preloadNext: Catalog.PreloadNext?
+    var http = HTTPOptions()
+    var retries = 3
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
@@ -34,6 +36,10 @@ struct MountCommand {
         \(CacheOptions.help)
           -o OPT[,OPT...]      FUSE mount options, e.g. allow_other
           --timeout SECONDS    how long a read waits for missing bytes (default 30)
+          --retries N          transfers a read may retry, with backoff (default 3)
+          --header 'Name: value'   send this header with every request (repeatable)
+          --config FILE        per-host headers: [host] sections of 'Name: value'
+          --netrc              take credentials from ~/.netrc
           --preload-next N[:SIZE]  on open, preload SIZE (default 4M) leading
                                bytes of the next N files
           --revalidate never|open|DURATION  when to check that a file is
@@ -63,6 +69,10 @@ struct MountCommand {
             case "-d", "--debug": debug = true
             case _ where try cache.take(option, value: { try inline ?? value(option) }): break
             case "--revalidate": try setRevalidate(inline ?? value(option))
+            case "--header": try addHeader(inline ?? value(option))
+            case "--config": try loadConfig(inline ?? value(option))
+            case "--netrc": http.netrc = true
+            case "--retries": try setRetries(inline ?? value(option))
             case "-o":
                 for key in try value(option).split(separator: ",") { try mountOption(String(key)) }
             case "--timeout": try setTimeout(inline ?? value(option))
@@ -93,6 +103,12 @@ struct MountCommand {
             _ = try cache.take(option) { value }
         case "revalidate":
             try setRevalidate(value ?? "")
+        case "config":
+            try loadConfig(value ?? "")
+        case "netrc":
+            http.netrc = true
+        case "retries":
+            try setRetries(value ?? "")
         case "timeout":
             try setTimeout(value ?? "")
         case "preload_next", "preload-next":
@@ -107,6 +123,25 @@ struct MountCommand {
             if parts[0].hasPrefix("x-") || parts[0].hasPrefix("comment=") { break }
             fuseOptions.append(key)
         }
+    }
+
+    private mutating func addHeader(_ line: String) throws {
+        guard HTTPOptions.validHeader(line) else {
+            throw UsageError("--header needs 'Name: value', not '\(line)'")
+        }
+        http.headers.append(line)
+    }
+
+    private mutating func loadConfig(_ path: String) throws {
+        guard !path.isEmpty else { throw UsageError("--config needs a file") }
+        try http.load(config: path)
+    }
+
+    private mutating func setRetries(_ text: String) throws {
+        guard let count = Int(text), (0...100).contains(count) else {
+            throw UsageError("--retries needs a number from 0 to 100, not '\(text)'")
+        }
+        retries = count
     }
 
     private mutating func setRevalidate(_ text: String) throws {
@@ -150,6 +185,7 @@ struct MountCommand {
         let store = try CacheStore(root: cache.resolvedDirectory)
         var settings = LoaderSettings()
         settings.timeout = timeout
+        settings.maxAttempts = retries + 1
         var options = MediaFS.Options(mountpoint: mountpoint.hasPrefix("/") ? mountpoint
                                       : FileManager.default.currentDirectoryPath + "/" + mountpoint)
         options.foreground = foreground
@@ -157,8 +193,9 @@ struct MountCommand {
         let preloadNext = self.preloadNext
         let limits = cache.limits
         let revalidateAfter = self.revalidateAfter
+        let http = self.http
         let fs = MediaFS(options: options) {
-            Catalog(sources: parsed, store: store, fetcher: CurlFetcher(), settings: settings,
+            Catalog(sources: parsed, store: store, fetcher: CurlFetcher(options: http), settings: settings,
                     preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter)
         }
         try fs.run()
