@@ -12,12 +12,12 @@ public enum AdminAttributes {
                                       "cached_bytes", "cached_ranges", "complete", "state"]
     public static let fileWritable = ["purge", "preload"]
     public static let rootReadable = ["stats"]
-    public static let rootWritable = ["purge"]
+    public static let rootWritable = ["purge", "add", "remove"]
 
     /// What the adapter must do after a write.
     public enum Effect: Equatable, Sendable {
         case none
-        /// Cached bytes are gone: drop the kernel's page cache of these files.
+        /// Cached bytes are gone: drop the kernel's page cache of these paths.
         case invalidate([String])
     }
 
@@ -54,18 +54,18 @@ public enum AdminAttributes {
     public static func readRoot(_ name: String, of catalog: Catalog) throws -> String {
         switch try key(name) {
         case "stats": return catalog.statsJSON()
-        case "purge": return ""
+        case "purge", "add", "remove": return ""
         default: throw MediaError(ENODATA, "no attribute \(name)")
         }
     }
 
     /// Writes a file's attribute: `purge` (any value) or `preload` (`1`:
     /// the whole file, `0`: stop, or a byte count such as `4M`).
-    public static func write(_ name: String, value: String, to loader: FileLoader, named fileName: String) throws -> Effect {
+    public static func write(_ name: String, value: String, to loader: FileLoader, at path: String) throws -> Effect {
         switch try key(name) {
         case "purge":
             loader.purge()
-            return .invalidate([fileName])
+            return .invalidate([path])
         case "preload":
             let trimmed = value.trimmingSpaces
             let limit: Int64?
@@ -89,7 +89,13 @@ public enum AdminAttributes {
         switch try key(name) {
         case "purge":
             catalog.purgeAll()
-            return .invalidate(catalog.names)
+            return .invalidate(catalog.allLoaders.map(\.source.name))
+        case "add":
+            _ = try catalog.add(url: value)
+            return .none
+        case "remove":
+            try catalog.remove(name: value)
+            return .none
         case "stats":
             throw MediaError(EPERM, "\(name) is read-only")
         default:

@@ -1,14 +1,23 @@
-// What the mount shows: the names in its root and the loader behind each.
-// The FUSE adapter talks only to this type. It also owns the background
-// flusher that persists loaders' metadata while the mount runs.
+// What the mount shows: a tree of names. The root holds the sources; a
+// source URL ending in `/` is a directory whose HTTP index is fetched on
+// first lookup and again after `listingTTL`. Every file is a FileLoader,
+// one per URL however many names lead to it (two loaders on one cache
+// entry would fight). The FUSE adapter talks only to this type. It also
+// owns the background thread that persists metadata and applies the cache
+// limits.
+//
+// Lock: `lock` guards the tree (`root` and every Directory below it). Never
+// held while fetching a listing or calling into a loader that may wait.
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
 public final class Catalog: @unchecked Sendable {
-    /// How often changed metadata is written while mounted.
+    /// How often changed metadata is written and the cache limits applied.
     public static let flushInterval: Double = 5
+    /// How long a directory listing is believed before it is fetched again.
+    public static let listingTTL: Double = 300
 
     /// What opening a file preloads of the files after it, in source order.
     public struct PreloadNext: Sendable, Equatable {
@@ -22,49 +31,108 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
-    public let names: [String]
+    public enum Node {
+        case file(FileLoader)
+        case directory
+    }
+
+    /// A directory of the mount: its names in order, and for a listed one,
+    /// the URL and when it was listed.
+    final class Directory {
+        let url: String?
+        /// Its path in the mount, "" for the root.
+        let path: String
+        var order: [String] = []
+        var children: [String: Child] = [:]
+        var naming = FileNaming()
+        var listedAt: Double?
+
+        init(url: String?, path: String) {
+            self.url = url
+            self.path = path
+        }
+
+        func add(_ name: String, _ child: Child) -> String {
+            let unique = naming.claim(name)
+            order.append(unique)
+            children[unique] = child
+            return unique
+        }
+    }
+
+    enum Child {
+        case file(String)
+        case directory(Directory)
+    }
+
     public let statistics = Statistics()
     public let store: CacheStore
+    private let fetcher: Fetching
+    private let settings: LoaderSettings
+    private let http: HTTPOptions
     private let preloadNext: PreloadNext?
     private let evictor: CacheEvictor?
     /// Validators older than this are checked on open; nil: never.
     private let revalidateAfter: Double?
-    private let loaders: [String: FileLoader]
+
+    private let lock = NSLock()
+    private let root = Directory(url: nil, path: "")
+    private var loaders: [String: FileLoader] = [:]
+    private var changeHandler: @Sendable (String) -> Void = { _ in }
+
     private let stopping = NSCondition()
     private var stopped = false
-    private var flusher: Thread?
 
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
-                preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil, revalidateAfter: Double? = 60) {
-        names = sources.map(\.name)
+                http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
+                revalidateAfter: Double? = 60) {
         self.store = store
+        self.fetcher = fetcher
+        self.settings = settings
+        self.http = http
         self.preloadNext = preloadNext
         self.revalidateAfter = revalidateAfter
         evictor = limits.map { CacheEvictor(store: store, limits: $0) }
-        var loaders: [String: FileLoader] = [:]
-        for source in sources {
-            loaders[source.name] = FileLoader(source: source, store: store, fetcher: fetcher, settings: settings,
-                                              statistics: statistics)
+        for source in sources { _ = insert(source, into: root) }
+    }
+
+    /// Adds a source to a directory under its name (made unique); returns
+    /// the name. Call with `lock` held, or before the mount runs.
+    private func insert(_ source: Source, into directory: Directory) -> String {
+        if source.isDirectory {
+            let name = directory.naming.peek(source.name)
+            return directory.add(source.name, .directory(Directory(url: source.url, path: directory.path + "/" + name)))
         }
-        self.loaders = loaders
+        let name = directory.add(source.name, .file(source.url))
+        if loaders[source.url] == nil {
+            let path = directory.path + "/" + name
+            let loader = FileLoader(source: Source(name: path, url: source.url), store: store, fetcher: fetcher,
+                                    settings: settings, statistics: statistics)
+            loader.onChange = { [weak self] in self?.changeHandler(path) }
+            loaders[source.url] = loader
+        }
+        return name
     }
 
     /// Learns every unknown length in parallel so the first `ls -l` does not
     /// wait on one request after another, and starts the background thread
     /// that persists metadata and applies the cache limits (at once, then
-    /// every `flushInterval`). `onChange` hears of files whose remote
-    /// content changed.
+    /// every `flushInterval`). `onChange` hears of files (by path) whose
+    /// remote content changed.
     public func start(onChange: @escaping @Sendable (String) -> Void = { _ in }) {
-        for name in names {
-            loaders[name]!.onChange = { onChange(name) }
-            loaders[name]!.prefetchInfo()
-        }
-        let byURL = Dictionary(loaders.values.map { ($0.source.url, $0) }, uniquingKeysWith: { a, _ in a })
+        lock.lock()
+        changeHandler = onChange
+        let all = Array(loaders.values)
+        lock.unlock()
+        for loader in all { loader.prefetchInfo() }
         let thread = Thread { [self] in
             stopping.lock()
             while !stopped {
                 stopping.unlock()
                 flushAll()
+                lock.lock()
+                let byURL = loaders
+                lock.unlock()
                 evictor?.run(mounted: byURL)
                 stopping.lock()
                 _ = stopping.wait(until: Date(timeIntervalSinceNow: Self.flushInterval))
@@ -72,11 +140,10 @@ public final class Catalog: @unchecked Sendable {
             stopping.unlock()
         }
         thread.name = "mediafs-flush"
-        flusher = thread
         thread.start()
     }
 
-    /// Stops the flusher and persists everything; call before exit.
+    /// Stops the background thread and persists everything; call before exit.
     public func stop() {
         stopping.lock()
         stopped = true
@@ -85,22 +152,198 @@ public final class Catalog: @unchecked Sendable {
         flushAll()
     }
 
-    public func flushAll() {
-        for name in names { loaders[name]!.flush() }
+    public var allLoaders: [FileLoader] {
+        lock.lock()
+        defer { lock.unlock() }
+        return Array(loaders.values)
     }
 
+    public func flushAll() {
+        for loader in allLoaders { loader.flush() }
+    }
+
+    // MARK: The tree
+
+    private func components(_ path: String) -> [String] {
+        path.split(separator: "/").map(String.init)
+    }
+
+    /// The directory at `path`, listed if it is due. ENOENT, ENOTDIR as a
+    /// file system would say.
+    private func directory(at parts: some Collection<String>) throws -> Directory {
+        var current = root
+        for part in parts {
+            try listIfDue(current)
+            lock.lock()
+            let child = current.children[part]
+            lock.unlock()
+            switch child {
+            case .directory(let next)?: current = next
+            case .file?: throw MediaError(ENOTDIR, "not a directory")
+            case nil: throw MediaError(ENOENT, "no such file or directory")
+            }
+        }
+        try listIfDue(current)
+        return current
+    }
+
+    /// Fetches a listed directory's index when it never was, or is older
+    /// than the TTL. A failed refresh keeps the old listing.
+    private func listIfDue(_ directory: Directory) throws {
+        guard let url = directory.url else { return }
+        lock.lock()
+        let listedAt = directory.listedAt
+        lock.unlock()
+        let now = Date().timeIntervalSince1970
+        if let listedAt, now - listedAt < Self.listingTTL { return }
+        let entries: [DirectoryListing.Entry]
+        do {
+            entries = DirectoryListing.parse(html: try TextFetch.get(url, options: http,
+                                                                     timeout: Int(settings.timeout)), base: url)
+        } catch let error as MediaError {
+            Log.error("listing \(MediaError.redacted(url)): \(error.message)")
+            if listedAt != nil { return }
+            throw error
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        let old = directory.children
+        directory.order = []
+        directory.children = [:]
+        directory.naming = FileNaming()
+        for entry in entries {
+            let safe = FileNaming.safe(entry.name)
+            if entry.isDirectory, case .directory(let existing)? = old[safe], existing.url == entry.url {
+                _ = directory.add(safe, .directory(existing))
+            } else {
+                _ = insert(Source(name: safe, url: entry.url, isDirectory: entry.isDirectory), into: directory)
+            }
+        }
+        directory.listedAt = now
+        Log.debug("listed \(MediaError.redacted(url)): \(entries.count) entries")
+    }
+
+    /// What a path names: the root, a directory or a file.
+    public func node(at path: String) throws -> Node {
+        var parts = components(path)
+        guard let last = parts.popLast() else { return .directory }
+        let parent = try directory(at: parts)
+        lock.lock()
+        let child = parent.children[last]
+        lock.unlock()
+        switch child {
+        case .directory(let directory)?:
+            try listIfDue(directory)
+            return .directory
+        case .file(let url)?:
+            return .file(try loader(url: url))
+        case nil:
+            throw MediaError(ENOENT, "no such file or directory")
+        }
+    }
+
+    private func loader(url: String) throws -> FileLoader {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let loader = loaders[url] else { throw MediaError(ENOENT, "no such file") }
+        return loader
+    }
+
+    /// The file at `path`; EISDIR for a directory.
+    public func file(at path: String) throws -> FileLoader {
+        guard case .file(let loader) = try node(at: path) else { throw MediaError(EISDIR, "is a directory") }
+        return loader
+    }
+
+    /// The names in a directory, in order, with whether each is a directory.
+    public func list(_ path: String) throws -> [(name: String, isDirectory: Bool)] {
+        let directory = try directory(at: components(path))
+        lock.lock()
+        defer { lock.unlock() }
+        return directory.order.map { name in
+            if case .directory? = directory.children[name] { return (name, true) }
+            return (name, false)
+        }
+    }
+
+    /// Names in the mount root, in source order.
+    public var names: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return root.order
+    }
+
+    // MARK: Runtime sources
+
+    /// Adds a URL to the mount root at run time; returns its name.
+    public func add(url: String) throws -> String {
+        let trimmed = String(url.trimmingSpaces)
+        try Source.validate(url: trimmed, origin: "user.mediafs.add")
+        lock.lock()
+        let isDirectory = URLComponents(string: trimmed)?.path.hasSuffix("/") ?? false
+        let name = insert(Source(name: FileNaming.name(forURL: trimmed), url: trimmed, isDirectory: isDirectory),
+                          into: root)
+        let loader = loaders[trimmed]
+        lock.unlock()
+        loader?.prefetchInfo()
+        Log.info("added \(MediaError.redacted(trimmed)) as \(name)")
+        return name
+    }
+
+    /// Removes a name from the mount root; its cached bytes stay cached.
+    public func remove(name: String) throws {
+        let trimmed = String(name.trimmingSpaces)
+        lock.lock()
+        guard let child = root.children.removeValue(forKey: trimmed) else {
+            lock.unlock()
+            throw MediaError(ENOENT, "no file named '\(trimmed)' in the mount root")
+        }
+        root.order.removeAll { $0 == trimmed }
+        var orphan: FileLoader?
+        if case .file(let url) = child, !referenced(url, in: root) {
+            orphan = loaders.removeValue(forKey: url)
+        }
+        lock.unlock()
+        if let orphan {
+            orphan.stopTransfers()
+            orphan.flush()
+        }
+        Log.info("removed \(trimmed)")
+    }
+
+    /// Call with `lock` held.
+    private func referenced(_ url: String, in directory: Directory) -> Bool {
+        directory.children.values.contains { child in
+            switch child {
+            case .file(let other): return other == url
+            case .directory(let sub): return referenced(url, in: sub)
+            }
+        }
+    }
+
+    // MARK: Opening
+
     /// A file is being opened: check its validators when they are due.
-    public func willOpen(_ name: String) throws {
-        let loader = try loader(named: name)
+    public func willOpen(_ path: String) throws {
+        let loader = try file(at: path)
         _ = try loader.contentInfo()
         if let revalidateAfter { loader.revalidate(olderThan: revalidateAfter) }
     }
 
-    /// A file was opened: preload the leading bytes of the next ones, as a
-    /// feed does so the next item starts at once.
-    public func opened(_ name: String) {
-        guard let preloadNext, let index = names.firstIndex(of: name) else { return }
-        let next = names[(index + 1)...].prefix(preloadNext.count).map { loaders[$0]! }
+    /// A file was opened: preload the leading bytes of the next files in
+    /// its directory, as a feed does so the next item starts at once.
+    public func opened(_ path: String) {
+        guard let preloadNext else { return }
+        var parts = components(path)
+        guard let name = parts.popLast(), let parent = try? directory(at: parts) else { return }
+        lock.lock()
+        let next: [FileLoader] = parent.order.firstIndex(of: name).map { index in
+            parent.order[(index + 1)...].compactMap { sibling -> FileLoader? in
+                if case .file(let url)? = parent.children[sibling] { return loaders[url] }
+                return nil
+            }.prefix(preloadNext.count).map { $0 }
+        } ?? []
+        lock.unlock()
         guard !next.isEmpty else { return }
         Thread.detachNewThread {
             for loader in next {
@@ -113,31 +356,26 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
+    // MARK: The whole mount
+
     public func purgeAll() {
-        for name in names { loaders[name]!.purge() }
+        for loader in allLoaders { loader.purge() }
     }
 
     /// For statfs: the cache's room and what this mount's files hold of it.
     public func usage() -> (capacity: Int64, used: Int64, available: Int64) {
-        var fs = statvfs()
-        let cached = names.reduce(Int64(0)) { $0 + loaders[$1]!.status().cachedBytes }
-        guard statvfs(store.root, &fs) == 0 else { return (cached, cached, 0) }
-        let available = Int64(fs.f_bavail) * Int64(fs.f_frsize)
+        let cached = allLoaders.reduce(Int64(0)) { $0 + $1.status().cachedBytes }
+        let available = store.freeBytes() ?? 0
         return (cached + available, cached, available)
     }
 
     /// The root's `stats`: one JSON object.
     public func statsJSON() -> String {
         let counters = statistics.snapshot
-        let cached = names.reduce(Int64(0)) { $0 + loaders[$1]!.status().cachedBytes }
-        return "{\"entries\":\(names.count),\"cached_bytes\":\(cached),"
+        let all = allLoaders
+        let cached = all.reduce(Int64(0)) { $0 + $1.status().cachedBytes }
+        return "{\"entries\":\(all.count),\"cached_bytes\":\(cached),"
             + "\"bytes_from_cache\":\(counters.bytesFromCache),\"bytes_from_network\":\(counters.bytesFromNetwork),"
             + "\"requests\":\(counters.requests),\"transfers_in_flight\":\(counters.transfersInFlight)}"
-    }
-
-    /// The loader for a name in the mount root; ENOENT for unknown names.
-    public func loader(named name: String) throws -> FileLoader {
-        guard let loader = loaders[name] else { throw MediaError(ENOENT, "no file named \(name)") }
-        return loader
     }
 }

@@ -60,6 +60,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// curl_global_init is not thread-safe: run it once, lazily.
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
+    static func initializeLibrary() { globalInit }
+
     /// Stops the network thread; transfers still running complete with an error.
     public func shutdown() {
         pending.withLock { $0.stopping = true }

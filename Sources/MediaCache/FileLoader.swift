@@ -584,6 +584,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         Log.info("purged \(source.displayURL)")
     }
 
+    /// Stops every transfer, for a file leaving the mount.
+    public func stopTransfers() {
+        lock.lock()
+        stopAllTransfers()
+        lock.unlock()
+    }
+
     /// Call with `lock` held.
     private func stopAllTransfers() {
         for (id, transfer) in transfers where !transfer.cancelled {

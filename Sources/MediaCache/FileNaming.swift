@@ -36,6 +36,13 @@ public struct FileNaming {
     /// an earlier source took it; the stem is shortened so the whole name
     /// stays within NAME_MAX.
     public mutating func claim(_ name: String) -> String {
+        let unique = peek(name)
+        taken.insert(unique)
+        return unique
+    }
+
+    /// The name `claim` would return, without taking it.
+    public func peek(_ name: String) -> String {
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
         let ext = dot.map { String(name[$0...]) }.flatMap { $0.utf8.count <= Self.maxExtensionBytes ? $0 : nil } ?? ""
         let stem = String(name.dropLast(ext.count))
@@ -50,7 +57,6 @@ public struct FileNaming {
             candidate = shortened + suffix + ext
             counter += 1
         }
-        taken.insert(candidate)
         return candidate
     }
 }

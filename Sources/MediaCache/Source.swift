@@ -6,31 +6,51 @@ import Foundation
 public struct Source: Equatable, Sendable {
     public var name: String
     public var url: String
+    /// A URL ending in `/`: an HTTP directory index, shown as a directory.
+    public var isDirectory: Bool
 
-    public init(name: String, url: String) {
+    public init(name: String, url: String, isDirectory: Bool = false) {
         self.name = name
         self.url = url
+        self.isDirectory = isDirectory
     }
 
     /// The URL for logs, xattrs and status: credentials removed.
     public var displayURL: String { MediaError.redacted(url) }
 
-    /// Reads SOURCE arguments (URLs or list files) into sources with safe,
-    /// unique names, in argument order.
-    public static func parse(arguments: [String]) throws -> [Source] {
+    /// Reads SOURCE arguments (URLs, playlists, list files) into sources
+    /// with safe names, in argument order; the catalog makes names unique.
+    public static func parse(arguments: [String],
+                             fetchText: (String) throws -> String = { _ in throw MediaError.io("no network") })
+        throws -> [Source] {
         var entries: [(name: String?, url: String)] = []
         for argument in arguments {
-            if argument.contains("://") {
+            if Playlist.isPlaylist(argument) {
+                if argument.contains("://") {
+                    try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
+                    let text: String
+                    do {
+                        text = try fetchText(argument)
+                    } catch let error as MediaError {
+                        throw MediaError(error.errno, "playlist \(error.message)")
+                    }
+                    entries += try Playlist.parse(text, base: argument, origin: MediaError.redacted(argument))
+                } else {
+                    guard let data = FileManager.default.contents(atPath: argument) else {
+                        throw MediaError(EINVAL, "playlist \(argument) cannot be read")
+                    }
+                    entries += try Playlist.parse(String(decoding: data, as: UTF8.self), base: nil, origin: argument)
+                }
+            } else if argument.contains("://") {
                 try validate(url: argument, origin: "source '\(argument)'")
                 entries.append((nil, argument))
             } else {
                 entries += try readList(path: argument)
             }
         }
-        var names = FileNaming()
         return entries.map { entry in
-            Source(name: names.claim(entry.name.map(FileNaming.safe) ?? FileNaming.name(forURL: entry.url)),
-                   url: entry.url)
+            Source(name: entry.name.map(FileNaming.safe) ?? FileNaming.name(forURL: entry.url), url: entry.url,
+                   isDirectory: URLComponents(string: entry.url)?.path.hasSuffix("/") ?? false)
         }
     }
 

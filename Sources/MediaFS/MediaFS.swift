@@ -27,6 +27,8 @@ public final class MediaFS: @unchecked Sendable {
     static let kernelReadaheadKB = 1024
 
     let owner = (uid: getuid(), gid: getgid())
+    /// Directories show the mount's start as their times.
+    let mountedAt = time(nil)
     private let options: Options
     private let makeCatalog: () -> Catalog
     private var started: Catalog?
@@ -94,7 +96,7 @@ public final class MediaFS: @unchecked Sendable {
 
             let catalog = makeCatalog()
             started = catalog
-            catalog.start { [weak self] name in self?.invalidate([name]) }
+            catalog.start { [weak self] path in self?.invalidate([path]) }
             Log.info("mounted \(catalog.names.count) files at \(options.mountpoint)")
 
             let loopConfig = fuse_loop_cfg_create()
@@ -116,13 +118,13 @@ public final class MediaFS: @unchecked Sendable {
     /// from inside a request on the same inode could wait on that request;
     /// with `wait`, returns once it is done (bounded), so that a read right
     /// after a purge cannot be answered from the old pages.
-    func invalidate(_ names: [String], wait: Bool = false) {
+    func invalidate(_ paths: [String], wait: Bool = false) {
         guard let fuse else { return }
         let address = UInt(bitPattern: fuse)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             let fuse = OpaquePointer(bitPattern: address)
-            for name in names { _ = fuse_invalidate_path(fuse, "/" + name) }
+            for path in paths { _ = fuse_invalidate_path(fuse, path.hasPrefix("/") ? path : "/" + path) }
             done.signal()
         }
         if wait, done.wait(timeout: .now() + Self.invalidationWait) == .timedOut {

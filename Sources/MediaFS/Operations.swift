@@ -24,13 +24,9 @@ private func reply(_ what: String, _ body: () throws -> Int32) -> Int32 {
     }
 }
 
-/// The name in the mount root that a path names; nil for the root itself.
-private func entryName(of path: UnsafePointer<CChar>?) throws -> String? {
-    let text = String(cString: path!)
-    if text == "/" { return nil }
-    let name = text.dropFirst()
-    if name.contains("/") { throw MediaError(ENOENT, "no such path \(text)") }
-    return String(name)
+/// The path a callback was given, as a Swift string.
+private func pathString(_ path: UnsafePointer<CChar>?) -> String {
+    String(cString: path!)
 }
 
 /// Copies a value out the way getxattr and listxattr must: its size when
@@ -46,11 +42,12 @@ func makeOperations() -> fuse_operations {
     var ops = fuse_operations()
 
     ops.`init` = { _, config in
-        // The content is static for the life of a mount: let the kernel keep
-        // names and attributes rather than ask again for each stat.
-        config!.pointee.entry_timeout = 60
+        // Attributes change only when revalidation says so (and then the
+        // kernel is told); names come and go at run time (user.mediafs.add,
+        // remove, directory listings), so the kernel keeps them only briefly.
+        config!.pointee.entry_timeout = 1
         config!.pointee.attr_timeout = 60
-        config!.pointee.negative_timeout = 5
+        config!.pointee.negative_timeout = 1
         return fuse_get_context()!.pointee.private_data
     }
 
@@ -62,12 +59,15 @@ func makeOperations() -> fuse_operations {
             stat!.pointee = Glibc.stat()
             stat!.pointee.st_uid = fs.owner.uid
             stat!.pointee.st_gid = fs.owner.gid
-            guard let name = try entryName(of: path) else {
+            guard case .file(let loader) = try fs.catalog.node(at: pathString(path)) else {
                 stat!.pointee.st_mode = S_IFDIR | 0o555
                 stat!.pointee.st_nlink = 2
+                stat!.pointee.st_mtim = timespec(tv_sec: fs.mountedAt, tv_nsec: 0)
+                stat!.pointee.st_ctim = stat!.pointee.st_mtim
+                stat!.pointee.st_atim = stat!.pointee.st_mtim
                 return 0
             }
-            let attributes = try fs.catalog.loader(named: name).attributes()
+            let attributes = try loader.attributes()
             stat!.pointee.st_mode = S_IFREG | 0o444
             stat!.pointee.st_nlink = 1
             stat!.pointee.st_size = off_t(attributes.size)
@@ -81,12 +81,12 @@ func makeOperations() -> fuse_operations {
 
     ops.readdir = { path, buffer, filler, _, _, _ in
         reply("readdir") {
-            guard try entryName(of: path) == nil else { throw MediaError(ENOTDIR, "not a directory") }
+            let entries = try adapter().catalog.list(pathString(path))
             let none = fuse_fill_dir_flags(rawValue: 0)
             _ = filler!(buffer, ".", nil, 0, none)
             _ = filler!(buffer, "..", nil, 0, none)
-            for entry in adapter().catalog.names {
-                if filler!(buffer, entry, nil, 0, none) != 0 { break }
+            for entry in entries {
+                if filler!(buffer, entry.name, nil, 0, none) != 0 { break }
             }
             return 0
         }
@@ -94,16 +94,18 @@ func makeOperations() -> fuse_operations {
 
     ops.open = { path, info in
         reply("open") {
-            guard let name = try entryName(of: path) else { throw MediaError(EISDIR, "is a directory") }
             if info!.pointee.flags & O_ACCMODE != O_RDONLY { throw MediaError(EROFS, "read-only") }
-            try adapter().catalog.willOpen(name)
-            let loader = try adapter().catalog.loader(named: name)
+            let catalog = adapter().catalog
+            let name = pathString(path)
+            try catalog.willOpen(name)
+            let loader = try catalog.file(at: name)
             info!.pointee.fh = OpenFile(loader: loader).handle
-            // Content does not change under a mount: later opens may reuse
-            // the page cache instead of asking again.
+            // Content does not change under a mount unless revalidation says
+            // so (and then the kernel is told): later opens may reuse the
+            // page cache instead of asking again.
             info!.pointee.keep_cache = 1
             adapter().raiseKernelReadaheadOnce()
-            adapter().catalog.opened(name)
+            catalog.opened(name)
             return 0
         }
     }
@@ -115,7 +117,7 @@ func makeOperations() -> fuse_operations {
             do {
                 return Int32(try file.loader.read(into: target, at: Int64(offset), pattern: file.pattern))
             } catch let error as MediaError {
-                Log.error("read of \(file.loader.source.name) at \(offset): \(error.message)")
+                Log.error("read of \(file.loader.source.displayURL) at \(offset): \(error.message)")
                 throw error
             }
         }
@@ -133,10 +135,13 @@ func makeOperations() -> fuse_operations {
             let catalog = adapter().catalog
             let attribute = String(cString: name!)
             let text: String
-            if let file = try entryName(of: path) {
-                text = try AdminAttributes.read(attribute, of: catalog.loader(named: file))
-            } else {
+            switch try catalog.node(at: pathString(path)) {
+            case .file(let loader):
+                text = try AdminAttributes.read(attribute, of: loader)
+            case .directory where pathString(path) == "/":
                 text = try AdminAttributes.readRoot(attribute, of: catalog)
+            case .directory:
+                throw MediaError(ENODATA, "no attribute \(attribute)")
             }
             return try copyOut(Array(text.utf8), to: value, size: size)
         }
@@ -144,9 +149,12 @@ func makeOperations() -> fuse_operations {
 
     ops.listxattr = { path, list, size in
         reply("listxattr") {
-            let file = try entryName(of: path)
-            if let file { _ = try adapter().catalog.loader(named: file) }
-            let names = AdminAttributes.list(root: file == nil)
+            let names: [String]
+            switch try adapter().catalog.node(at: pathString(path)) {
+            case .file: names = AdminAttributes.list(root: false)
+            case .directory where pathString(path) == "/": names = AdminAttributes.list(root: true)
+            case .directory: names = []
+            }
             return try copyOut(names.flatMap { Array($0.utf8) + [0] }, to: list, size: size)
         }
     }
@@ -160,13 +168,17 @@ func makeOperations() -> fuse_operations {
             }
             let attribute = String(cString: name!)
             let text = String(decoding: UnsafeRawBufferPointer(start: value, count: size), as: UTF8.self)
+            let where_ = pathString(path)
             let effect: AdminAttributes.Effect
-            if let file = try entryName(of: path) {
-                effect = try AdminAttributes.write(attribute, value: text, to: fs.catalog.loader(named: file), named: file)
-            } else {
+            switch try fs.catalog.node(at: where_) {
+            case .file(let loader):
+                effect = try AdminAttributes.write(attribute, value: text, to: loader, at: where_)
+            case .directory where where_ == "/":
                 effect = try AdminAttributes.writeRoot(attribute, value: text, to: fs.catalog)
+            case .directory:
+                throw MediaError(ENOTSUP, "no writable attribute \(attribute) on a directory")
             }
-            if case .invalidate(let names) = effect { fs.invalidate(names, wait: true) }
+            if case .invalidate(let paths) = effect { fs.invalidate(paths, wait: true) }
             return 0
         }
     }
@@ -198,7 +210,7 @@ func makeOperations() -> fuse_operations {
             stat!.pointee.f_blocks = fsblkcnt_t(usage.capacity / block)
             stat!.pointee.f_bfree = fsblkcnt_t(usage.available / block)
             stat!.pointee.f_bavail = fsblkcnt_t(usage.available / block)
-            stat!.pointee.f_files = fsfilcnt_t(adapter().catalog.names.count)
+            stat!.pointee.f_files = fsfilcnt_t(adapter().catalog.allLoaders.count)
             stat!.pointee.f_namemax = 255
             return 0
         }

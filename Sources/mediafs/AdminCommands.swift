@@ -4,6 +4,29 @@ import MediaCache
 
 enum AdminCommands {
     static let purgeUsage = "usage: mediafs purge PATH..."
+    static let addUsage = "usage: mediafs add URL... --to MOUNTPOINT"
+    static let removeUsage = "usage: mediafs remove NAME... --from MOUNTPOINT"
+
+    /// `mediafs add URL... --to MOUNTPOINT` and `remove NAME... --from
+    /// MOUNTPOINT`: the root's `add` and `remove` attributes.
+    static func change(_ arguments: [String], key: String, flag: String, usage: String) throws {
+        var values: [String] = []
+        var mountpoint: String?
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            if argument == flag {
+                guard let value = rest.popFirst() else { throw UsageError(usage) }
+                mountpoint = value
+            } else if argument.hasPrefix("-") {
+                throw UsageError("unknown option '\(argument)'\n\(usage)")
+            } else {
+                values.append(argument)
+            }
+        }
+        guard let mountpoint, !values.isEmpty else { throw UsageError(usage) }
+        try Xattr.requireMount(mountpoint)
+        for value in values { try Xattr.set(mountpoint, key, value) }
+    }
     static let preloadUsage = "usage: mediafs preload [--bytes N] PATH..."
 
     static func purge(_ arguments: [String]) throws {

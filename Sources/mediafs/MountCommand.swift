@@ -27,9 +27,13 @@ struct MountCommand {
                mediafs purge PATH...
                mediafs preload [--bytes N] PATH...
                mediafs cache ls|gc|clear [--cache-dir DIR] [LIMITS] [URL...]
+               mediafs add URL... --to MOUNTPOINT
+               mediafs remove NAME... --from MOUNTPOINT
 
-        SOURCE is an http(s) URL or a list file (one URL per line, '#' comments,
-        'NAME<TAB>URL' to choose a name). Each URL becomes a read-only file.
+        SOURCE is an http(s) URL, an .m3u/.m3u8 playlist (path or URL), or a list
+        file (one URL per line, '#' comments, 'NAME<TAB>URL' to choose a name).
+        Each URL becomes a read-only file; a URL ending in '/' whose answer is an
+        HTML index becomes a directory.
 
         options:
           -f, --foreground     stay in the foreground, log to stderr
@@ -180,7 +184,8 @@ struct MountCommand {
 
     func run() throws {
         Log.configure(level: debug ? .debug : .info, sink: .stderr)
-        let parsed = try Source.parse(arguments: sources)
+        let http = self.http
+        let parsed = try Source.parse(arguments: sources) { try TextFetch.get($0, options: http) }
         try MediaFS.checkMountpoint(mountpoint)
         let store = try CacheStore(root: cache.resolvedDirectory)
         var settings = LoaderSettings()
@@ -193,9 +198,8 @@ struct MountCommand {
         let preloadNext = self.preloadNext
         let limits = cache.limits
         let revalidateAfter = self.revalidateAfter
-        let http = self.http
         let fs = MediaFS(options: options) {
-            Catalog(sources: parsed, store: store, fetcher: CurlFetcher(options: http), settings: settings,
+            Catalog(sources: parsed, store: store, fetcher: CurlFetcher(options: http), settings: settings, http: http,
                     preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter)
         }
         try fs.run()

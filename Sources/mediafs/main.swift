@@ -18,6 +18,11 @@ do {
     case "purge": try AdminCommands.purge(Array(arguments.dropFirst()))
     case "preload": try AdminCommands.preload(Array(arguments.dropFirst()))
     case "cache": try CacheCommand(arguments: Array(arguments.dropFirst())).run()
+    case "add":
+        try AdminCommands.change(Array(arguments.dropFirst()), key: "add", flag: "--to", usage: AdminCommands.addUsage)
+    case "remove":
+        try AdminCommands.change(Array(arguments.dropFirst()), key: "remove", flag: "--from",
+                                 usage: AdminCommands.removeUsage)
     case "-V", "--version": print("mediafs \(MediaCacheVersion.string)")
     case "-h", "--help", nil: print(MountCommand.usage)
     default:

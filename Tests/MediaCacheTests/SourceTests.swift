@@ -105,10 +105,10 @@ final class SourceTests: XCTestCase {
         assertRejected([path], mentioning: ["not UTF-8"])
     }
 
-    func testParse_duplicateNamesAcrossArgumentsAndLists_getNumberedInOrder() throws {
+    func testParse_duplicateNamesAcrossArgumentsAndLists_keepsThemForTheCatalogToNumber() throws {
         let path = listFile("https://b.example/a.mp4\na.mp4\thttps://c.example/z\n")
         let sources = try Source.parse(arguments: ["https://a.example/a.mp4", path])
-        XCTAssertEqual(sources.map(\.name), ["a.mp4", "a (2).mp4", "a (3).mp4"])
+        XCTAssertEqual(sources.map(\.name), ["a.mp4", "a.mp4", "a.mp4"])
     }
 
     func testParse_tabName_isMadeSafe() throws {

@@ -1,0 +1,59 @@
+import Foundation
+import XCTest
+@testable import MediaCache
+
+final class CatalogTests: XCTestCase {
+    private var base = ""
+    private var fetcher = FakeFetcher()
+
+    override func setUpWithError() throws {
+        base = FileManager.default.temporaryDirectory.appendingPathComponent("mediafs-catalog-\(UUID())").path
+        fetcher = FakeFetcher()
+    }
+
+    override func tearDownWithError() throws {
+        fetcher.shutdown()
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    private func catalog(_ sources: [Source]) throws -> Catalog {
+        Catalog(sources: sources, store: try CacheStore(root: base), fetcher: fetcher, settings: LoaderSettings())
+    }
+
+    func testNames_duplicatedAcrossSources_getNumberedBeforeTheExtensionInOrder() throws {
+        let sources = try Source.parse(arguments: ["https://a.example/a.mp4", "https://b.example/a.mp4",
+                                                   "https://c.example/x/a.mp4"])
+        XCTAssertEqual(try catalog(sources).names, ["a.mp4", "a (2).mp4", "a (3).mp4"])
+    }
+
+    func testTwoNamesForOneURL_shareOneLoader() throws {
+        let c = try catalog([Source(name: "one.mp4", url: "https://a.example/v.mp4"),
+                             Source(name: "two.mp4", url: "https://a.example/v.mp4")])
+        XCTAssertTrue(try c.file(at: "/one.mp4") === c.file(at: "/two.mp4"))
+        XCTAssertEqual(c.allLoaders.count, 1)
+    }
+
+    func testAdd_thenRemove_changesTheRootAndKeepsOtherNames() throws {
+        let c = try catalog([Source(name: "a.mp4", url: "https://a.example/a.mp4")])
+        XCTAssertEqual(try c.add(url: "https://a.example/b%20c.mkv"), "b c.mkv")
+        XCTAssertEqual(c.names, ["a.mp4", "b c.mkv"])
+        try c.remove(name: "a.mp4")
+        XCTAssertEqual(c.names, ["b c.mkv"])
+        XCTAssertThrowsError(try c.file(at: "/a.mp4")) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
+        XCTAssertThrowsError(try c.remove(name: "nope")) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
+    }
+
+    func testAdd_ofABadURL_isRefusedWithAMessage() throws {
+        let c = try catalog([])
+        XCTAssertThrowsError(try c.add(url: "ftp://a.example/x")) {
+            XCTAssertTrue(($0 as? MediaError)?.message.contains("unsupported scheme") ?? false)
+        }
+    }
+
+    func testPaths_throughAFile_areNotDirectories() throws {
+        let c = try catalog([Source(name: "a.mp4", url: "https://a.example/a.mp4")])
+        XCTAssertThrowsError(try c.node(at: "/a.mp4/x")) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOTDIR) }
+        XCTAssertThrowsError(try c.node(at: "/missing")) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
+        guard case .directory = try c.node(at: "/") else { return XCTFail("root is a directory") }
+    }
+}
