@@ -33,7 +33,7 @@ PREFIX = "user.mediafs."
 FILE_READABLE = ["url", "content_type", "etag", "last_modified", "size",
                  "cached_bytes", "cached_ranges", "complete", "state"]
 FILE_WRITABLE = ["purge", "preload"]
-ROOT_ATTRS = ["stats", "purge"]
+ROOT_ATTRS = ["stats", "purge", "add", "remove"]
 STATS_KEYS = {"entries", "cached_bytes", "bytes_from_cache", "bytes_from_network",
               "requests", "transfers_in_flight"}
 COMMANDS = ["mount", "status", "purge", "preload"]

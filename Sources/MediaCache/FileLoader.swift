@@ -21,6 +21,9 @@ public struct LoaderSettings: Sendable {
     /// Wait before retrying after the first failure; doubles each time.
     public var firstBackoff = 0.25
     public var maxBackoff = 4.0
+    /// After a read gave up on a failing server, later reads fail at once
+    /// for this long.
+    public var unavailableFor = 2.0
     /// A read joins a running transfer at most this far ahead of it,
     /// rather than starting its own.
     public var joinDistance: Int64 = 8 << 20
@@ -86,10 +89,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         didSet { lastErrorAt = Self.now() }
     }
     private var lastErrorAt = 0.0
-    /// Failures in a row, and when the next transfer may start: a failing
-    /// server is retried with backoff (or when its Retry-After says).
-    private var failuresInARow = 0
+    /// When the next transfer may start: a failing server is retried with
+    /// backoff, or when its Retry-After says.
     private var retryAt = 0.0
+    private var failuresInARow = 0
+    /// After a read gave up, reads fail at once until then, so the kernel's
+    /// own retries of a failed read do not each wait through the backoff.
+    private var unavailableUntil = 0.0
     /// Reads between "bytes present" and the end of their pread: a purge
     /// waits for them, so no reader sees bytes vanish under it.
     private var activeReads = 0
@@ -328,8 +334,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                    Self.now() - lastErrorAt < settings.probeRetryAfter {
                     throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
+                if let error = lastError, Self.now() < unavailableUntil {
+                    throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
+                }
                 if Self.now() < retryAt { return }
                 guard attempts < settings.maxAttempts else {
+                    unavailableUntil = Self.now() + settings.unavailableFor
+                    failuresInARow = 0
                     throw MediaError.io("\(source.displayURL): bytes \(point)-\(hole.upperBound - 1) unavailable: "
                                         + (lastError?.message ?? "transfer ended early"))
                 }
@@ -541,6 +552,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         if error == nil && transfer.position >= transfer.end {
             lastError = nil
             failuresInARow = 0
+            retryAt = 0
             return
         }
         if let error, error.errno != ECANCELED {
@@ -551,6 +563,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             Log.warning("\(source.displayURL): \(lastError!.message)")
         }
         // Otherwise the cache stopped it over a bad answer, already logged.
+        // The next try waits longer each time: 0.25 s, 0.5 s, 1 s...
         failuresInARow += 1
         let backoff = min(settings.firstBackoff * Double(1 << min(failuresInARow - 1, 16)), settings.maxBackoff)
         retryAt = max(retryAt, Self.now() + backoff)
