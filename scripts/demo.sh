@@ -92,11 +92,15 @@ ffprobe -hide_banner -v error -show_entries format=duration,size:stream=codec_na
 say "cmp: the mounted random.bin equals the served one"
 cmp "$SERVE/random.bin" "$MNT/random.bin" && echo "identical"
 
+say "mediafs status: what the cache holds now"
+"$BIN" status "$MNT"
+
 cat <<MSG
 
 == The mount and nginx are still running.
 Play:      mpv $MNT/sample.mp4
 Read:      dd if=$MNT/random.bin bs=1M skip=2 count=1 status=none | od -A d -t x1 | head -3
+Inspect:   getfattr -d $MNT/sample.mp4
 Stop:      fusermount3 -u $MNT
            kill \$(cat $WORK/nginx.pid)
 MSG
