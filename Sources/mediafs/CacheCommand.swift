@@ -17,12 +17,7 @@ struct CacheCommand {
         }
         self.action = action
         while let argument = rest.popFirst() {
-            var option = argument
-            var inline: String?
-            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-                option = String(argument[..<equals])
-                inline = String(argument[argument.index(after: equals)...])
-            }
+            let (option, inline) = UsageError.split(argument)
             let taken = try cache.take(option) {
                 guard let value = inline ?? rest.popFirst() else { throw UsageError("\(option) needs a value") }
                 return value

@@ -62,12 +62,7 @@ struct MountCommand {
             return next
         }
         while let argument = rest.popFirst() {
-            var option = argument
-            var inline: String?
-            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-                option = String(argument[..<equals])
-                inline = String(argument[argument.index(after: equals)...])
-            }
+            let (option, inline) = UsageError.split(argument)
             switch option {
             case "-f", "--foreground": foreground = true
             case "-d", "--debug": debug = true
@@ -209,4 +204,10 @@ struct MountCommand {
 struct UsageError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+
+    /// `--name=value` as ("--name", "value"); anything else as (argument, nil).
+    static func split(_ argument: String) -> (option: String, inline: String?) {
+        guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
+        return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
+    }
 }
