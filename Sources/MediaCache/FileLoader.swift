@@ -442,13 +442,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         defer { lock.unlock() }
         guard var transfer = transfers[id], let info else { return false }
         let problem: MediaError?
-        if let etag = head.etag, let known = info.etag, etag != known {
+        if let change = Self.change(from: info, to: head) {
             if let fresh = ContentProbe.info(from: head) {
-                replaceContent(with: fresh, reason: "ETag \(known) became \(etag)")
+                replaceContent(with: fresh, reason: change)
                 lock.broadcast()
                 return false
             }
-            problem = MediaError.io("content changed on the server (ETag \(known) became \(etag))")
+            problem = MediaError.io("content changed on the server (\(change))")
         } else if head.status == 206 {
             if let answer = head.contentRange, answer.total == nil || answer.total == info.length,
                answer.range.upperBound <= info.length {
@@ -459,11 +459,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 problem = MediaError.io("bad Content-Range '\(head.headers["content-range"] ?? "")' for a file of \(info.length) bytes")
             }
         } else if head.status == 200 {
-            if let length = head.contentLength, length != info.length, let fresh = ContentProbe.info(from: head) {
-                replaceContent(with: fresh, reason: "length \(info.length) became \(length)")
-                lock.broadcast()
-                return false
-            } else {
+            do {
                 if self.info?.acceptsRanges == true {
                     Log.warning("\(source.displayURL): the server ignores Range and sends whole bodies; "
                                 + "reads far into the file wait for the stream to reach them")
@@ -727,6 +723,24 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         case nil:
             Log.debug("\(source.displayURL): revalidation timed out, serving the cache")
         }
+    }
+
+    /// Why an answer shows the remote file changed, or nil: another ETag,
+    /// another length (of the whole body, or the total of a range), or,
+    /// where neither side has an ETag, another Last-Modified.
+    static func change(from info: ContentInfo, to head: ResponseHead) -> String? {
+        if let etag = head.etag, let known = info.etag, etag != known {
+            return "ETag \(known) became \(etag)"
+        }
+        let length = head.status == 206 ? head.contentRange?.total : head.status == 200 ? head.contentLength : nil
+        if let length, length != info.length {
+            return "length \(info.length) became \(length)"
+        }
+        if head.etag == nil, info.etag == nil, let modified = head.lastModified, let known = info.lastModified,
+           modified != known {
+            return "Last-Modified \(known) became \(modified)"
+        }
+        return nil
     }
 
     static func sameVersion(_ a: ContentInfo, _ b: ContentInfo) -> Bool {
