@@ -459,17 +459,15 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 problem = MediaError.io("bad Content-Range '\(head.headers["content-range"] ?? "")' for a file of \(info.length) bytes")
             }
         } else if head.status == 200 {
-            do {
-                if self.info?.acceptsRanges == true {
-                    Log.warning("\(source.displayURL): the server ignores Range and sends whole bodies; "
-                                + "reads far into the file wait for the stream to reach them")
-                    self.info?.acceptsRanges = false
-                    dirty = true
-                }
-                transfer.position = 0
-                transfer.end = info.length
-                problem = nil
+            if self.info?.acceptsRanges == true {
+                Log.warning("\(source.displayURL): the server ignores Range and sends whole bodies; "
+                            + "reads far into the file wait for the stream to reach them")
+                self.info?.acceptsRanges = false
+                dirty = true
             }
+            transfer.position = 0
+            transfer.end = info.length
+            problem = nil
         } else {
             problem = ContentProbe.error(for: head)
         }
