@@ -1,16 +1,17 @@
-// System calls that Glibc's Swift module leaves out.
+// System calls that Glibc's Swift module leaves out. No feature macros
+// here (_GNU_SOURCE would change libc's declarations under this module
+// and clash with other modules that include the same headers).
 #ifndef MEDIAFS_CSYSTEM_SHIM_H
 #define MEDIAFS_CSYSTEM_SHIM_H
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <fcntl.h>
 #include <linux/falloc.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
-/// fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length):
+/// fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length),
+/// through syscall(2) since fallocate is declared only under _GNU_SOURCE:
 /// frees a range of a sparse file's blocks without changing its size.
 static inline int mediafs_punch_hole(int fd, long long offset, long long length) {
-    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+    return (int)syscall(SYS_fallocate, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
 }
 #endif

@@ -174,7 +174,9 @@ public final class CacheStore: Sendable {
         return Int64(fs.f_bavail) * Int64(fs.f_frsize)
     }
 
-    private func emptyTrash() {
+    /// Deletes what is in trash/: entries removed earlier, also by a
+    /// process that stopped before it was done.
+    public func emptyTrash() {
         let files = FileManager.default
         guard let names = try? files.contentsOfDirectory(atPath: trashRoot) else { return }
         for name in names {

@@ -126,6 +126,7 @@ public final class Catalog: @unchecked Sendable {
         lock.unlock()
         for loader in all { loader.prefetchInfo() }
         let thread = Thread { [self] in
+            store.emptyTrash()
             stopping.lock()
             while !stopped {
                 stopping.unlock()

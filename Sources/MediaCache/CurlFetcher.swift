@@ -126,6 +126,11 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                 var raw: UnsafeMutableRawPointer?
                 _ = mediafs_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &raw)
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(raw!).takeUnretainedValue()
+                if transfer.followRedirect(after: code) {
+                    curl_multi_remove_handle(multi, easy)
+                    curl_multi_add_handle(multi, easy)
+                    continue
+                }
                 finish(transfer, error: transfer.error(for: code))
             }
             curl_multi_poll(multi, nil, 0, 1000, nil)
@@ -175,6 +180,12 @@ final class CurlTransfer: @unchecked Sendable {
     var paused = false
     private let request: FetchRequest
     private let delegate: TransferDelegate
+    private let options: HTTPOptions
+    /// Per-host headers must not follow a redirect to another host, and
+    /// libcurl would send them: such transfers follow redirects here, with
+    /// the headers of each hop's host.
+    private let followsRedirectsItself: Bool
+    private var redirects = 0
     private var head = ResponseHead(status: 0, headers: [:])
     private var headDelivered = false
     private var stoppedByDelegate = false
@@ -189,10 +200,13 @@ final class CurlTransfer: @unchecked Sendable {
         self.id = id
         self.request = request
         self.delegate = delegate
+        self.options = options
+        followsRedirectsItself = !options.hostHeaders.isEmpty
         priority = request.priority
         easy = curl_easy_init()!
         errorBuffer[0] = 0
-        configure(options)
+        configure()
+        point(at: request.url)
     }
 
     deinit {
@@ -202,13 +216,12 @@ final class CurlTransfer: @unchecked Sendable {
         body.deallocate()
     }
 
-    private func configure(_ options: HTTPOptions) {
+    private func configure() {
         let this = Unmanaged.passUnretained(self).toOpaque()
         _ = mediafs_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, request.url)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_MAXREDIRS, 10)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, followsRedirectsItself ? 0 : 1)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_MAXREDIRS, Int(Self.maxRedirects))
         _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = mediafs_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         _ = mediafs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, CurlFetcher.connectTimeoutSeconds)
@@ -224,17 +237,8 @@ final class CurlTransfer: @unchecked Sendable {
         if let range = request.range {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
         }
-        for line in options.headers(for: request.url) {
-            headerList = curl_slist_append(headerList, line)
-        }
-        if let validator = request.ifRange {
-            headerList = curl_slist_append(headerList, "If-Range: \(validator)")
-        }
         if options.netrc {
             _ = mediafs_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
-        }
-        if headerList != nil {
-            _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
         }
         _ = mediafs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, this)
         _ = mediafs_easy_setopt_data_cb(easy, CURLOPT_HEADERFUNCTION) { ptr, size, count, user in
@@ -252,6 +256,44 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
+    static let maxRedirects = 10
+
+    /// Sets the URL and the headers for its host.
+    private func point(at url: String) {
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, url)
+        curl_slist_free_all(headerList)
+        headerList = nil
+        for line in options.headers(for: url, origin: request.url) {
+            headerList = curl_slist_append(headerList, line)
+        }
+        if let validator = request.ifRange {
+            headerList = curl_slist_append(headerList, "If-Range: \(validator)")
+        }
+        _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
+    }
+
+    private var isRedirectToFollow: Bool {
+        guard followsRedirectsItself else { return false }
+        var status = 0
+        _ = mediafs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        return (300..<400).contains(status) && status != 304
+    }
+
+    /// After a transfer ends: when it ended on a redirect this transfer
+    /// follows itself, points the handle at the next hop and returns true
+    /// (the caller adds the handle again).
+    func followRedirect(after code: CURLcode) -> Bool {
+        guard code == CURLE_OK, isRedirectToFollow, redirects < Self.maxRedirects else { return false }
+        var target: UnsafeMutablePointer<CChar>?
+        guard mediafs_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &target) == CURLE_OK,
+              let target else { return false }
+        let next = String(cString: target)
+        redirects += 1
+        head = ResponseHead(status: 0, headers: [:])
+        point(at: next)
+        return true
+    }
+
     private func deliverHead() -> Bool {
         if headDelivered { return true }
         headDelivered = true
@@ -266,6 +308,8 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // The body of a redirect this transfer follows itself is not the file's.
+        if !headDelivered && isRedirectToFollow { return true }
         guard deliverHead(), !stoppedByDelegate else { return false }
         if bodyCount + bytes.count > CurlFetcher.receiveBufferSize {
             guard flush() else { return false }

@@ -46,6 +46,8 @@ public enum DirectoryListing {
         var rest = html[...]
         while let tag = rest.range(of: "<a", options: .caseInsensitive) {
             rest = rest[tag.upperBound...]
+            // `<a ` only: not `<abbr`, `<area`, `<address`.
+            guard let next = rest.first, next.isWhitespace else { continue }
             guard let close = rest.firstIndex(of: ">") else { break }
             let attributes = rest[..<close]
             rest = rest[close...]

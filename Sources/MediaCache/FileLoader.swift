@@ -252,6 +252,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         let owner = ObjectIdentifier(pattern)
         lock.lock()
         defer { lock.unlock() }
+        if let opened = pattern.generation, opened != generation {
+            throw MediaError.io("\(source.displayURL) changed on the server since it was opened; open it again")
+        }
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
             cancelTransfers(of: owner, except: wanted.lowerBound)
         }
@@ -393,6 +396,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         }
     }
 
+    /// A handle opened: its reads belong to the content version of now.
+    public func attach(_ pattern: ReadPattern) {
+        lock.lock()
+        pattern.generation = generation
+        lock.unlock()
+    }
+
     /// A handle closed: what it alone asked for is no longer needed.
     public func release(_ pattern: ReadPattern) {
         lock.lock()
@@ -440,7 +450,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     public func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        guard var transfer = transfers[id], let info else { return false }
+        guard var transfer = transfers[id], !transfer.cancelled, let info else { return false }
         let problem: MediaError?
         if let change = Self.change(from: info, to: head) {
             if let fresh = ContentProbe.info(from: head) {

@@ -13,9 +13,16 @@ public struct HTTPOptions: Sendable, Equatable {
 
     public init() {}
 
-    /// The header lines for a request to `url`.
-    func headers(for url: String) -> [String] {
-        guard let host = URLComponents(string: url)?.host?.lowercased() else { return headers }
+    /// The header lines for a request to `url`, reached from `origin` (the
+    /// URL first asked for) by redirects. A host's headers go to that host
+    /// only: not to another host, nor to the same name on another port or
+    /// scheme, which is another server as far as credentials go.
+    func headers(for url: String, origin: String? = nil) -> [String] {
+        guard let target = URLComponents(string: url), let host = target.host?.lowercased() else { return headers }
+        if let origin, let first = URLComponents(string: origin), first.host?.lowercased() == host,
+           first.port != target.port || first.scheme?.lowercased() != target.scheme?.lowercased() {
+            return headers
+        }
         return headers + (hostHeaders[host] ?? [])
     }
 

@@ -14,6 +14,9 @@ public final class ReadPattern: @unchecked Sendable {
     /// of order: a read this close to the last one still counts as following it.
     public static let sequentialSlack: Int64 = 4 << 20
 
+    /// The content version the handle was opened on; its reads fail once
+    /// the remote file changed, so no read mixes two versions.
+    var generation: Int?
     private var nextOffset: Int64 = -1
     private var streakBytes: Int64 = 0
     private(set) var window: Int64 = 0

@@ -99,7 +99,9 @@ func makeOperations() -> fuse_operations {
             let name = pathString(path)
             try catalog.willOpen(name)
             let loader = try catalog.file(at: name)
-            info!.pointee.fh = OpenFile(loader: loader).handle
+            let file = OpenFile(loader: loader)
+            loader.attach(file.pattern)
+            info!.pointee.fh = file.handle
             // Content does not change under a mount unless revalidation says
             // so (and then the kernel is told): later opens may reuse the
             // page cache instead of asking again.

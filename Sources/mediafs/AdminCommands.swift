@@ -1,6 +1,9 @@
 // `mediafs purge` and `mediafs preload`: thin wrappers over the writable
 // xattrs, so scripts need not know attribute names.
 import MediaCache
+#if canImport(Glibc)
+import Glibc
+#endif
 
 enum AdminCommands {
     static let purgeUsage = "usage: mediafs purge PATH..."
@@ -25,7 +28,13 @@ enum AdminCommands {
         }
         guard let mountpoint, !values.isEmpty else { throw UsageError(usage) }
         try Xattr.requireMount(mountpoint)
-        for value in values { try Xattr.set(mountpoint, key, value) }
+        for value in values {
+            do {
+                try Xattr.set(mountpoint, key, value)
+            } catch let error as MediaError {
+                throw MediaError(error.errno, "\(key) '\(value)': \(String(cString: strerror(error.errno)))")
+            }
+        }
     }
     static let preloadUsage = "usage: mediafs preload [--bytes N] PATH..."
 

@@ -40,6 +40,8 @@ struct CacheCommand {
         default:
             try clear(store)
         }
+        // Removal deletes in the background; a command must not exit first.
+        store.emptyTrash()
     }
 
     private func list(_ store: CacheStore) {
