@@ -53,6 +53,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         case failed(MediaError, at: Double)
     }
 
+    /// How far ahead of a stream read from the cache the disk is asked to read.
+    static let diskReadahead: Int64 = 8 << 20
+
     public let source: Source
     private let store: CacheStore
     private let fetcher: Fetching
@@ -229,7 +232,12 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         guard offset < end else { return 0 }
         let wanted = offset..<end
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])
-        let delivered = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
+        let (delivered, window) = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
+        if window > 0 && delivered.isEmpty {
+            // A stream read from the cache: start the disk reading ahead of
+            // it, so the next reads find the bytes in the page cache.
+            _ = posix_fadvise(fd, off_t(end), off_t(min(window, Self.diskReadahead)), POSIX_FADV_WILLNEED)
+        }
         defer {
             lock.lock()
             activeReads -= 1
@@ -247,7 +255,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// (the ranges returned) or present in the cache; the read is then
     /// counted in `activeReads` until its preads are done.
     private func waitUntilAvailable(_ wanted: Range<Int64>, into buffer: UnsafeMutableRawBufferPointer,
-                                    info: ContentInfo, pattern: ReadPattern) throws -> ByteRangeSet {
+                                    info: ContentInfo, pattern: ReadPattern) throws -> (ByteRangeSet, window: Int64) {
         let deadline = Date(timeIntervalSinceNow: settings.timeout)
         let owner = ObjectIdentifier(pattern)
         lock.lock()
@@ -269,7 +277,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
             }
             activeReads += 1
-            return ByteRangeSet()
+            return (ByteRangeSet(), pattern.window)
         }
         let wait = nextWait
         nextWait += 1
@@ -298,7 +306,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             throw MediaError.io("\(source.displayURL) changed on the server during the read")
         }
         activeReads += 1
-        return waits[wait]!.filled
+        return (waits[wait]!.filled, pattern.window)
     }
 
     /// Bytes of a wait that are in its buffer or in the cache. Call with `lock` held.
