@@ -232,11 +232,12 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         guard offset < end else { return 0 }
         let wanted = offset..<end
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])
-        let (delivered, window) = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
-        if window > 0 && delivered.isEmpty {
-            // A stream read from the cache: start the disk reading ahead of
-            // it, so the next reads find the bytes in the page cache.
-            _ = posix_fadvise(fd, off_t(end), off_t(min(window, Self.diskReadahead)), POSIX_FADV_WILLNEED)
+        let (delivered, cachedAhead) = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
+        if cachedAhead > 0 {
+            // A stream read from the cache: start the disk reading the cached
+            // bytes ahead of it, so the next reads find them in the page
+            // cache. Never holes: reading those would only make zero pages.
+            _ = posix_fadvise(fd, off_t(end), off_t(cachedAhead), POSIX_FADV_WILLNEED)
         }
         defer {
             lock.lock()
@@ -255,7 +256,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// (the ranges returned) or present in the cache; the read is then
     /// counted in `activeReads` until its preads are done.
     private func waitUntilAvailable(_ wanted: Range<Int64>, into buffer: UnsafeMutableRawBufferPointer,
-                                    info: ContentInfo, pattern: ReadPattern) throws -> (ByteRangeSet, window: Int64) {
+                                    info: ContentInfo, pattern: ReadPattern) throws -> (ByteRangeSet, cachedAhead: Int64) {
         let deadline = Date(timeIntervalSinceNow: settings.timeout)
         let owner = ObjectIdentifier(pattern)
         lock.lock()
@@ -277,7 +278,11 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
             }
             activeReads += 1
-            return (ByteRangeSet(), pattern.window)
+            // Only a stream that is not fetching reads ahead from the disk.
+            let streaming = pattern.window > 0 && !transfers.values.contains(where: { $0.owner == owner })
+            let ahead = streaming ? min(present.presentEnd(from: wanted.upperBound), wanted.upperBound + Self.diskReadahead)
+                - wanted.upperBound : 0
+            return (ByteRangeSet(), ahead)
         }
         let wait = nextWait
         nextWait += 1
@@ -306,7 +311,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             throw MediaError.io("\(source.displayURL) changed on the server during the read")
         }
         activeReads += 1
-        return (waits[wait]!.filled, pattern.window)
+        return (waits[wait]!.filled, 0)
     }
 
     /// Bytes of a wait that are in its buffer or in the cache. Call with `lock` held.
