@@ -1,0 +1,139 @@
+// The fetcher's side of a FileLoader: a transfer's head is checked once,
+// its body lands in the data file and in waiting readers' buffers, its end
+// is judged. Called on the fetcher's thread; takes the loader's lock only
+// around bookkeeping, never around the pwrite.
+import CSystem
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension FileLoader {
+    // MARK: Transfers (called on the fetcher's thread)
+
+    public func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard var transfer = transfers[id], !transfer.cancelled, let info else { return false }
+        let problem: MediaError?
+        if let change = Self.change(from: info, to: head) {
+            if let fresh = ContentProbe.info(from: head) {
+                replaceContent(with: fresh, reason: change)
+                lock.broadcast()
+                return false
+            }
+            problem = MediaError.io("content changed on the server (\(change))")
+        } else if head.status == 206 {
+            if let answer = head.contentRange, answer.total == nil || answer.total == info.length,
+               answer.range.upperBound <= info.length {
+                transfer.position = answer.range.lowerBound
+                transfer.end = answer.range.upperBound
+                problem = nil
+            } else {
+                problem = MediaError.io("bad Content-Range '\(head.headers["content-range"] ?? "")' for a file of \(info.length) bytes")
+            }
+        } else if head.status == 200 {
+            if self.info?.acceptsRanges == true {
+                Log.warning("\(source.displayURL): the server ignores Range and sends whole bodies; "
+                            + "reads far into the file wait for the stream to reach them")
+                self.info?.acceptsRanges = false
+                dirty = true
+            }
+            transfer.position = 0
+            transfer.end = info.length
+            problem = nil
+        } else {
+            problem = ContentProbe.error(for: head)
+        }
+        if let problem {
+            if let text = head.headers["retry-after"], let seconds = Double(text.trimmingSpaces) {
+                retryAt = Self.now() + min(seconds, settings.timeout)
+            }
+            lastError = problem
+            Log.error("\(source.displayURL): \(problem.message)")
+            lock.broadcast()
+            return false
+        }
+        transfers[id] = transfer
+        return true
+    }
+
+    public func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
+        lock.lock()
+        guard let transfer = transfers[id], !transfer.cancelled else { lock.unlock(); return false }
+        let fd = self.fd
+        lock.unlock()
+
+        let position = transfer.position
+        let count = Int(min(Int64(bytes.count), transfer.end - position))
+        let chunk = position..<(position + Int64(count))
+        let cached = writeToCache(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: position, fd: fd)
+        statistics.bytesFromNetwork.add(Int64(count), ordering: .relaxed)
+
+        lock.lock()
+        defer { lock.broadcast(); lock.unlock() }
+        // A purge may have cancelled the transfer during the pwrite: its
+        // bytes may have landed before the purge emptied the file, so they
+        // are neither claimed nor handed out.
+        guard let current = transfers[id], !current.cancelled else { return false }
+        for (key, wait) in waits where wait.range.overlaps(chunk) {
+            let overlap = wait.range.clamped(to: chunk)
+            let from = bytes.baseAddress! + Int(overlap.lowerBound - position)
+            (wait.buffer.baseAddress! + Int(overlap.lowerBound - wait.range.lowerBound))
+                .copyMemory(from: from, byteCount: Int(overlap.count))
+            waits[key]!.filled.insert(overlap)
+        }
+        transfers[id]!.position = chunk.upperBound
+        if cached {
+            present.insert(chunk)
+            dirty = true
+        }
+        // More bytes than the answer announced: a lying server; stop here.
+        return count == bytes.count
+    }
+
+    /// Writes arriving bytes into the data file. When the cache's disk is
+    /// full or failing, reads go on from the network alone (waiting readers
+    /// get the bytes directly) and writes are retried a little later.
+    func writeToCache(_ bytes: UnsafeRawBufferPointer, at position: Int64, fd: Int32) -> Bool {
+        guard statistics.cacheWritable else { return false }
+        var written = 0
+        while written < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(position) + off_t(written))
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                statistics.cacheWriteFailed(MediaError.system("write to the cache of \(source.displayURL)"))
+                return false
+            }
+            written += n
+        }
+        return true
+    }
+
+    public func transfer(_ id: TransferID, completeWith error: MediaError?) {
+        lock.lock()
+        defer { lock.broadcast(); lock.unlock() }
+        guard let transfer = transfers.removeValue(forKey: id) else { return }
+        statistics.transfersInFlight.add(-1, ordering: .relaxed)
+        // Stopped by a seek, a close or a purge: says nothing of the server.
+        if transfer.cancelled { return }
+        if error == nil && transfer.position >= transfer.end {
+            lastError = nil
+            failuresInARow = 0
+            retryAt = 0
+            return
+        }
+        if let error, error.errno != ECANCELED {
+            lastError = error
+            Log.warning("\(source.displayURL): transfer stopped at byte \(transfer.position): \(error.message)")
+        } else if error == nil {
+            lastError = MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced")
+            Log.warning("\(source.displayURL): \(lastError!.message)")
+        }
+        // Otherwise the cache stopped it over a bad answer, already logged.
+        // The next try waits longer each time: 0.25 s, 0.5 s, 1 s...
+        failuresInARow += 1
+        let backoff = min(settings.firstBackoff * Double(1 << min(failuresInARow - 1, 16)), settings.maxBackoff)
+        retryAt = max(retryAt, Self.now() + backoff)
+    }
+}

@@ -1,0 +1,26 @@
+// How patient and how persistent a FileLoader is: timeouts, retries,
+// backoff, and the distances that decide joining or stopping a transfer.
+
+public struct LoaderSettings: Sendable {
+    /// How long a read waits for missing bytes before EIO.
+    public var timeout: Double = 30
+    /// Transfers one read may start for its bytes before giving up
+    /// (`--retries` + 1).
+    public var maxAttempts = 4
+    /// Wait before retrying after the first failure; doubles each time.
+    public var firstBackoff = 0.25
+    public var maxBackoff = 4.0
+    /// After a read gave up on a failing server, later reads fail at once
+    /// for this long.
+    public var unavailableFor = 2.0
+    /// A read joins a running transfer at most this far ahead of it,
+    /// rather than starting its own.
+    public var joinDistance: Int64 = 8 << 20
+    /// After a failed content probe, lookups fail fast for this long.
+    public var probeRetryAfter: Double = 5
+    /// A transfer with less than this left is let finish after a seek:
+    /// stopping it would cost about what finishing it does.
+    public var cancelTolerance: Int64 = 256 << 10
+
+    public init() {}
+}
