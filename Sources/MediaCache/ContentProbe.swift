@@ -24,6 +24,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
 
     static func start(url: String, fetcher: Fetching, completion: @escaping Completion) {
         let probe = ContentProbe(url: url, fetcher: fetcher, completion: completion)
+        Log.debug("HEAD \(MediaError.redacted(url))")
         fetcher.start(FetchRequest(url: url, method: .head), delegate: probe)
     }
 
@@ -40,6 +41,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
         }
         let failure = head.map(Self.error(for:)) ?? MediaError.io(error?.message ?? "no response")
         if !usingGet && head != nil && failure.errno != ENOENT {
+            Log.debug("GET \(MediaError.redacted(url)) bytes 0-0 (HEAD gave HTTP \(head?.status ?? 0))")
             usingGet = true
             head = nil
             fetcher.start(FetchRequest(url: url, range: 0..<1), delegate: self)
