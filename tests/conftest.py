@@ -5,6 +5,7 @@
   Range header, status and body bytes sent, so tests can count requests.
 - `mount`: a factory that runs `mediafs mount -f` and unmounts everything it
   mounted, and stops every process it started by pid, whatever happens.
+- `srv`: an in-process FaultServer (faultserver.py) of the test's own.
 
 Mount tests skip loudly when /dev/fuse or fusermount3 is unusable.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from faultserver import FaultServer
 
 DATA_ROOT = Path(os.environ.get("MEDIAFS_TESTDATA", "/tmp/mediafs-testdata"))
 DATA_VERSION = "v1"
@@ -150,12 +152,6 @@ def data_root():
 
 # ---------------------------------------------------------------- nginx
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass(frozen=True)
 class LogEntry:
     method: str
@@ -179,7 +175,7 @@ class Nginx:
     def __init__(self, workdir, root):
         self.workdir = Path(workdir)
         self.root = Path(root)
-        self.port = _free_port()
+        self.port = harness.free_port()
         self.conf = self.workdir / "nginx.conf"
         self.access_log = self.workdir / "access.log"
         self.error_log = self.workdir / "error.log"
@@ -311,6 +307,16 @@ def server(nginx):
     if not nginx.running:
         nginx.stop()
         nginx.start()
+
+
+@pytest.fixture
+def srv():
+    """An in-process FaultServer of this test's own, stopped at teardown."""
+    server = FaultServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,24 @@
 """Plumbing for the mediafs integration suite: where the binary is, whether
-FUSE is usable, what is mounted, and how to stop a process by its pid.
+FUSE is usable, what is mounted, and how to stop a process by its pid; and
+the helpers the test files share (test data, reads, commands, xattrs,
+waiting).
 
-Nothing here asserts; the fixtures in conftest.py and the tests do.
+Next to nothing here asserts; the fixtures in conftest.py and the tests do.
+The waiting helpers fail the test (pytest.fail) when a bound runs out, and
+mount_one checks that the mounted file has the served size.
 """
 
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 MEDIAFS_BIN = Path(os.environ.get("MEDIAFS_BIN", REPO / ".build" / "release" / "mediafs"))
@@ -18,6 +27,9 @@ MEDIAFS_BIN = Path(os.environ.get("MEDIAFS_BIN", REPO / ".build" / "release" / "
 MOUNT_TIMEOUT = 20.0
 EXIT_TIMEOUT = 10.0
 KILL_TIMEOUT = 5.0
+WAIT = 30.0            # upper bound for anything asynchronous
+READ_DEADLINE = 60.0   # a read still blocked after this fails the test
+XATTR_PREFIX = "user.mediafs."
 
 
 def fuse_unusable_reason():
@@ -84,6 +96,13 @@ def pid_alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def wait_pids_gone(pids, timeout=EXIT_TIMEOUT):
+    """Wait up to timeout for every pid to exit (see pid_alive)."""
+    deadline = time.monotonic() + timeout
+    while any(map(pid_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def stop_pid(pid, timeout=EXIT_TIMEOUT):
@@ -196,3 +215,136 @@ def start_mount(args, mountpoint, cache_dir, stderr_path, env=None):
                                f"argv: {argv}\nstderr:\n{m.stderr()}")
         time.sleep(0.05)
     return m
+
+
+# ---------------------------------------------------------------- shared by the tests
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def data_of(size, seed):
+    """size random bytes, the same for the same seed."""
+    return random.Random(seed).randbytes(size)
+
+
+def run(*argv, user=None, timeout=60, env=None):
+    """Run a command (as `user` through runuser when given); output as text."""
+    if user is not None:
+        argv = ("runuser", "-u", user, "--", *argv)
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def mediafs(*args, timeout=60):
+    return run(MEDIAFS_BIN, *args, timeout=timeout)
+
+
+def xget(path, key):
+    return os.getxattr(str(path), XATTR_PREFIX + key).decode()
+
+
+def xset(path, key, value):
+    os.setxattr(str(path), XATTR_PREFIX + key, value.encode() if isinstance(value, str) else value)
+
+
+def gets(srv, name=None):
+    """A FaultServer's GET requests (of `name` only, when given)."""
+    return [r for r in srv.requests if r.method == "GET" and (name is None or r.name == name)]
+
+
+def read_whole(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def read_range(path, offset, size, *, once=False):
+    """pread with the kernel's readahead off, so mediafs is asked for these
+    bytes only. Repeats short preads until size bytes or EOF; once=True
+    makes exactly one pread, so a short read shows."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        if once:
+            return os.pread(fd, size, offset)
+        out = b""
+        while len(out) < size:
+            chunk = os.pread(fd, size - len(out), offset + len(out))
+            if not chunk:
+                break
+            out += chunk
+        return out
+    finally:
+        os.close(fd)
+
+
+def in_thread(fn, deadline=READ_DEADLINE, *, catch=(), what="read"):
+    """Run fn in a daemon thread; returns a join() that waits up to deadline
+    (from when it is called) and gives fn's value, or the exception fn raised
+    if it is one of `catch` (re-raising any other). join() fails the test if
+    fn is still blocked (teardown's unmount frees it)."""
+    box = {}
+
+    def work():
+        try:
+            box["value"] = fn()
+        except catch as e:  # handed to the joiner as a value
+            box["value"] = e
+        except BaseException as e:  # re-raised by the joiner
+            box["error"] = e
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+
+    def join():
+        t.join(deadline)
+        if t.is_alive():
+            pytest.fail(f"{what} still blocked after {deadline:.0f}s")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return join
+
+
+def guarded(fn, deadline=READ_DEADLINE, *, catch=OSError, what="read"):
+    """fn() in a daemon thread, waited for at once: its value, or the
+    exception it raised if that is one of `catch` (re-raising any other);
+    fails the test if fn is still blocked after the deadline."""
+    return in_thread(fn, deadline, catch=catch, what=what)()
+
+
+def wait_until(predicate, what, timeout=WAIT, interval=0.05):
+    """Poll predicate until it returns something true, and return that;
+    fails the test after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def wait_for_stderr(m, text, timeout=10.0, interval=0.05):
+    """Whether a Mount's stderr shows text within timeout."""
+    deadline = time.monotonic() + timeout
+    while text not in m.stderr():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
+def mount_one(mount, srv, name, data, extra=(), wait=WAIT, **kw):
+    """Serve data as `name` from a FaultServer, mount its URL, wait for the
+    probe; the server's log is empty on return. Returns (mount, path)."""
+    srv.add(name, data)
+    m = mount(srv.url(name), extra=extra, **kw)
+    path = m.path(name)
+    assert os.stat(path).st_size == len(data)
+    srv.wait_idle(wait)
+    srv.clear_log()
+    return m, path

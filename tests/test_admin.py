@@ -14,22 +14,20 @@ import errno
 import hashlib
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 import harness
-from faultserver import FaultServer
+from harness import data_of, gets, guarded, mediafs, read_range, run, wait_until, xget, xset
 
 KiB, MiB = 1024, 1024 * 1024
-PREFIX = "user.mediafs."
+PREFIX = harness.XATTR_PREFIX
 FILE_READABLE = ["url", "content_type", "etag", "last_modified", "size",
                  "cached_bytes", "cached_ranges", "complete", "state"]
 FILE_WRITABLE = ["purge", "preload"]
@@ -41,64 +39,6 @@ WAIT = 30.0  # upper bound for anything asynchronous
 
 
 # ---------------------------------------------------------------- helpers
-
-def data_of(size, seed):
-    return random.Random(seed).randbytes(size)
-
-
-def xget(path, key):
-    return os.getxattr(str(path), PREFIX + key).decode()
-
-
-def xset(path, key, value):
-    os.setxattr(str(path), PREFIX + key, value.encode() if isinstance(value, str) else value)
-
-
-def wait_until(predicate, what, timeout=WAIT, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def read_range(path, offset, size):
-    """pread with kernel readahead off, so mediafs is asked for these bytes."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        out = b""
-        while len(out) < size:
-            chunk = os.pread(fd, size - len(out), offset + len(out))
-            if not chunk:
-                break
-            out += chunk
-        return out
-    finally:
-        os.close(fd)
-
-
-def read_in_thread(fn, deadline):
-    """Runs fn() in a thread; fails the test if it is still blocked at the
-    deadline (teardown's unmount frees it). Returns fn's value or exception."""
-    result = {}
-
-    def work():
-        try:
-            result["value"] = fn()
-        except Exception as e:  # handed back to the test
-            result["value"] = e
-
-    t = threading.Thread(target=work, daemon=True)
-    t.start()
-    t.join(deadline)
-    if t.is_alive():
-        pytest.fail(f"read still blocked after {deadline:.0f}s")
-    return result["value"]
-
 
 def ranges_text(*spans):
     """Inclusive 'a-b,c-d' text for half-open (start, end) spans."""
@@ -115,20 +55,6 @@ def parse_ranges(text):
     return out
 
 
-def gets(srv, name):
-    return [r for r in srv.requests if r.name == name and r.method == "GET"]
-
-
-def run(*argv, user=None, timeout=60):
-    if user is not None:
-        argv = ("runuser", "-u", user, "--", *argv)
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout)
-
-
-def mediafs(*args, timeout=60):
-    return run(harness.MEDIAFS_BIN, *args, timeout=timeout)
-
-
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _libc.getxattr.restype = ctypes.c_ssize_t
 _libc.getxattr.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
@@ -138,15 +64,6 @@ def getxattr_size_probe(path, name):
     """getxattr(path, name, NULL, 0): the value's size, or -errno."""
     n = _libc.getxattr(os.fsencode(str(path)), name.encode(), None, 0)
     return n if n >= 0 else -ctypes.get_errno()
-
-
-@pytest.fixture
-def srv():
-    s = FaultServer().start()
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 @pytest.fixture
@@ -452,7 +369,7 @@ def test_read_of_another_file_is_served_during_a_slow_preload(mount, srv):
     xset(m.path("slow.bin"), "preload", "1")
     srv.wait_for(lambda rs: [r for r in rs if r.name == "slow.bin" and r.method == "GET"
                              and r.bytes_sent > 0], timeout=WAIT)
-    result = read_in_thread(lambda: m.path("fast.bin").read_bytes(), WAIT)
+    result = guarded(lambda: m.path("fast.bin").read_bytes(), WAIT, catch=Exception)
     assert not isinstance(result, Exception), repr(result)
     assert result == fast
     # The preload was still running when the read returned.
@@ -475,7 +392,7 @@ def test_read_of_the_preloading_file_far_ahead_is_served(mount, srv):
     # only applies per request, so a new ranged request at the same rate
     # brings 64 KiB in well under the deadline.
     offset = 12 * MiB
-    result = read_in_thread(lambda: read_range(p, offset, 64 * KiB), WAIT)
+    result = guarded(lambda: read_range(p, offset, 64 * KiB), WAIT, catch=Exception)
     assert not isinstance(result, Exception), repr(result)
     assert result == data[offset:offset + 64 * KiB]
     assert xget(p, "complete") == "0"
@@ -687,9 +604,7 @@ def test_fstab_form_through_mount_fuse3(fuse, mediafs_in_path, server, source, t
         assert daemons, "no process left serving the mount"
         r = subprocess.run(["umount", str(mnt)], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
-        deadline = time.monotonic() + harness.EXIT_TIMEOUT
-        while any(map(harness.pid_alive, daemons)) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        harness.wait_pids_gone(daemons)
         assert not any(map(harness.pid_alive, daemons)), "daemon still running 10s after umount"
     finally:
         harness.fusermount_unmount(mnt)

@@ -11,6 +11,7 @@ hanging the suite, nothing here measures speed.
 """
 
 import errno
+import functools
 import hashlib
 import os
 import random
@@ -26,16 +27,20 @@ import pytest
 
 import harness
 from faultserver import FaultServer
+from harness import data_of, mediafs, read_range, read_whole, xget
 
 KiB, MiB = 1024, 1024 * 1024
 SLACK = 64 * KiB          # metadata files and directories on top of a limit
 WAIT = 30.0               # upper bound for anything asynchronous
-READ_DEADLINE = 60.0      # a read still blocked after this fails the test
-PREFIX = "user.mediafs."
 DEBUG = ["-d"] if os.environ.get("MEDIAFS_TEST_DEBUG") else []
 
 
 # ---------------------------------------------------------------- helpers
+
+# Every exception a guarded call raises comes back as a value.
+guarded = functools.partial(harness.guarded, catch=BaseException)
+wait_until = functools.partial(harness.wait_until, interval=0.1)
+
 
 @pytest.fixture
 def servers():
@@ -61,10 +66,6 @@ def stop_server(srv):
     srv.stop()
 
 
-def payload(size, seed):
-    return random.Random(seed).randbytes(size)
-
-
 def sha(b):
     return hashlib.sha256(b).hexdigest()
 
@@ -86,10 +87,6 @@ def disk_usage(cache_dir):
     return total
 
 
-def xget(path, key):
-    return os.getxattr(str(path), PREFIX + key).decode()
-
-
 def cached_bytes(path):
     return int(xget(path, "cached_bytes"))
 
@@ -109,40 +106,6 @@ def parse_ranges(text):
     for (a0, b0), (a1, b1) in zip(out, out[1:]):
         assert b0 < a1, f"cached_ranges not sorted and coalesced: {text!r}"
     return out
-
-
-def wait_until(predicate, what, timeout=WAIT, interval=0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def in_thread(fn, deadline=READ_DEADLINE):
-    """Run fn in a daemon thread; returns join() -> fn's value, or the
-    exception it raised (as a value). Fails the test if still blocked."""
-    box = {}
-
-    def work():
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # handed to the joiner
-            box["value"] = e
-
-    t = threading.Thread(target=work, daemon=True)
-    t.start()
-
-    def join():
-        t.join(deadline)
-        if t.is_alive():
-            pytest.fail(f"read still blocked after {deadline:.0f}s")
-        return box["value"]
-
-    return join
 
 
 def expect_bytes(got, want, what):
@@ -169,33 +132,6 @@ def read_all(path):
             h.update(chunk)
             n += len(chunk)
     return n, h.hexdigest()
-
-
-def read_whole(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def read_range(path, offset, size):
-    """pread with the kernel's readahead off, so mediafs is asked for these
-    bytes only. Short only at EOF."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        out = b""
-        while len(out) < size:
-            chunk = os.pread(fd, size - len(out), offset + len(out))
-            if not chunk:
-                break
-            out += chunk
-        return out
-    finally:
-        os.close(fd)
-
-
-def mediafs(*args, timeout=60):
-    return subprocess.run([str(harness.MEDIAFS_BIN), *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
 
 
 LS_LINE = re.compile(r"^(?P<size>.+?)\s+(?P<pct>[\d.]+)%\s+(?P<complete>\S+)\s+(?P<access>\S+)\s+"
@@ -258,7 +194,7 @@ def check_cached_ranges_against(path, data):
 
 def test_size_limit_evicts_least_recently_read(mount, servers):
     srv = servers()
-    files = {f"f{i}.bin": payload(8 * MiB, 100 + i) for i in range(6)}
+    files = {f"f{i}.bin": data_of(8 * MiB, 100 + i) for i in range(6)}
     limit = 20 * MiB
     m = mount_files(mount, srv, files, extra=["--cache-max-size", "20M"])
     names = list(files)
@@ -286,7 +222,7 @@ def test_size_limit_evicts_least_recently_read(mount, servers):
 
 def test_limits_are_applied_at_mount_start(mount, servers, tmp_path):
     srv = servers()
-    files = {f"s{i}.bin": payload(4 * MiB, 200 + i) for i in range(3)}
+    files = {f"s{i}.bin": data_of(4 * MiB, 200 + i) for i in range(3)}
     cache = tmp_path / "cache-start"
     m = mount_files(mount, srv, files, cache_dir=cache)
     for name in files:
@@ -303,7 +239,7 @@ def test_limits_are_applied_at_mount_start(mount, servers, tmp_path):
 
 def test_file_larger_than_the_cache_is_trimmed_behind_the_reader(mount, servers):
     srv = servers()
-    data = payload(48 * MiB, 300)
+    data = data_of(48 * MiB, 300)
     limit = 16 * MiB
     # The -o form of a limit, as fstab writes it.
     m = mount_files(mount, srv, {"huge.bin": data}, extra=["-o", "cache_max_size=16M"])
@@ -322,7 +258,7 @@ def test_file_larger_than_the_cache_is_trimmed_behind_the_reader(mount, servers)
 
 def test_cache_gc_applies_age_limits(mount, servers, tmp_path):
     srv = servers()
-    files = {"partial.bin": payload(4 * MiB, 400), "complete.bin": payload(2 * MiB, 401)}
+    files = {"partial.bin": data_of(4 * MiB, 400), "complete.bin": data_of(2 * MiB, 401)}
     cache = tmp_path / "cache-age"
     m = mount_files(mount, srv, files, cache_dir=cache, extra=["--revalidate", "never"])
     expect_bytes(read_range(m.path("partial.bin"), 0, MiB), files["partial.bin"][:MiB], 'read_range(m.path("partial.bin"), 0, MiB) == files["partial.bin"][:MiB]')
@@ -391,7 +327,7 @@ def test_kill_9_at_any_instant_never_invents_bytes(mount, servers, tmp_path):
     srv = servers()
     port = srv.port
     size = 64 * MiB
-    data = payload(size, 7)
+    data = data_of(size, 7)
     name = "k.bin"
     srv.add(name, data)
     srv.set_fault(name, "drip", bytes_per_sec=12 * MiB, chunk=64 * KiB)
@@ -414,7 +350,7 @@ def test_kill_9_at_any_instant_never_invents_bytes(mount, servers, tmp_path):
         os.kill(m.pid, signal.SIGKILL)
         m.proc.wait(10)
         subprocess.run(["fusermount3", "-uz", str(m.mountpoint)], capture_output=True, timeout=30)
-        t.join(READ_DEADLINE)
+        t.join(harness.READ_DEADLINE)
         assert not t.is_alive(), f"iteration {i}: reader still blocked after the daemon was killed"
         m.unmount()
         assert not harness.is_mounted(m.mountpoint)
@@ -425,7 +361,7 @@ def test_kill_9_at_any_instant_never_invents_bytes(mount, servers, tmp_path):
     m = mount(url, extra=["--timeout", "5", "--revalidate", "never"], cache_dir=cache)
     path = m.path(name)
     assert os.stat(path).st_size == size
-    checked = in_thread(lambda: check_cached_ranges_against(path, data))()
+    checked = guarded(lambda: check_cached_ranges_against(path, data))
     if isinstance(checked, BaseException):
         raise checked
     assert checked > 0, "nothing survived 15 kills (metadata never flushed?)"
@@ -463,12 +399,12 @@ def _open_and_read(path):
 
 def test_revalidate_open_sees_a_changed_file(mount, servers):
     srv = servers()
-    v1 = payload(2 * MiB, 500)
+    v1 = data_of(2 * MiB, 500)
     m = mount_files(mount, srv, {"r.bin": v1}, extra=["--revalidate", "open"])
     path = m.path("r.bin")
     expect_bytes(read_whole(path), v1, 'read_whole(path) == v1')
 
-    for version, new in ((2, payload(3 * MiB + 123, 501)), (3, payload(MiB + 5, 502))):
+    for version, new in ((2, data_of(3 * MiB + 123, 501)), (3, data_of(MiB + 5, 502))):
         srv.replace("r.bin", new)
         srv.clear_log()
         size, got = _open_and_read(path)
@@ -485,12 +421,12 @@ def test_revalidate_open_sees_a_changed_file(mount, servers):
 
 def test_revalidate_never_keeps_serving_the_cache(mount, servers):
     srv = servers()
-    v1 = payload(2 * MiB, 510)
+    v1 = data_of(2 * MiB, 510)
     m = mount_files(mount, srv, {"n.bin": v1}, extra=["--revalidate", "never"])
     path = m.path("n.bin")
     expect_bytes(read_whole(path), v1, 'read_whole(path) == v1')
     wait_until(lambda: xget(path, "complete") == "1", "the file to be complete in the cache")
-    srv.replace("n.bin", payload(3 * MiB, 511))
+    srv.replace("n.bin", data_of(3 * MiB, 511))
     srv.clear_log()
     size, got = _open_and_read(path)
     assert size == len(v1)
@@ -510,8 +446,8 @@ def test_if_range_detects_a_change_on_a_partial_file(mount, servers, new_length,
     (Run with MEDIAFS_TEST_DEBUG=1 to get mediafs's per-request log.)"""
     srv = servers()
     size = 8 * MiB
-    v1 = payload(size, 520)
-    v2 = payload(size if new_length == "same" else size + 3 * MiB, 521)
+    v1 = data_of(size, 520)
+    v2 = data_of(size if new_length == "same" else size + 3 * MiB, 521)
     m = mount_files(mount, srv, {"p.bin": v1}, extra=["--revalidate", "never", "--timeout", "10", *DEBUG])
     path = m.path("p.bin")
     expect_bytes(read_range(path, 0, MiB), v1[:MiB], 'read_range(path, 0, MiB) == v1[:MiB]')
@@ -529,7 +465,7 @@ def test_if_range_detects_a_change_on_a_partial_file(mount, servers, new_length,
         finally:
             os.close(fd)
 
-    got = in_thread(one_pread)()
+    got = guarded(one_pread)
     if isinstance(got, OSError):
         assert got.errno == errno.EIO, f"expected EIO, got {got!r}"
     elif isinstance(got, BaseException):
@@ -566,7 +502,7 @@ def test_if_range_detects_a_change_on_a_partial_file(mount, servers, new_length,
 def test_full_disk_passes_reads_through(mount, servers, tmp_path):
     srv = servers()
     port = srv.port
-    data = payload(32 * MiB, 600)
+    data = data_of(32 * MiB, 600)
     fs = tmp_path / "tiny"
     fs.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(fs)], check=True)
@@ -593,12 +529,12 @@ def test_full_disk_passes_reads_through(mount, servers, tmp_path):
         m = mount(srv.url("big.bin"), cache_dir=cache, extra=["--timeout", "5", "--revalidate", "never"])
         mounts.append(m)
         path = m.path("big.bin")
-        st = in_thread(lambda: os.stat(path), deadline=30)()
+        st = guarded(lambda: os.stat(path), deadline=30)
         if srv.url("big.bin") in rows:
             assert not isinstance(st, BaseException), f"stat of a listed entry, offline: {st!r}"
         if not isinstance(st, BaseException):
             assert st.st_size == len(data)
-            res = in_thread(lambda: check_cached_ranges_against(path, data))()
+            res = guarded(lambda: check_cached_ranges_against(path, data))
             if isinstance(res, BaseException):
                 raise res
         else:
@@ -628,7 +564,7 @@ def test_full_disk_passes_reads_through(mount, servers, tmp_path):
 def test_server_down_serves_cached_ranges_and_fails_the_rest(mount, servers, tmp_path, down, revalidate):
     srv = servers()
     port = srv.port
-    data = payload(8 * MiB, 700)
+    data = data_of(8 * MiB, 700)
     cache = tmp_path / "cache-down"
     m = mount_files(mount, srv, {"o.bin": data}, cache_dir=cache)
     path = m.path("o.bin")
@@ -647,14 +583,14 @@ def test_server_down_serves_cached_ranges_and_fails_the_rest(mount, servers, tmp
         m = mount(srv.url("o.bin"), cache_dir=cache, extra=extra)
         path = m.path("o.bin")
         start = time.monotonic()
-        st = in_thread(lambda: os.stat(path), deadline=30)()
+        st = guarded(lambda: os.stat(path), deadline=30)
         assert not isinstance(st, BaseException), f"stat failed with the server down: {st!r}"
         assert st.st_size == len(data)
-        checked = in_thread(lambda: check_cached_ranges_against(path, data), deadline=30)()
+        checked = guarded(lambda: check_cached_ranges_against(path, data), deadline=30)
         if isinstance(checked, BaseException):
             raise checked
         assert checked >= 2 * MiB
-        got = in_thread(lambda: read_range(path, 6 * MiB, 4096), deadline=30)()
+        got = guarded(lambda: read_range(path, 6 * MiB, 4096), deadline=30)
         assert isinstance(got, OSError) and got.errno == errno.EIO, \
             f"uncached read with the server down: expected EIO, got {got!r}"
         assert time.monotonic() - start < 30
@@ -693,9 +629,9 @@ CORRUPTIONS = {
 @pytest.mark.parametrize("kind", [*CORRUPTIONS, "data-truncated", "other-url"])
 def test_damaged_metadata_is_a_miss(mount, servers, tmp_path, kind):
     srv = servers()
-    data = payload(3 * MiB + 17, 800)
+    data = data_of(3 * MiB + 17, 800)
     cache = tmp_path / "cache-meta"
-    m = mount_files(mount, srv, {"c.bin": data, "d.bin": payload(MiB, 801)}, cache_dir=cache)
+    m = mount_files(mount, srv, {"c.bin": data, "d.bin": data_of(MiB, 801)}, cache_dir=cache)
     expect_bytes(read_whole(m.path("c.bin")), data, 'read_whole(m.path("c.bin")) == data')
     expect_bytes(read_whole(m.path("d.bin")), srv.data("d.bin"), 'read_whole(m.path("d.bin")) == srv.data("d.bin")')
     assert m.unmount() == 0
@@ -729,7 +665,7 @@ def test_damaged_metadata_is_a_miss(mount, servers, tmp_path, kind):
 
 def test_cache_ls_gc_clear(mount, servers, tmp_path):
     srv = servers()
-    a, b = payload(3 * MiB, 900), payload(4 * MiB, 901)
+    a, b = data_of(3 * MiB, 900), data_of(4 * MiB, 901)
     cache = tmp_path / "cache-cmd"
     files = {"a.bin": a, "b.bin": b}
     ua, ub = srv.url("a.bin"), srv.url("b.bin")
@@ -786,7 +722,7 @@ def test_offline_gc_and_clear_free_the_disk(mount, servers, tmp_path):
     the space they report freed must be free (trash/ included), since no
     mount may come along to empty trash later."""
     srv = servers()
-    files = {"g1.bin": payload(4 * MiB, 950), "g2.bin": payload(4 * MiB, 951)}
+    files = {"g1.bin": data_of(4 * MiB, 950), "g2.bin": data_of(4 * MiB, 951)}
     cache = tmp_path / "cache-free"
     m = mount_files(mount, srv, files, cache_dir=cache)
     for name, data in files.items():

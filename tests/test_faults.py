@@ -19,89 +19,16 @@ import time
 
 import pytest
 
-from faultserver import FaultServer
+import harness
+from harness import data_of, gets, guarded, mount_one, read_range, read_whole, wait_for_stderr
 
 KiB, MiB = 1024, 1024 * 1024
-READ_DEADLINE = 60.0   # a read still blocked after this fails the test
 SERVER_WAIT = 30.0
 MOUNT_ARGS = ("--timeout", "10")
 GIVE_UP_HOLD = 2.0     # after a read gave up, reads of the file fail at once this long
 
 
 # ---------------------------------------------------------------- helpers
-
-@pytest.fixture
-def srv():
-    server = FaultServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def payload(size, seed):
-    return random.Random(seed).randbytes(size)
-
-
-def mount_one(mount, srv, name, data, extra=(), **kw):
-    """Serve data as `name`, mount its URL, wait for the probe; the server's
-    log is empty on return. Returns (mount, path)."""
-    srv.add(name, data)
-    m = mount(srv.url(name), extra=(*MOUNT_ARGS, *extra), **kw)
-    path = m.path(name)
-    assert os.stat(path).st_size == len(data)
-    srv.wait_idle(SERVER_WAIT)
-    srv.clear_log()
-    return m, path
-
-
-def guarded(fn, deadline=READ_DEADLINE):
-    """fn() in a daemon thread: its value, or the OSError it raised; fails
-    the test if it is still blocked after the deadline."""
-    box = {}
-
-    def work():
-        try:
-            box["value"] = fn()
-        except OSError as e:
-            box["value"] = e
-        except BaseException as e:  # handed to the caller
-            box["error"] = e
-
-    t = threading.Thread(target=work, daemon=True)
-    t.start()
-    t.join(deadline)
-    if t.is_alive():
-        pytest.fail(f"read still blocked after {deadline:.0f}s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-def read_all(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def pread_random(path, offset, size):
-    """pread with the kernel's readahead off: mediafs is asked for these bytes."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        out = b""
-        while len(out) < size:
-            chunk = os.pread(fd, size - len(out), offset + len(out))
-            if not chunk:
-                break
-            out += chunk
-        return out
-    finally:
-        os.close(fd)
-
-
-def gets(srv, name=None):
-    return [r for r in srv.requests if r.method == "GET" and (name is None or r.name == name)]
-
 
 def describe(records):
     lines = [f"  {r.method} {r.path} range={r.range} if-range={r.if_range} status={r.status} "
@@ -135,23 +62,14 @@ def assert_errno(result, code, what):
     assert result.errno == code, f"{what}: {result!r}, want {errno.errorcode[code]}"
 
 
-def wait_stderr(m, text, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in m.stderr():
-            return True
-        time.sleep(0.05)
-    return text in m.stderr()
-
-
 # ---------------------------------------------------------------- drop
 
 @pytest.mark.parametrize("rst", [False, True], ids=["fin", "rst"])
 def test_connection_dropped_mid_body_is_retried_and_the_read_is_exact(mount, srv, rst):
-    data = payload(3 * MiB + 123, 1)
-    m, path = mount_one(mount, srv, "drop.bin", data)
+    data = data_of(3 * MiB + 123, 1)
+    m, path = mount_one(mount, srv, "drop.bin", data, extra=MOUNT_ARGS)
     srv.set_fault("drop.bin", "drop", after=300_000, times=2, rst=rst)
-    assert_exact(guarded(lambda: read_all(path)), data, "whole read through two drops", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "whole read through two drops", srv)
     recs = gets(srv, "drop.bin")
     assert sum(1 for r in recs if not r.completed) >= 1, f"no dropped transfer seen\n{describe(recs)}"
     # Random reads afterwards: still exact (cached bytes are the right ones).
@@ -159,45 +77,45 @@ def test_connection_dropped_mid_body_is_retried_and_the_read_is_exact(mount, srv
     for _ in range(20):
         off = rng.randrange(len(data))
         size = rng.randrange(1, 200_000)
-        assert_exact(guarded(lambda: pread_random(path, off, size)), data[off:off + size],
+        assert_exact(guarded(lambda: read_range(path, off, size)), data[off:off + size],
                      f"pread {size} at {off}", srv)
 
 
 def test_every_drop_until_retries_run_out_gives_eio_then_later_reads_recover(mount, srv):
-    data = payload(2 * MiB, 3)
-    m, path = mount_one(mount, srv, "gone.bin", data)
+    data = data_of(2 * MiB, 3)
+    m, path = mount_one(mount, srv, "gone.bin", data, extra=MOUNT_ARGS)
     srv.set_fault("gone.bin", "drop", after=10_000)  # every GET
-    got = guarded(lambda: pread_random(path, MiB, 256 * KiB))
+    got = guarded(lambda: read_range(path, MiB, 256 * KiB))
     assert_exact_or_eio(got, data[MiB:MiB + 256 * KiB], "read while every GET drops", srv)
     assert isinstance(got, OSError), "a read succeeded although every GET was cut short"
     assert len(gets(srv, "gone.bin")) <= 4 * 3, f"more tries than --retries allows\n{describe(srv.requests)}"
     srv.set_fault("gone.bin", None)
     time.sleep(GIVE_UP_HOLD + 0.5)
-    assert_exact(guarded(lambda: read_all(path)), data, "whole read after the server recovered", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "whole read after the server recovered", srv)
 
 
 # ---------------------------------------------------------------- 5xx / 429
 
 def test_503_on_every_other_request_is_retried_and_reads_are_exact(mount, srv):
-    data = payload(3 * MiB, 4)
-    m, path = mount_one(mount, srv, "flaky.bin", data)
+    data = data_of(3 * MiB, 4)
+    m, path = mount_one(mount, srv, "flaky.bin", data, extra=MOUNT_ARGS)
     srv.set_fault("flaky.bin", "status_every_other", status=503)
-    assert_exact(guarded(lambda: read_all(path)), data, "whole read with every other GET a 503", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "whole read with every other GET a 503", srv)
     statuses = [r.status for r in gets(srv, "flaky.bin")]
     assert 503 in statuses and 206 in statuses, statuses
     rng = random.Random(5)
     srv.set_fault("flaky.bin", "status_every_other", status=503)
     for _ in range(10):
         off = rng.randrange(len(data))
-        assert_exact(guarded(lambda: pread_random(path, off, 64 * KiB)), data[off:off + 64 * KiB],
+        assert_exact(guarded(lambda: read_range(path, off, 64 * KiB)), data[off:off + 64 * KiB],
                      f"pread at {off}", srv)
 
 
 def test_429_with_retry_after_is_retried_no_sooner_than_it_says(mount, srv):
-    data = payload(512 * KiB, 6)
-    m, path = mount_one(mount, srv, "busy.bin", data)
+    data = data_of(512 * KiB, 6)
+    m, path = mount_one(mount, srv, "busy.bin", data, extra=MOUNT_ARGS)
     srv.set_fault("busy.bin", "status_every_other", status=429, retry_after=1)
-    assert_exact(guarded(lambda: pread_random(path, 0, 64 * KiB)), data[:64 * KiB], "read after a 429", srv)
+    assert_exact(guarded(lambda: read_range(path, 0, 64 * KiB)), data[:64 * KiB], "read after a 429", srv)
     recs = gets(srv, "busy.bin")
     assert recs and recs[0].status == 429, describe(recs)
     assert len(recs) >= 2, describe(recs)
@@ -206,11 +124,11 @@ def test_429_with_retry_after_is_retried_no_sooner_than_it_says(mount, srv):
 
 
 def test_persistent_500_fails_with_eio_after_the_retries_with_backoff(mount, srv):
-    data = payload(1 * MiB, 7)
-    m, path = mount_one(mount, srv, "broken.bin", data, extra=("--retries", "2"))
+    data = data_of(1 * MiB, 7)
+    m, path = mount_one(mount, srv, "broken.bin", data, extra=(*MOUNT_ARGS, "--retries", "2"))
     srv.set_fault("broken.bin", "status", status=500)
     started = time.monotonic()
-    got = guarded(lambda: pread_random(path, 0, 4096))
+    got = guarded(lambda: read_range(path, 0, 4096))
     assert_errno(got, errno.EIO, "read while the server answers 500")
     recs = srv.wait_idle(SERVER_WAIT)
     recs = [r for r in recs if r.method == "GET" and r.name == "broken.bin"]
@@ -218,42 +136,42 @@ def test_persistent_500_fails_with_eio_after_the_retries_with_backoff(mount, srv
     gaps = [b.started - a.finished for a, b in zip(recs, recs[1:])]
     assert gaps[0] >= 0.2 and gaps[1] >= 0.4, f"backoff 0.25 s, 0.5 s expected, gaps {gaps}"
     # The failure is logged with its URL.
-    assert wait_stderr(m, srv.url("broken.bin")), f"no log line names the URL:\n{m.stderr()}"
+    assert wait_for_stderr(m, srv.url("broken.bin")), f"no log line names the URL:\n{m.stderr()}"
     # Reads of the file fail at once for a while, without a request.
     srv.clear_log()
-    got = guarded(lambda: pread_random(path, 8192, 4096))
+    got = guarded(lambda: read_range(path, 8192, 4096))
     if time.monotonic() - started < GIVE_UP_HOLD + 3.5:  # only meaningful within the hold
         assert_errno(got, errno.EIO, "read right after one gave up")
     # Once the server is fixed and the hold is over, reads work.
     srv.set_fault("broken.bin", None)
     time.sleep(GIVE_UP_HOLD + 0.5)
-    assert_exact(guarded(lambda: read_all(path)), data, "whole read after the server recovered", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "whole read after the server recovered", srv)
 
 
 # ---------------------------------------------------------------- drip
 
 def test_slowly_dripping_server_still_gives_exact_bytes(mount, srv):
-    data = payload(300 * KiB, 8)
-    m, path = mount_one(mount, srv, "slow.bin", data)
+    data = data_of(300 * KiB, 8)
+    m, path = mount_one(mount, srv, "slow.bin", data, extra=MOUNT_ARGS)
     srv.set_fault("slow.bin", "drip", bytes_per_sec=150_000, chunk=1500, delay=0.3)
-    assert_exact(guarded(lambda: read_all(path)), data, "read from a dripping server", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "read from a dripping server", srv)
 
 
 # ---------------------------------------------------------------- ignore_range
 
 def test_server_ignoring_range_sequential_read_is_exact(mount, srv):
-    data = payload(3 * MiB + 77, 9)
+    data = data_of(3 * MiB + 77, 9)
     srv.add("norange.bin", data)
     srv.set_fault("norange.bin", "ignore_range")
     m = mount(srv.url("norange.bin"), extra=MOUNT_ARGS)
     path = m.path("norange.bin")
     assert os.stat(path).st_size == len(data)
-    assert_exact(guarded(lambda: read_all(path)), data, "sequential read without ranges", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "sequential read without ranges", srv)
     assert all(r.status == 200 for r in gets(srv, "norange.bin"))
 
 
 def test_server_ignoring_range_far_and_concurrent_reads_join_one_stream(mount, srv):
-    data = payload(4 * MiB, 10)
+    data = data_of(4 * MiB, 10)
     srv.add("norange.bin", data)
     srv.set_fault("norange.bin", "ignore_range")
     m = mount(srv.url("norange.bin"), extra=MOUNT_ARGS)
@@ -265,14 +183,14 @@ def test_server_ignoring_range_far_and_concurrent_reads_join_one_stream(mount, s
     results = {}
 
     def reader(off):
-        results[off] = pread_random(path, off, 100_000)
+        results[off] = read_range(path, off, 100_000)
 
     threads = [threading.Thread(target=lambda o=o: guarded(lambda: reader(o)), daemon=True) for o in offsets]
     for t in threads:
         t.start()
         time.sleep(0.02)
     for t in threads:
-        t.join(READ_DEADLINE + 5)
+        t.join(harness.READ_DEADLINE + 5)
     for off in offsets:
         assert off in results, f"read at {off} failed or hung\n{describe(srv.requests)}"
         assert_exact(results[off], data[off:off + 100_000], f"read at {off} without ranges", srv)
@@ -283,8 +201,8 @@ def test_server_ignoring_range_far_and_concurrent_reads_join_one_stream(mount, s
 # ---------------------------------------------------------------- other_range
 
 def test_206_for_another_range_is_placed_where_content_range_says(mount, srv):
-    data = payload(2 * MiB, 11)
-    m, path = mount_one(mount, srv, "shifted.bin", data, extra=("--retries", "1"))
+    data = data_of(2 * MiB, 11)
+    m, path = mount_one(mount, srv, "shifted.bin", data, extra=(*MOUNT_ARGS, "--retries", "1"))
     srv.set_fault("shifted.bin", "other_range", shift=4096)
     rng = random.Random(12)
     spots = [0, 4096, 100_000, MiB, len(data) - 5000, len(data) - 100]
@@ -292,21 +210,21 @@ def test_206_for_another_range_is_placed_where_content_range_says(mount, srv):
     exact = 0
     for off in spots:
         size = min(20_000, len(data) - off)
-        got = guarded(lambda: pread_random(path, off, size))
+        got = guarded(lambda: read_range(path, off, size))
         exact += assert_exact_or_eio(got, data[off:off + size], f"pread {size} at {off} (shifted 206s)", srv)
         time.sleep(0.05)
     assert any(r.status == 206 for r in gets(srv, "shifted.bin"))
     # Whatever was cached from the shifted answers must be the right bytes.
     srv.set_fault("shifted.bin", None)
     time.sleep(GIVE_UP_HOLD + 0.5)
-    assert_exact(guarded(lambda: read_all(path)), data, "whole read after the shifted answers", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "whole read after the shifted answers", srv)
 
 
 # ---------------------------------------------------------------- redirect
 
 @pytest.mark.parametrize("code", [301, 302, 307, 308])
 def test_redirect_is_followed_and_cached_under_the_original_url(mount, srv, tmp_path, code):
-    data = payload(600 * KiB, 13)
+    data = data_of(600 * KiB, 13)
     srv.add("moved.bin", data)
     srv.set_fault("moved.bin", "redirect", code=code)
     url = srv.url("moved.bin")
@@ -314,7 +232,7 @@ def test_redirect_is_followed_and_cached_under_the_original_url(mount, srv, tmp_
     m = mount(url, extra=MOUNT_ARGS, cache_dir=cache)
     path = m.path("moved.bin")
     assert os.stat(path).st_size == len(data)
-    assert_exact(guarded(lambda: read_all(path)), data, f"read through a {code}", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, f"read through a {code}", srv)
     assert any(r.path.startswith("/_real/") for r in gets(srv)), describe(srv.requests)
     assert os.getxattr(path, "user.mediafs.url").decode() == url
     wanted = hashlib.sha256(url.encode()).hexdigest()
@@ -324,7 +242,7 @@ def test_redirect_is_followed_and_cached_under_the_original_url(mount, srv, tmp_
     srv.wait_idle(SERVER_WAIT)
     srv.clear_log()
     m2 = mount(url, extra=MOUNT_ARGS, cache_dir=cache)
-    assert_exact(guarded(lambda: read_all(m2.path("moved.bin"))), data, "read after remount", srv)
+    assert_exact(guarded(lambda: read_whole(m2.path("moved.bin"))), data, "read after remount", srv)
     time.sleep(0.5)
     assert srv.requests == [], f"cached bytes of a redirected URL were fetched again\n{describe(srv.requests)}"
 
@@ -333,11 +251,11 @@ def test_redirect_is_followed_and_cached_under_the_original_url(mount, srv, tmp_
 
 @pytest.mark.parametrize("how", ["change_fault", "replace"])
 def test_content_change_between_requests_never_mixes_versions(mount, srv, how):
-    old = payload(4 * MiB, 14)
-    new = payload(4 * MiB, 15)
-    m, path = mount_one(mount, srv, "live.bin", old, extra=("--revalidate", "never"))
+    old = data_of(4 * MiB, 14)
+    new = data_of(4 * MiB, 15)
+    m, path = mount_one(mount, srv, "live.bin", old, extra=(*MOUNT_ARGS, "--revalidate", "never"))
     old_etag = srv.etag("live.bin")
-    got = guarded(lambda: pread_random(path, 0, 256 * KiB))
+    got = guarded(lambda: read_range(path, 0, 256 * KiB))
     assert_exact(got, old[:256 * KiB], "first read, before the change", srv)
     if how == "replace":
         srv.replace("live.bin", new)
@@ -345,7 +263,7 @@ def test_content_change_between_requests_never_mixes_versions(mount, srv, how):
         srv.set_fault("live.bin", "change", after=0, new_data=new)
     new_etag = srv.etag("live.bin") if how == "replace" else None
     # A read of uncached bytes now sees the change: the new bytes or EIO.
-    got = guarded(lambda: pread_random(path, 2 * MiB, 256 * KiB))
+    got = guarded(lambda: read_range(path, 2 * MiB, 256 * KiB))
     if isinstance(got, OSError):
         assert got.errno == errno.EIO, repr(got)
     else:
@@ -357,12 +275,12 @@ def test_content_change_between_requests_never_mixes_versions(mount, srv, how):
     assert ranged[0].if_range == old_etag, describe(ranged)
     # Later reads: exactly the new content, including the first 256 KiB read before.
     time.sleep(GIVE_UP_HOLD + 0.5)
-    whole = guarded(lambda: read_all(path))
+    whole = guarded(lambda: read_whole(path))
     if isinstance(whole, OSError):  # a read in flight at the change may fail once more
         time.sleep(GIVE_UP_HOLD + 0.5)
-        whole = guarded(lambda: read_all(path))
+        whole = guarded(lambda: read_whole(path))
     assert_exact(whole, new, "whole read after the change", srv)
-    assert_exact(guarded(lambda: pread_random(path, 0, 256 * KiB)), new[:256 * KiB],
+    assert_exact(guarded(lambda: read_range(path, 0, 256 * KiB)), new[:256 * KiB],
                  "bytes cached before the change are not served after it", srv)
     if new_etag:
         assert os.getxattr(path, "user.mediafs.etag").decode() == new_etag
@@ -374,9 +292,9 @@ def test_content_change_during_one_read_syscall_fails_it_rather_than_mixing(moun
     (mediafs fails the FUSE reads in flight, but the kernel retries the
     failed pages and a retry served the new version is appended to the old
     pages already copied.)"""
-    old = payload(8 * MiB, 16)
-    new = payload(8 * MiB, 17)
-    m, path = mount_one(mount, srv, "live.bin", old, extra=("--revalidate", "never"))
+    old = data_of(8 * MiB, 16)
+    new = data_of(8 * MiB, 17)
+    m, path = mount_one(mount, srv, "live.bin", old, extra=(*MOUNT_ARGS, "--revalidate", "never"))
     srv.set_fault("live.bin", "drip", bytes_per_sec=2 * MiB, chunk=64 * KiB)
 
     def changer():
@@ -430,14 +348,14 @@ def test_content_change_during_one_read_syscall_fails_it_rather_than_mixing(moun
     assert kinds <= {"old"} or kinds <= {"new"}, (
         f"one open file read two versions:\n{report}\n" + describe(srv.requests))
     time.sleep(GIVE_UP_HOLD + 0.5)
-    assert_exact(guarded(lambda: read_all(path)), new, "whole read after the change", srv)
+    assert_exact(guarded(lambda: read_whole(path)), new, "whole read after the change", srv)
 
 
 # ---------------------------------------------------------------- short
 
 def test_short_body_once_is_retried_and_the_read_is_exact(mount, srv):
-    data = payload(2 * MiB, 18)
-    m, path = mount_one(mount, srv, "short.bin", data)
+    data = data_of(2 * MiB, 18)
+    m, path = mount_one(mount, srv, "short.bin", data, extra=MOUNT_ARGS)
     srv.set_fault("short.bin", "short", missing=1000)
 
     def heal():
@@ -446,29 +364,29 @@ def test_short_body_once_is_retried_and_the_read_is_exact(mount, srv):
 
     t = threading.Thread(target=heal, daemon=True)
     t.start()
-    assert_exact(guarded(lambda: pread_random(path, 0, 512 * KiB)), data[:512 * KiB],
+    assert_exact(guarded(lambda: read_range(path, 0, 512 * KiB)), data[:512 * KiB],
                  "read after a short body", srv)
     t.join(SERVER_WAIT)
     recs = gets(srv, "short.bin")
     assert recs[0].completed is False, describe(recs)
-    assert_exact(guarded(lambda: read_all(path)), data, "whole read", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "whole read", srv)
 
 
 def test_always_short_bodies_give_eio_never_the_missing_bytes(mount, srv):
-    data = payload(1 * MiB, 19)
-    m, path = mount_one(mount, srv, "short.bin", data)
+    data = data_of(1 * MiB, 19)
+    m, path = mount_one(mount, srv, "short.bin", data, extra=MOUNT_ARGS)
     srv.set_fault("short.bin", "short", missing=1000)
-    got = guarded(lambda: pread_random(path, 0, 256 * KiB))
+    got = guarded(lambda: read_range(path, 0, 256 * KiB))
     assert_exact_or_eio(got, data[:256 * KiB], "read while every body is short", srv)
     srv.set_fault("short.bin", None)
     time.sleep(GIVE_UP_HOLD + 0.5)
-    assert_exact(guarded(lambda: read_all(path)), data, "whole read after the server recovered", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "whole read after the server recovered", srv)
 
 
 # ---------------------------------------------------------------- no_head / no_length
 
 def test_server_without_head_gets_size_from_a_one_byte_get(mount, srv):
-    data = payload(777_777, 20)
+    data = data_of(777_777, 20)
     srv.add("nohead.bin", data)
     srv.set_fault("nohead.bin", "no_head")
     m = mount(srv.url("nohead.bin"), extra=MOUNT_ARGS)
@@ -476,12 +394,12 @@ def test_server_without_head_gets_size_from_a_one_byte_get(mount, srv):
     assert os.stat(path).st_size == len(data)
     recs = srv.wait_idle(SERVER_WAIT)
     assert any(r.method == "GET" and r.range == "bytes=0-0" for r in recs), describe(recs)
-    assert_exact(guarded(lambda: read_all(path)), data, "read without HEAD", srv)
+    assert_exact(guarded(lambda: read_whole(path)), data, "read without HEAD", srv)
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["close-delimited", "chunked"])
 def test_server_without_content_length_reads_are_exact_or_eio(mount, srv, chunked):
-    data = payload(300 * KiB, 21)
+    data = data_of(300 * KiB, 21)
     srv.add("nolen.bin", data)
     srv.set_fault("nolen.bin", "no_length", chunked=chunked)
     m = mount(srv.url("nolen.bin"), extra=MOUNT_ARGS)
@@ -492,7 +410,7 @@ def test_server_without_content_length_reads_are_exact_or_eio(mount, srv, chunke
         assert e.errno == errno.EIO, repr(e)
         return
     assert size == len(data), "a length learned from somewhere must be the right one"
-    assert_exact_or_eio(guarded(lambda: read_all(path)), data, "read without Content-Length", srv)
+    assert_exact_or_eio(guarded(lambda: read_whole(path)), data, "read without Content-Length", srv)
 
 
 # ---------------------------------------------------------------- status → errno
@@ -506,19 +424,19 @@ def test_http_status_maps_to_errno_at_probe(mount, srv, status, code):
     m = mount(srv.url("denied.bin"), srv.url("fine.bin"), extra=MOUNT_ARGS)
     got = guarded(lambda: os.stat(m.path("denied.bin")))
     assert_errno(got, code, f"stat of a URL answering {status}")
-    got = guarded(lambda: read_all(m.path("denied.bin")))
+    got = guarded(lambda: read_whole(m.path("denied.bin")))
     assert_errno(got, code, f"open of a URL answering {status}")
-    assert read_all(m.path("fine.bin")) == b"y" * 1000
-    assert wait_stderr(m, srv.url("denied.bin")), m.stderr()
+    assert read_whole(m.path("fine.bin")) == b"y" * 1000
+    assert wait_for_stderr(m, srv.url("denied.bin")), m.stderr()
 
 
 @pytest.mark.parametrize("status,code", [(404, errno.ENOENT), (410, errno.ENOENT),
                                          (401, errno.EACCES), (403, errno.EACCES)])
 def test_http_status_maps_to_errno_at_read(mount, srv, status, code):
-    data = payload(300 * KiB, 22)
-    m, path = mount_one(mount, srv, "later.bin", data)
+    data = data_of(300 * KiB, 22)
+    m, path = mount_one(mount, srv, "later.bin", data, extra=MOUNT_ARGS)
     srv.set_fault("later.bin", "status", status=status)
-    got = guarded(lambda: pread_random(path, 100_000, 4096))
+    got = guarded(lambda: read_range(path, 100_000, 4096))
     assert isinstance(got, OSError), f"read gave {len(got)} bytes while the server answers {status}"
     assert got.errno in (code, errno.EIO), f"{got!r} for {status}, want {errno.errorcode[code]}"
     assert got.errno == code, f"{got!r} for {status} at read time, want {errno.errorcode[code]}"

@@ -10,7 +10,6 @@ import os
 import random
 import stat
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 import harness
 from conftest import BIG_SIZE, DATA_FILES
+from harness import guarded, read_range, wait_for_stderr
 
 MAIN_FILES = ["big.bin", "small.bin", "sample.mp4", "empty.bin"]
 KiB, MiB = 1024, 1024 * 1024
@@ -39,52 +39,12 @@ def ls_l(directory):
     return listing
 
 
-def read_range(path, offset, size, *, random_access=True):
-    """pread one range. random_access turns kernel readahead off for the
-    file so the kernel asks mediafs for these bytes and no others."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if random_access:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        return os.pread(fd, size, offset)
-    finally:
-        os.close(fd)
-
-
-def read_with_deadline(path, offset, size, deadline):
-    """Read in a thread; returns bytes or the OSError. Fails the test if the
-    read is still blocked at the deadline (teardown's unmount frees it)."""
-    result = {}
-
-    def work():
-        try:
-            result["value"] = read_range(path, offset, size)
-        except OSError as e:
-            result["value"] = e
-
-    t = threading.Thread(target=work, daemon=True)
-    t.start()
-    t.join(deadline)
-    if t.is_alive():
-        pytest.fail(f"read of {path} [{offset}, +{size}) still blocked after {deadline:.0f}s")
-    return result["value"]
-
-
 def ffprobe_duration(path):
     out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration",
                           "-of", "csv=p=0", str(path)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, f"ffprobe {path} failed: {out.stderr}"
     return float(out.stdout.strip())
-
-
-def wait_for_stderr(m, needle, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while needle not in m.stderr():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 # ---------------------------------------------------------------- listing
@@ -172,7 +132,7 @@ def test_reading_cached_bytes_again_sends_no_request(mount, server, source):
     server.clear_log()
     for name in ("small.bin", "sample.mp4"):
         assert m.path(name).read_bytes() == source(name).read_bytes()
-        assert read_range(m.path(name), 1000, 5000) == source(name).read_bytes()[1000:6000]
+        assert read_range(m.path(name), 1000, 5000, once=True) == source(name).read_bytes()[1000:6000]
     server.wait_quiet()
     assert server.log() == []
 
@@ -194,7 +154,7 @@ def warm_cache(mount, server, source, cache_dir):
     assert m.path("small.bin").read_bytes() == source("small.bin").read_bytes()
     src = source("big.bin").read_bytes()
     for offset, size in BIG_RANGES:
-        assert read_range(m.path("big.bin"), offset, size) == src[offset:offset + size]
+        assert read_range(m.path("big.bin"), offset, size, once=True) == src[offset:offset + size]
     assert m.unmount() == 0, m.stderr()
     server.wait_quiet()
     spans = [e.span() for e in server.log() if e.uri == "/big.bin" and e.method == "GET"]
@@ -207,7 +167,7 @@ def reread_cached(m, source):
     assert m.path("small.bin").read_bytes() == source("small.bin").read_bytes()
     src = source("big.bin").read_bytes()
     for offset, size in map(lambda r: inner(*r), BIG_RANGES):
-        assert read_range(m.path("big.bin"), offset, size) == src[offset:offset + size]
+        assert read_range(m.path("big.bin"), offset, size, once=True) == src[offset:offset + size]
 
 
 def test_remount_lists_and_reads_cached_ranges_without_requests(mount, server, source, tmp_path):
@@ -243,7 +203,8 @@ def test_with_server_stopped_cached_data_reads_and_uncached_fails_with_eio(mount
     if offset is None:
         pytest.skip(f"the first mount fetched all of big.bin ({spans}); no uncached range left")
     started = time.monotonic()
-    result = read_with_deadline(m.path("big.bin"), offset, 4096, EIO_DEADLINE)
+    result = guarded(lambda: read_range(m.path("big.bin"), offset, 4096, once=True), EIO_DEADLINE,
+                     what=f"read of {m.path('big.bin')} [{offset}, +4096)")
     got = repr(result) if isinstance(result, OSError) else f"{len(result)} bytes"
     assert isinstance(result, OSError) and result.errno == errno.EIO, \
         f"read at {offset} with the server down gave {got} after {time.monotonic() - started:.1f}s"
@@ -264,8 +225,8 @@ def test_missing_and_unreachable_urls_fail_alone(mount, server, source):
         os.stat(m.path("unreachable.bin"))
     assert e.value.errno == errno.EIO
     assert m.path("small.bin").read_bytes() == source("small.bin").read_bytes()
-    assert wait_for_stderr(m, missing), f"no log line names {missing}:\n{m.stderr()}"
-    assert wait_for_stderr(m, unreachable), f"no log line names {unreachable}:\n{m.stderr()}"
+    assert wait_for_stderr(m, missing, timeout=5.0, interval=0.1), f"no log line names {missing}:\n{m.stderr()}"
+    assert wait_for_stderr(m, unreachable, timeout=5.0, interval=0.1), f"no log line names {unreachable}:\n{m.stderr()}"
 
 
 # ---------------------------------------------------------------- sources
@@ -323,9 +284,7 @@ def test_daemon_mode_returns_zero_with_mount_ready(fuse, mediafs_bin, server, so
         assert (mnt / "small.bin").read_bytes() == source("small.bin").read_bytes()
         assert daemons, "no mediafs process left serving the mount"
         assert subprocess.run(["fusermount3", "-u", str(mnt)]).returncode == 0
-        deadline = time.monotonic() + harness.EXIT_TIMEOUT
-        while any(map(harness.pid_alive, daemons)) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        harness.wait_pids_gone(daemons)
         assert not any(map(harness.pid_alive, daemons)), "daemon still running 10s after unmount"
     finally:
         harness.fusermount_unmount(mnt)

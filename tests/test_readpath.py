@@ -10,47 +10,21 @@ Functional only: timeouts are generous bounds that keep a broken build from
 hanging the suite, never measurements.
 """
 
+import functools
 import mmap
 import os
 import random
-import threading
 import time
 
 import pytest
 
-from faultserver import FaultServer
+from harness import data_of, gets, in_thread, mount_one, read_range
 
 KiB, MiB = 1024, 1024 * 1024
-READ_DEADLINE = 60.0      # a read still blocked after this fails the test
 SERVER_WAIT = 30.0        # waiting for the server to see / finish a request
 
 
 # ---------------------------------------------------------------- helpers
-
-@pytest.fixture
-def srv():
-    server = FaultServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def payload(size, seed):
-    return random.Random(seed).randbytes(size)
-
-
-def mount_one(mount, srv, name, data):
-    """Serve data as `name`, mount its URL, wait for the probe; the server's
-    log is empty on return. Returns the path of the file in the mount."""
-    srv.add(name, data)
-    m = mount(srv.url(name))
-    path = m.path(name)
-    assert os.stat(path).st_size == len(data)
-    srv.wait_idle(SERVER_WAIT)
-    srv.clear_log()
-    return path
-
 
 def span(rec, size):
     """(start, end) of the Range a request asked for, end exclusive."""
@@ -62,10 +36,6 @@ def span(rec, size):
     return start, min(end, size)
 
 
-def gets(srv, name):
-    return [r for r in srv.requests if r.method == "GET" and r.name == name]
-
-
 def describe(records):
     lines = []
     for r in records:
@@ -74,45 +44,12 @@ def describe(records):
     return "\n".join(lines) or "  (no requests)"
 
 
-def in_thread(fn, deadline=READ_DEADLINE):
-    """Run fn in a daemon thread; returns a join() that yields its result
-    (re-raising its exception) or fails the test after the deadline."""
-    box = {}
-
-    def work():
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # handed to the joiner
-            box["error"] = e
-
-    t = threading.Thread(target=work, daemon=True)
-    t.start()
-
-    def join():
-        t.join(deadline)
-        if t.is_alive():
-            pytest.fail(f"read still blocked after {deadline:.0f}s")
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-    return join
-
-
 def open_random(path):
     """An fd with the kernel's readahead off: the kernel asks for exactly
     the pages a pread needs."""
     fd = os.open(path, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
     return fd
-
-
-def pread_random(path, offset, size):
-    fd = open_random(path)
-    try:
-        return os.pread(fd, size, offset)
-    finally:
-        os.close(fd)
 
 
 def pread_direct(path, offset, size):
@@ -150,14 +87,14 @@ def test_concurrent_readers_of_one_cold_range_share_one_get(mount, srv, how):
     reads of the same missing bytes; o_direct_subrange: the second read is
     a part of the first one's range."""
     size = 8 * MiB
-    data = payload(size, 1)
-    path = mount_one(mount, srv, "shared.bin", data)
+    data = data_of(size, 1)
+    _, path = mount_one(mount, srv, "shared.bin", data)
     # The answer's head is held back, so the second reader arrives while the
     # first reader's transfer is in flight and nothing of it is present.
     srv.set_fault("shared.bin", "drip", delay=1.5, bytes_per_sec=64 * MiB, chunk=64 * KiB)
     first_range = 3 * MiB, 256 * KiB
     second_range = (3 * MiB + 64 * KiB, 64 * KiB) if how == "o_direct_subrange" else first_range
-    read = pread_random if how == "page_cache" else pread_direct
+    read = functools.partial(read_range, once=True) if how == "page_cache" else pread_direct
 
     first = in_thread(lambda: read(path, *first_range))
     srv.wait_for(lambda rs: any(r.method == "GET" for r in rs), SERVER_WAIT)
@@ -174,17 +111,17 @@ def test_concurrent_readers_of_one_cold_range_share_one_get(mount, srv, how):
 
 def test_read_straddling_cached_bytes_fetches_only_the_hole(mount, srv):
     size = 8 * MiB
-    data = payload(size, 2)
-    path = mount_one(mount, srv, "holes.bin", data)
+    data = data_of(size, 2)
+    _, path = mount_one(mount, srv, "holes.bin", data)
     a, b, c = (1 * MiB, 64 * KiB), (1 * MiB + 64 * KiB, 128 * KiB), (1 * MiB + 192 * KiB, 64 * KiB)
 
-    assert pread_random(path, *a) == data[a[0]:a[0] + a[1]]
-    assert pread_random(path, *c) == data[c[0]:c[0] + c[1]]
+    assert read_range(path, *a, once=True) == data[a[0]:a[0] + a[1]]
+    assert read_range(path, *c, once=True) == data[c[0]:c[0] + c[1]]
     srv.wait_idle(SERVER_WAIT)
     srv.clear_log()
 
     whole = a[0], c[0] + c[1] - a[0]
-    assert in_thread(lambda: pread_random(path, *whole))() == data[whole[0]:whole[0] + whole[1]]
+    assert in_thread(lambda: read_range(path, *whole, once=True))() == data[whole[0]:whole[0] + whole[1]]
     recs = srv.wait_idle(SERVER_WAIT)
     g = [r for r in recs if r.method == "GET"]
     assert [r.range for r in g] == [f"bytes={b[0]}-{b[0] + b[1] - 1}"], describe(recs)
@@ -192,8 +129,8 @@ def test_read_straddling_cached_bytes_fetches_only_the_hole(mount, srv):
 
 def test_sequential_read_earns_readahead_and_fetches_each_byte_once(mount, srv):
     size = 48 * MiB
-    data = payload(size, 3)
-    path = mount_one(mount, srv, "seq.bin", data)
+    data = data_of(size, 3)
+    _, path = mount_one(mount, srv, "seq.bin", data)
 
     def read_all():
         chunks = []
@@ -212,8 +149,8 @@ def test_sequential_read_earns_readahead_and_fetches_each_byte_once(mount, srv):
 
 def test_far_seek_cancels_the_handles_readahead(mount, srv):
     size = 64 * MiB
-    data = payload(size, 4)
-    path = mount_one(mount, srv, "seek.bin", data)
+    data = data_of(size, 4)
+    _, path = mount_one(mount, srv, "seek.bin", data)
     srv.set_fault("seek.bin", "drip", bytes_per_sec=8 * MiB, chunk=64 * KiB)
     streak, far = 8 * MiB, 48 * MiB
 
@@ -249,8 +186,8 @@ def test_far_seek_cancels_the_handles_readahead(mount, srv):
 
 def test_waiting_reader_gets_bytes_before_the_transfer_ends(mount, srv):
     size = 1 * MiB
-    data = payload(size, 5)
-    path = mount_one(mount, srv, "slow.bin", data)
+    data = data_of(size, 5)
+    _, path = mount_one(mount, srv, "slow.bin", data)
     srv.set_fault("slow.bin", "drip", bytes_per_sec=64 * KiB, chunk=4 * KiB)
 
     # A 256 KiB read starts a 256 KiB transfer (about 4 s at this rate); a
@@ -270,8 +207,8 @@ def test_waiting_reader_gets_bytes_before_the_transfer_ends(mount, srv):
 
 def test_random_concurrent_reads_match_and_fetch_each_byte_once(mount, srv):
     size = 32 * MiB
-    data = payload(size, 6)
-    path = mount_one(mount, srv, "random.bin", data)
+    data = data_of(size, 6)
+    _, path = mount_one(mount, srv, "random.bin", data)
     rng = random.Random(20240607)
     plans = []
     for _ in range(4):
@@ -318,8 +255,8 @@ def test_random_concurrent_reads_match_and_fetch_each_byte_once(mount, srv):
 
 def test_cached_bytes_are_read_without_a_request(mount, srv):
     size = 4 * MiB + 1234
-    data = payload(size, 7)
-    path = mount_one(mount, srv, "cached.bin", data)
+    data = data_of(size, 7)
+    _, path = mount_one(mount, srv, "cached.bin", data)
     with open(path, "rb") as f:
         assert f.read() == data
     srv.wait_idle(SERVER_WAIT)

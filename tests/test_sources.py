@@ -13,12 +13,10 @@ import base64
 import errno
 import json
 import os
-import random
 import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 from pathlib import Path
 
@@ -26,6 +24,7 @@ import pytest
 
 import harness
 from conftest import Nginx
+from harness import data_of, free_port, mediafs, read_whole, run, wait_until, xget
 from faultserver import FaultServer
 
 KiB, MiB = 1024, 1024 * 1024
@@ -35,38 +34,6 @@ SECRET = "s3cr3t-Pa55"
 
 
 # ---------------------------------------------------------------- helpers
-
-@pytest.fixture
-def srv():
-    server = FaultServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def data_of(size, seed):
-    return random.Random(seed).randbytes(size)
-
-
-def run(*argv, timeout=60, env=None):
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def mediafs(*args, timeout=60):
-    return run(harness.MEDIAFS_BIN, *args, timeout=timeout)
-
-
-def wait_until(predicate, what, timeout=WAIT, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
 
 def refused(tmp_path, *sources, extra=()):
     """`mediafs mount -f` that must exit before mounting: (status, output)."""
@@ -83,27 +50,12 @@ def refused(tmp_path, *sources, extra=()):
     return r.returncode, r.stdout + r.stderr
 
 
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
 def listdir_sorted(path):
     return sorted(os.listdir(path))
 
 
-def xget(path, key):
-    return os.getxattr(str(path), "user.mediafs." + key).decode()
-
-
 def basic(user, password):
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---------------------------------------------------------------- playlists
@@ -127,7 +79,7 @@ def test_local_extended_m3u_names_files_from_extinf_titles(mount, srv, tmp_path)
                 "Movie.MKV": "v.mkv", "plain.bin": "plain.bin", "Clip.bin": "Clip.bin"}
     assert listdir_sorted(m.mountpoint) == sorted(expected), m.stderr()
     for name, served in expected.items():
-        assert read(m.path(name)) == files[served], name
+        assert read_whole(m.path(name)) == files[served], name
 
 
 def test_local_m3u_with_bom_and_crlf(mount, srv, tmp_path):
@@ -138,7 +90,7 @@ def test_local_m3u_with_bom_and_crlf(mount, srv, tmp_path):
                           + srv.url("b.bin") + "\r\n").encode())
     m = mount(playlist, extra=MOUNT_ARGS)
     assert listdir_sorted(m.mountpoint) == ["First.bin", "b.bin"], m.stderr()
-    assert read(m.path("First.bin")) == srv.data("a.bin")
+    assert read_whole(m.path("First.bin")) == srv.data("a.bin")
 
 
 def test_local_playlist_with_a_relative_entry_is_refused_naming_file_and_line(fuse, srv, tmp_path):
@@ -162,7 +114,7 @@ def test_playlist_over_http_resolves_relative_entries_against_its_url(mount, srv
     expected = {"Alpha.bin": "lists/a.bin", "b.bin": "lists/sub/b.bin", "c.bin": "other/c.bin", "d.bin": "d.bin"}
     assert listdir_sorted(m.mountpoint) == sorted(expected), m.stderr()
     for name, served in expected.items():
-        assert read(m.path(name)) == files[served], name
+        assert read_whole(m.path(name)) == files[served], name
     assert xget(m.path("b.bin"), "url") == srv.url("lists/sub/b.bin")
 
 
@@ -211,9 +163,9 @@ def test_handmade_listing_is_a_directory_with_lazily_listed_subdirectories(mount
     assert os.path.isdir(m.path("media/sub")) and not os.path.isdir(m.path("media/a.bin"))
     assert os.listdir(m.path("media/sub")) == ["d.bin"]
     assert any(r.path == "/media/sub/" for r in srv.requests)
-    assert read(m.path("media/a.bin")) == files["media/a.bin"]
-    assert read(m.path("media/b c.bin")) == files["media/b c.bin"]
-    assert read(m.path("media/sub/d.bin")) == files["media/sub/d.bin"]
+    assert read_whole(m.path("media/a.bin")) == files["media/a.bin"]
+    assert read_whole(m.path("media/b c.bin")) == files["media/b c.bin"]
+    assert read_whole(m.path("media/sub/d.bin")) == files["media/sub/d.bin"]
     assert os.stat(m.path("media/sub/d.bin")).st_size == 12_000
 
 
@@ -258,13 +210,13 @@ def test_hostile_names_in_a_listing_are_made_safe_and_unique(mount, srv):
     }
     for href, name in expected.items():
         assert name in names, f"{href} should be listed as {name!r}: {sorted(names)}"
-        assert read(m.path("media") / name) == datas[href], name
+        assert read_whole(m.path("media") / name) == datas[href], name
     longs = [n for n in names if n.startswith("LLLL")]
     assert len(longs) == 1 and len(longs[0].encode()) <= 255, longs
-    assert read(m.path("media") / longs[0]) == datas[long_name]
+    assert read_whole(m.path("media") / longs[0]) == datas[long_name]
     bad = [n for n in names if n.startswith("bad")]
     assert len(bad) == 1, names
-    assert read(m.path("media") / bad[0]) == datas["bad%FF.bin"]
+    assert read_whole(m.path("media") / bad[0]) == datas["bad%FF.bin"]
     assert len(names) == len(expected) + 2, sorted(names)
 
 
@@ -286,7 +238,7 @@ def test_python_http_server_listing(mount, tmp_path):
         assert listdir_sorted(m.path("films")) == ["One Film.mp4", "extra", "two&three.bin"], m.stderr()
         assert os.listdir(m.path("films/extra")) == ["x.bin"]
         for rel, data in files.items():
-            assert read(m.mountpoint / rel) == data, rel
+            assert read_whole(m.mountpoint / rel) == data, rel
         m.unmount()
     finally:
         harness.stop_popen(proc, timeout=0)
@@ -320,7 +272,7 @@ def test_nginx_autoindex_listing(mount, tmp_path):
         assert listdir_sorted(m.path("shows")) == sorted(["café.bin", "ep 1.mkv", "s01"]), m.stderr()
         assert os.listdir(m.path("shows/s01")) == ["e1.bin"]
         for rel, data in files.items():
-            assert read(m.mountpoint / rel) == data, rel
+            assert read_whole(m.mountpoint / rel) == data, rel
         m.unmount()
     finally:
         nginx.stop()
@@ -335,7 +287,7 @@ def test_setfattr_add_and_remove_change_the_root(mount, srv):
     r = run("setfattr", "-n", "user.mediafs.add", "-v", srv.url("second.bin"), m.mountpoint)
     assert r.returncode == 0, r.stderr
     wait_until(lambda: "second.bin" in os.listdir(m.mountpoint), "second.bin to appear")
-    assert read(m.path("second.bin")) == srv.data("second.bin")
+    assert read_whole(m.path("second.bin")) == srv.data("second.bin")
     r = run("setfattr", "-n", "user.mediafs.remove", "-v", "first.bin", m.mountpoint)
     assert r.returncode == 0, r.stderr
     wait_until(lambda: "first.bin" not in os.listdir(m.mountpoint), "first.bin to go from readdir")
@@ -354,7 +306,7 @@ def test_mediafs_add_and_remove_commands(mount, srv):
     r = mediafs("add", srv.url("b.bin"), srv.url("c.bin"), "--to", m.mountpoint)
     assert r.returncode == 0, r.stdout + r.stderr
     wait_until(lambda: {"b.bin", "c.bin"} <= set(os.listdir(m.mountpoint)), "added files")
-    assert read(m.path("c.bin")) == srv.data("c.bin")
+    assert read_whole(m.path("c.bin")) == srv.data("c.bin")
     r = mediafs("remove", "a.bin", "b.bin", "--from", m.mountpoint)
     assert r.returncode == 0, r.stdout + r.stderr
     wait_until(lambda: os.listdir(m.mountpoint) == ["c.bin"], "removed files to go")
@@ -370,8 +322,8 @@ def test_adding_a_taken_name_gets_a_numbered_name(mount, srv):
     m = mount(srv.url("x/same.bin"), extra=MOUNT_ARGS)
     os.setxattr(m.mountpoint, "user.mediafs.add", srv.url("y/same.bin").encode())
     wait_until(lambda: "same (2).bin" in os.listdir(m.mountpoint), "same (2).bin")
-    assert read(m.path("same (2).bin")) == srv.data("y/same.bin")
-    assert read(m.path("same.bin")) == srv.data("x/same.bin")
+    assert read_whole(m.path("same (2).bin")) == srv.data("y/same.bin")
+    assert read_whole(m.path("same.bin")) == srv.data("x/same.bin")
 
 
 # ---------------------------------------------------------------- headers and credentials
@@ -379,7 +331,7 @@ def test_adding_a_taken_name_gets_a_numbered_name(mount, srv):
 def test_header_option_is_sent_with_every_request(mount, srv):
     srv.add("h.bin", data_of(300 * KiB, 60))
     m = mount(srv.url("h.bin"), extra=(*MOUNT_ARGS, "--header", "X-One: 1", "--header", "X-Two: two words"))
-    assert read(m.path("h.bin")) == srv.data("h.bin")
+    assert read_whole(m.path("h.bin")) == srv.data("h.bin")
     recs = srv.wait_idle(WAIT)
     assert recs
     for r in recs:
@@ -392,8 +344,8 @@ def test_config_file_adds_headers_per_host(mount, srv, tmp_path):
     config = tmp_path / "mediafs.conf"
     config.write_text("# per-host headers\n[127.0.0.1]\nX-For-Ip: ip\n\n[localhost]\nX-For-Name: name\n")
     m = mount(srv.url("c.bin"), f"http://localhost:{srv.port}/d.bin", extra=(*MOUNT_ARGS, "--config", config))
-    assert read(m.path("c.bin")) == srv.data("c.bin")
-    assert read(m.path("d.bin")) == srv.data("d.bin")
+    assert read_whole(m.path("c.bin")) == srv.data("c.bin")
+    assert read_whole(m.path("d.bin")) == srv.data("d.bin")
     recs = srv.wait_idle(WAIT)
     for r in recs:
         host = r.headers.get("Host", "")
@@ -412,7 +364,7 @@ def test_netrc_supplies_credentials(mount, srv, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     srv.add("n.bin", data_of(5000, 63))
     m = mount(srv.url("n.bin"), extra=(*MOUNT_ARGS, "--netrc", "-d"))
-    assert read(m.path("n.bin")) == srv.data("n.bin")
+    assert read_whole(m.path("n.bin")) == srv.data("n.bin")
     recs = srv.wait_idle(WAIT)
     assert recs and all(r.headers.get("Authorization") == basic("nuser", SECRET) for r in recs), \
         [r.headers for r in recs]
@@ -426,7 +378,7 @@ def test_userinfo_in_url_is_basic_auth_and_never_shown(mount, srv):
     missing = f"http://alice:{SECRET}@127.0.0.1:{srv.port}/absent.bin"
     m = mount(good, missing, extra=(*MOUNT_ARGS, "-d"))
     assert listdir_sorted(m.mountpoint) == ["absent.bin", "u.bin"]
-    assert read(m.path("u.bin")) == srv.data("u.bin")
+    assert read_whole(m.path("u.bin")) == srv.data("u.bin")
     with pytest.raises(OSError) as e:
         os.stat(m.path("absent.bin"))
     assert e.value.errno == errno.ENOENT
@@ -456,7 +408,7 @@ def test_credentials_in_a_listing_url_are_sent_and_never_shown(mount, srv):
     srv.add("priv/", autoindex_html("/priv/", [("a.bin", "a.bin")]).encode(), content_type="text/html")
     m = mount(f"http://carol:{SECRET}@127.0.0.1:{srv.port}/priv/", extra=(*MOUNT_ARGS, "-d"))
     assert os.listdir(m.path("priv")) == ["a.bin"]
-    assert read(m.path("priv/a.bin")) == srv.data("priv/a.bin")
+    assert read_whole(m.path("priv/a.bin")) == srv.data("priv/a.bin")
     recs = srv.wait_idle(WAIT)
     assert all(r.headers.get("Authorization") == basic("carol", SECRET) for r in recs), \
         [(r.path, r.headers.get("Authorization")) for r in recs]
@@ -505,7 +457,7 @@ def test_authorization_is_not_sent_to_another_host_after_a_redirect(mount, srv, 
     target, second = _cross_host_redirect(srv, other, name)
     try:
         m = mount(url, extra=extra)
-        got = read(m.path(name))
+        got = read_whole(m.path(name))
         assert got == srv.data(name)
         first = srv.wait_idle(WAIT)
         assert any(r.path == f"/{name}" and "Authorization" in r.headers for r in first), \
@@ -532,7 +484,7 @@ def test_per_host_config_headers_are_not_sent_to_another_host_after_a_redirect(m
     url = srv.url(name)
     srv.host = "localhost"   # only used to build the Location header
     m = mount(url, extra=(*MOUNT_ARGS, "--config", config))
-    assert read(m.path(name)) == srv.data(name)
+    assert read_whole(m.path(name)) == srv.data(name)
     recs = srv.wait_idle(WAIT)
     assert any(r.path == f"/{name}" and r.headers.get("X-Api-Key") == SECRET for r in recs)
     leaks = [(r.method, r.path, r.headers) for r in recs
