@@ -27,7 +27,7 @@ deps:
 
 test: deps
 	$(MAKE) build
-	swift test $(SWIFT_FLAGS)
+	swift test --disable-swift-testing $(SWIFT_FLAGS)
 	python3 -m pytest -v $(PYTEST_ARGS) tests/
 
 demo: deps
