@@ -457,13 +457,18 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         dirty = false
         lock.unlock()
         do {
-            if fdatasync(fd) != 0 { throw MediaError.system("fdatasync of the cache of \(key)") }
+            if fdatasync(fd) != 0 { throw MediaError.system("fdatasync of the cache of \(source.displayURL)") }
             try store.saveMeta(meta, forKey: key)
-        } catch {
-            Log.error("cannot save cache metadata of \(key): \(error)")
+        } catch let error as MediaError {
+            // Said once, like a failed data write; tried again at the next
+            // flush. Until then the old metadata claims less, never more.
+            statistics.cacheWriteFailed(MediaError(error.errno, "cannot save cache metadata of "
+                                                   + "\(source.displayURL): \(error.message)"))
             lock.lock()
             dirty = true
             lock.unlock()
+        } catch {
+            Log.error("cannot save cache metadata of \(source.displayURL): \(error)")
         }
     }
 }

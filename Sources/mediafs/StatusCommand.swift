@@ -37,7 +37,12 @@ struct StatusCommand {
 
     func rows() throws -> [Row] {
         try Xattr.requireMount(mountpoint)
-        let names = try FileManager.default.contentsOfDirectory(atPath: mountpoint).sorted()
+        // Files of the root; a listed directory's files are not fetched here.
+        let names = try FileManager.default.contentsOfDirectory(atPath: mountpoint).sorted().filter { name in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: mountpoint + "/" + name, isDirectory: &isDirectory)
+                && !isDirectory.boolValue
+        }
         return names.map { name in
             let path = mountpoint + "/" + name
             let get = { (key: String) in (try? Xattr.get(path, key)) ?? "" }
