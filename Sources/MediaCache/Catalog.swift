@@ -144,12 +144,14 @@ public final class Catalog: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops the background thread and persists everything; call before exit.
+    /// Stops the background thread and the network, and persists
+    /// everything; call before exit.
     public func stop() {
         stopping.lock()
         stopped = true
         stopping.broadcast()
         stopping.unlock()
+        fetcher.shutdown()
         flushAll()
     }
 

@@ -36,7 +36,6 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// Background transfers waiting for a place, most urgent first.
     private var queued: [CurlTransfer] = []
     private var thread: pthread_t?
-    private let stopped = Mutex(false)
 
     private let options: HTTPOptions
 

@@ -48,4 +48,6 @@ public protocol Fetching: AnyObject, Sendable {
     func cancel(_ id: TransferID)
     /// A reader now waits on a background transfer: run it as a read.
     func promote(_ id: TransferID)
+    /// Ends every transfer (their delegates hear of it) and stops.
+    func shutdown()
 }
