@@ -10,7 +10,6 @@ enum MountTable {
         /// "major:minor", the name of the mount's bdi in /sys/class/bdi.
         var device: String
         var mountpoint: String
-        var filesystemType: String
     }
 
     static func entries() -> [Entry] {
@@ -22,9 +21,8 @@ enum MountTable {
         defer { free(line) }
         while getline(&line, &capacity, file) > 0 {
             let fields = String(cString: line!).split(separator: " ")
-            guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 1, fields.count > 4 else { continue }
-            result.append(Entry(device: String(fields[2]), mountpoint: unescape(fields[4]),
-                                filesystemType: String(fields[dash + 1])))
+            guard fields.count > 4 else { continue }
+            result.append(Entry(device: String(fields[2]), mountpoint: unescape(fields[4])))
         }
         return result
     }
