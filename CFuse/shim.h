@@ -6,6 +6,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse.h>
 #include <fuse_lowlevel.h>
+#include <sys/ioctl.h>
 
 /// fuse_new (fuse_new_31 at this API version).
 static inline struct fuse *mediafs_fuse_new(struct fuse_args *args, const struct fuse_operations *op,
@@ -16,5 +17,10 @@ static inline struct fuse *mediafs_fuse_new(struct fuse_args *args, const struct
 /// fuse_loop_mt (fuse_loop_mt_312 at this API version).
 static inline int mediafs_fuse_loop_mt(struct fuse *f, struct fuse_loop_config *config) {
     return fuse_loop_mt(f, config);
+}
+
+/// ioctl with a pointer argument (Swift cannot call the variadic one).
+static inline int mediafs_ioctl(int fd, unsigned long request, void *arg) {
+    return ioctl(fd, request, arg);
 }
 #endif

@@ -450,12 +450,15 @@ class Bench:
             self.put("cold_seq_server_ratio", "curl", s["bytes"] / size)
             # What downloading and keeping the bytes costs here: curl writing
             # the file on the filesystem mediafs caches on.
+            # Best of two: writeback of earlier runs' dirty pages slows either.
             stored = os.path.join(self.fresh_dir("curl-store"), "file")
-            subprocess.run(["sync"], check=True)
-            t0 = time.perf_counter()
-            subprocess.run(["curl", "-sf", "-o", stored, url], check=True, timeout=600)
-            self.ceilings["store_mbps"] = size / (time.perf_counter() - t0) / MB
-            os.unlink(stored)
+            for _ in range(2):
+                subprocess.run(["sync"], check=True)
+                t0 = time.perf_counter()
+                subprocess.run(["curl", "-sf", "-o", stored, url], check=True, timeout=600)
+                mbps = size / (time.perf_counter() - t0) / MB
+                self.ceilings["store_mbps"] = max(mbps, self.ceilings.get("store_mbps", 0))
+                os.unlink(stored)
             # local references for the warm rows
             _, dt = read_local(big)
             self.put("warm_same_mbps", "curl", size / dt / MB)
@@ -499,14 +502,6 @@ class Bench:
                         raise RuntimeError(f"remount read returned {n} bytes, expected {size}")
                     self.put("warm_remount_mbps", tool, size / dt / MB)
                 self.record_server("warm_remount", tool, self.nginx.since(m))
-                if tool == "mediafs":
-                    # The FUSE path alone: a fresh mount (empty FUSE page cache)
-                    # whose cache file is still in the page cache, so neither
-                    # network nor disk: a cold read cannot beat this.
-                    with self.mount(tool, [big], cache, "seq-fuse-path") as mnt:
-                        n, dt = read_local(os.path.join(mnt.mp, name))
-                        if n == size:
-                            self.ceilings["fuse_path_mbps"] = size / dt / MB
                 shutil.rmtree(cache, ignore_errors=True)
             return run
 
@@ -825,9 +820,6 @@ class Bench:
         if "store_mbps" in c:
             print(f"  download and store (`curl -o FILE` on the cache's filesystem): {c['store_mbps']:.0f} MB/s"
                   + ratio("cold_seq_mbps", c["store_mbps"]))
-        if "fuse_path_mbps" in c:
-            print(f"  the FUSE path alone (fresh mount, cache file in the page cache: no network, no disk): "
-                  f"{c['fuse_path_mbps']:.0f} MB/s; a cold read pays this and the download")
         if "disk_direct_mbps" in c:
             d = c["disk_direct_mbps"]
             print(f"  disk, O_DIRECT 1 MiB reads × 4 in flight, caches dropped: {d:.0f} MB/s"

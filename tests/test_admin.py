@@ -33,7 +33,7 @@ FILE_READABLE = ["url", "content_type", "etag", "last_modified", "size",
 FILE_WRITABLE = ["purge", "preload"]
 ROOT_ATTRS = ["stats", "purge", "add", "remove"]
 STATS_KEYS = {"entries", "cached_bytes", "bytes_from_cache", "bytes_from_network",
-              "requests", "transfers_in_flight"}
+              "requests", "transfers_in_flight", "kernel_read_opens"}
 COMMANDS = ["mount", "status", "purge", "preload"]
 WAIT = 30.0  # upper bound for anything asynchronous
 

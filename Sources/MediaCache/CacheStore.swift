@@ -118,6 +118,18 @@ public final class CacheStore: Sendable {
         return fd
     }
 
+    /// Moves the entry's data file into trash/, for a file someone still
+    /// reads: its blocks are freed when the last reader closes it.
+    public func discardData(forKey key: String) {
+        let dir = directory(forKey: key)
+        let doomed = "\(trashRoot)/\(dir.suffix(64)).data.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
+        if rename(dir + "/data", doomed) != 0 && errno != ENOENT {
+            Log.warning("cannot move \(dir)/data to trash: \(String(cString: strerror(errno)))")
+            return
+        }
+        Thread.detachNewThread { [self] in emptyTrash() }
+    }
+
     /// Forgets the entry. The rename into trash comes first so no reader ever
     /// finds an entry half deleted.
     public func remove(key: String) {

@@ -379,6 +379,7 @@ public final class Catalog: @unchecked Sendable {
         let cached = all.reduce(Int64(0)) { $0 + $1.status().cachedBytes }
         return "{\"entries\":\(all.count),\"cached_bytes\":\(cached),"
             + "\"bytes_from_cache\":\(counters.bytesFromCache),\"bytes_from_network\":\(counters.bytesFromNetwork),"
-            + "\"requests\":\(counters.requests),\"transfers_in_flight\":\(counters.transfersInFlight)}"
+            + "\"requests\":\(counters.requests),\"transfers_in_flight\":\(counters.transfersInFlight),"
+            + "\"kernel_read_opens\":\(counters.kernelReadOpens)}"
     }
 }

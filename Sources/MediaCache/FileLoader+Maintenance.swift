@@ -60,6 +60,9 @@ extension FileLoader {
         lastError = nil
         dirty = true
         while activeReads > 0 { lock.wait() }
+        if kernelReading, let length {
+            return replaceDataFile(length: length)
+        }
         if let length, fd >= 0, ftruncate(fd, 0) != 0 || ftruncate(fd, off_t(length)) != 0 {
             Log.error(MediaError.system("emptying the cache of \(source.displayURL)").message)
         }
@@ -81,15 +84,15 @@ extension FileLoader {
         let allocated = fd >= 0 && fstat(fd, &st) == 0 ? Int64(st.st_blocks) * 512 : 0
         return Usage(allocatedBytes: allocated, lastAccess: lastAccess,
                      isComplete: info.map { present.contains(0..<$0.length) } ?? false,
-                     isBusy: !transfers.isEmpty || !waits.isEmpty)
+                     isBusy: !transfers.isEmpty || !waits.isEmpty || kernelReading)
     }
 
-    /// Evicts every cached byte unless a transfer runs or a read waits;
-    /// returns whether it did.
+    /// Evicts every cached byte unless a transfer runs, a read waits or the
+    /// kernel reads the file; returns whether it did.
     public func evict() -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        guard transfers.isEmpty, waits.isEmpty else { return false }
+        guard transfers.isEmpty, waits.isEmpty, !kernelReading else { return false }
         guard !present.isEmpty else { return true }
         dropAll(length: info?.length)
         Log.info("evicted \(source.displayURL) from the cache")
@@ -104,7 +107,8 @@ extension FileLoader {
         lock.lock()
         defer { lock.unlock() }
         var excess = present.byteCount - target
-        guard excess > 0, fd >= 0 else { return }
+        // Bytes the kernel reads in place stay until its handles close.
+        guard excess > 0, fd >= 0, !kernelReading else { return }
         let behind = present.ranges.filter { $0.upperBound <= lastReadOffset }
         let ahead = Array(present.ranges.filter { $0.upperBound > lastReadOffset }.reversed())
         var doomed: [Range<Int64>] = []

@@ -85,6 +85,11 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var generation = 0
     /// Where the last read started, so trimming drops played bytes first.
     var lastReadOffset: Int64 = 0
+    /// The kernel reads the data file itself for some handles (FUSE
+    /// passthrough): its bytes must not change in place until they close.
+    var kernelReading = false
+    /// Bumped when a new data file replaces one the kernel still reads.
+    var dataVersion = 0
     /// Called (with `lock` held) when the remote content changed.
     public var onChange: (@Sendable () -> Void)? {
         get { lock.lock(); defer { lock.unlock() }; return changeHandler }
@@ -248,7 +253,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         lastAccess = Int64(Self.now())
         lastReadOffset = wanted.lowerBound
         let startGeneration = generation
-        var attempts = 0
+        var attempts = Attempts()
         if present.contains(wanted) {
             // Reading cached bytes sends no request: readahead starts from a
             // read that had to fetch, and goes on while this handle streams.
@@ -301,11 +306,18 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         return available
     }
 
+    /// What one read has asked for: each byte is fetched at most
+    /// `maxAttempts` times, however many holes the read spans.
+    struct Attempts {
+        var asked = ByteRangeSet()
+        var retries = 0
+    }
+
     /// Makes sure a transfer is on its way for every byte of `holes`: joins
     /// running ones, starts the rest (reaching `window` further). Throws
     /// once a read has tried too often. Call with `lock` held.
     func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier,
-                              info: ContentInfo, attempts: inout Int) throws {
+                              info: ContentInfo, attempts: inout Attempts) throws {
         for hole in holes {
             var point = hole.lowerBound
             while point < hole.upperBound {
@@ -332,14 +344,18 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                     throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
                 if Self.now() < retryAt { return }
-                guard attempts < settings.maxAttempts else {
-                    unavailableUntil = Self.now() + settings.unavailableFor
-                    failuresInARow = 0
-                    throw MediaError.io("\(source.displayURL): bytes \(point)-\(hole.upperBound - 1) unavailable: "
-                                        + (lastError?.message ?? "transfer ended early"))
+                if attempts.asked.contains(point..<point + 1) {
+                    guard attempts.retries + 1 < settings.maxAttempts else {
+                        unavailableUntil = Self.now() + settings.unavailableFor
+                        failuresInARow = 0
+                        throw MediaError.io("\(source.displayURL): bytes \(point)-\(hole.upperBound - 1) unavailable: "
+                                            + (lastError?.message ?? "transfer ended early"))
+                    }
+                    attempts.retries += 1
                 }
-                attempts += 1
-                point = startTransfer(at: point, end: max(hole.upperBound, point + window), owner: owner, info: info)
+                let start = point
+                point = startTransfer(at: start, end: max(hole.upperBound, point + window), owner: owner, info: info)
+                attempts.asked.insert(start..<point)
             }
         }
     }

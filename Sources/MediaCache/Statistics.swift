@@ -10,6 +10,8 @@ public final class Statistics: Sendable {
     let bytesFromNetwork = Atomic<Int64>(0)
     let requests = Atomic<Int64>(0)
     let transfersInFlight = Atomic<Int64>(0)
+    /// Opens whose reads the kernel serves from the cache itself (passthrough).
+    let kernelReadOpens = Atomic<Int64>(0)
     /// Seconds since the epoch until which the cache is not written.
     private let cacheWritesPausedUntil = Atomic<Int64>(0)
     /// After a failed cache write, reads pass through for this long.
@@ -35,17 +37,24 @@ public final class Statistics: Sendable {
 
     private static func seconds() -> Int64 { Int64(time(nil)) }
 
+    /// A file was opened for the kernel to read from the cache itself.
+    public func countKernelReadOpen() {
+        kernelReadOpens.add(1, ordering: .relaxed)
+    }
+
     public struct Snapshot: Sendable, Equatable {
         public var bytesFromCache: Int64
         public var bytesFromNetwork: Int64
         public var requests: Int64
         public var transfersInFlight: Int64
+        public var kernelReadOpens: Int64
     }
 
     public var snapshot: Snapshot {
         Snapshot(bytesFromCache: bytesFromCache.load(ordering: .relaxed),
                  bytesFromNetwork: bytesFromNetwork.load(ordering: .relaxed),
                  requests: requests.load(ordering: .relaxed),
-                 transfersInFlight: transfersInFlight.load(ordering: .relaxed))
+                 transfersInFlight: transfersInFlight.load(ordering: .relaxed),
+                 kernelReadOpens: kernelReadOpens.load(ordering: .relaxed))
     }
 }

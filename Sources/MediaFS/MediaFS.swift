@@ -17,6 +17,9 @@ public final class MediaFS: @unchecked Sendable {
         public var fuseOptions: [String] = []
         /// Max threads serving FUSE requests; reads block while waiting.
         public var maxThreads: UInt32 = 16
+        /// Let the kernel read complete files from the cache itself (FUSE
+        /// passthrough) where it and the privileges allow.
+        public var passthrough = true
 
         public init(mountpoint: String) {
             self.mountpoint = mountpoint
@@ -34,6 +37,17 @@ public final class MediaFS: @unchecked Sendable {
     private var started: Catalog?
     private let readaheadRaised = Mutex(false)
     private var fuse: OpaquePointer?
+    private let passthroughState = Mutex<(checked: Bool, value: Passthrough?)>((false, nil))
+
+    /// The mount's passthrough, known from the first open on (after INIT).
+    var passthrough: Passthrough? {
+        passthroughState.withLock { state in
+            if !state.checked, let fuse {
+                state = (true, Passthrough.negotiatedFor(session: fuse_get_session(fuse)))
+            }
+            return state.value
+        }
+    }
 
     var catalog: Catalog { started! }
 
@@ -93,6 +107,7 @@ public final class MediaFS: @unchecked Sendable {
                 throw MediaError(EIO, "cannot install signal handlers")
             }
             defer { fuse_remove_signal_handlers(session) }
+            if options.passthrough { Passthrough.install(on: session!) }
 
             let catalog = makeCatalog()
             started = catalog

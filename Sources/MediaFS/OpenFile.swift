@@ -5,6 +5,8 @@ import MediaCache
 final class OpenFile {
     let loader: FileLoader
     let pattern = ReadPattern()
+    /// How the kernel reads this handle, when the mount has passthrough.
+    var mode: Passthrough.Mode?
 
     init(loader: FileLoader) {
         self.loader = loader

@@ -101,13 +101,20 @@ func makeOperations() -> fuse_operations {
             let loader = try catalog.file(at: name)
             let file = OpenFile(loader: loader)
             loader.attach(file.pattern)
+            file.mode = adapter().passthrough?.open(loader)
+            if case .passthrough? = file.mode {
+                catalog.statistics.countKernelReadOpen()
+            } else {
+                // Content does not change under a mount unless revalidation
+                // says so (and then the kernel is told): later opens may
+                // reuse the page cache instead of asking again.
+                info!.pointee.keep_cache = 1
+                adapter().raiseKernelReadaheadOnce()
+            }
             info!.pointee.fh = file.handle
-            // Content does not change under a mount unless revalidation says
-            // so (and then the kernel is told): later opens may reuse the
-            // page cache instead of asking again.
-            info!.pointee.keep_cache = 1
-            adapter().raiseKernelReadaheadOnce()
             catalog.opened(name)
+            // Last: the reply libfuse sends next from this thread is this open's.
+            if case .passthrough(let grant)? = file.mode { Passthrough.amendNextOpenReply(grant) }
             return 0
         }
     }
@@ -127,6 +134,7 @@ func makeOperations() -> fuse_operations {
 
     ops.release = { _, info in
         let file = OpenFile.borrow(info!.pointee.fh)
+        if let mode = file.mode { adapter().passthrough?.close(mode, of: file.loader) }
         file.loader.release(file.pattern)
         OpenFile.release(info!.pointee.fh)
         return 0

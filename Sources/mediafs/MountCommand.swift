@@ -20,6 +20,7 @@ struct MountCommand {
     var preloadNext: Catalog.PreloadNext?
     var http = HTTPOptions()
     var retries = 3
+    var passthrough = true
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
@@ -49,6 +50,8 @@ struct MountCommand {
           --revalidate never|open|DURATION  when to check that a file is
                                unchanged on open (default 1m: if last checked
                                more than a minute ago)
+          --no-passthrough     always read through the daemon, never let the
+                               kernel read complete files from the cache itself
           -d, --debug          log every request
           -h, --help           show this help
           -V, --version        show the version
@@ -71,6 +74,7 @@ struct MountCommand {
             case "--header": try addHeader(inline ?? value(option))
             case "--config": try loadConfig(inline ?? value(option))
             case "--netrc": http.netrc = true
+            case "--no-passthrough": passthrough = false
             case "--retries": try setRetries(inline ?? value(option))
             case "-o":
                 for key in try value(option).split(separator: ",") { try mountOption(String(key)) }
@@ -106,6 +110,8 @@ struct MountCommand {
             try loadConfig(value ?? "")
         case "netrc":
             http.netrc = true
+        case "no_passthrough", "no-passthrough":
+            passthrough = false
         case "retries":
             try setRetries(value ?? "")
         case "timeout":
@@ -190,6 +196,7 @@ struct MountCommand {
                                       : FileManager.default.currentDirectoryPath + "/" + mountpoint)
         options.foreground = foreground
         options.fuseOptions = fuseOptions
+        options.passthrough = passthrough
         let preloadNext = self.preloadNext
         let limits = cache.limits
         let revalidateAfter = self.revalidateAfter

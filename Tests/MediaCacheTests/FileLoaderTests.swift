@@ -406,6 +406,72 @@ final class FileLoaderTests: XCTestCase {
         XCTAssertTrue(fetcher.gets.allSatisfy { $0.ifRange == "\"v1\"" })
     }
 
+    func testRead_spanningMoreHolesThanAttempts_returnsExactBytes() throws {
+        let source = addContent(count: 1 << 20)
+        let loader = makeLoader()
+        // Small islands of cached bytes cut the later read into 7 holes,
+        // more than `maxAttempts`: asking for each once is not a retry.
+        for island in 1...6 {
+            _ = try read(loader, at: Int64(island) * 128 * Self.kib, count: 100)
+        }
+        XCTAssertEqual(try read(loader, at: 0, count: 1 << 20), source)
+    }
+
+    // MARK: Kernel reads (FUSE passthrough)
+
+    private func readAll(_ fd: Int32, count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, count, 0) }
+        return Array(bytes[..<max(n, 0)])
+    }
+
+    func testKernelReads_startOnlyOnceEveryByteIsCached() throws {
+        let source = addContent(count: 300_000)
+        let loader = makeLoader()
+        _ = try read(loader, at: 0, count: 1000)
+        XCTAssertNil(loader.beginKernelReads())
+        _ = try read(loader, at: 0, count: source.count)
+        let (fd, _) = try XCTUnwrap(loader.beginKernelReads())
+        defer { close(fd) }
+        XCTAssertEqual(readAll(fd, count: source.count + 1), source)
+    }
+
+    func testPurge_whileTheKernelReads_leavesItsFileWholeAndStartsANewOne() throws {
+        let source = addContent(count: 300_000)
+        let loader = makeLoader()
+        _ = try read(loader, at: 0, count: source.count)
+        let (fd, version) = try XCTUnwrap(loader.beginKernelReads())
+        defer { close(fd) }
+        loader.purge()
+        XCTAssertEqual(readAll(fd, count: source.count), source, "the kernel's file changed under it")
+        XCTAssertEqual(loader.status().cachedBytes, 0)
+        let before = fetcher.requestCount
+        XCTAssertEqual(try read(loader, at: 0, count: source.count), source)
+        XCTAssertGreaterThan(fetcher.requestCount, before, "purged bytes were not fetched again")
+        // The old file's readers closing says nothing of the new file.
+        loader.endKernelReads(version: version)
+        let (fresh, newVersion) = try XCTUnwrap(loader.beginKernelReads())
+        defer { close(fresh) }
+        XCTAssertNotEqual(newVersion, version)
+        XCTAssertEqual(readAll(fresh, count: source.count), source)
+    }
+
+    func testEvictionAndTrimming_leaveAFileTheKernelReads() throws {
+        let source = addContent(count: 300_000)
+        let loader = makeLoader()
+        _ = try read(loader, at: 0, count: source.count)
+        let (fd, version) = try XCTUnwrap(loader.beginKernelReads())
+        defer { close(fd) }
+        XCTAssertTrue(loader.usage().isBusy)
+        XCTAssertFalse(loader.evict())
+        loader.trim(to: 0)
+        XCTAssertEqual(loader.status().cachedBytes, Int64(source.count))
+        XCTAssertEqual(readAll(fd, count: source.count), source)
+        loader.endKernelReads(version: version)
+        XCTAssertTrue(loader.evict())
+        XCTAssertEqual(loader.status().cachedBytes, 0)
+    }
+
     // MARK: Many readers
 
     func testRandomConcurrentReads_fromFourThreads_matchTheSourceByteForByte() throws {

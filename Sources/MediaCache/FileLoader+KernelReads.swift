@@ -1,0 +1,49 @@
+// Handles whose reads the kernel serves from the data file itself (FUSE
+// passthrough), without asking the loader. While any is open, cached bytes
+// are never changed in place: a purge or a change moves the data file to the
+// trash and starts a new one, so those handles go on reading the bytes they
+// opened, whole and unmixed, and are freed when the last one closes.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension FileLoader {
+    /// When every byte is cached: a descriptor of the data file (a copy the
+    /// caller closes) and its version, and the file is kept as it is until
+    /// `endKernelReads(version:)`. Nil while any byte is missing.
+    public func beginKernelReads() -> (fd: Int32, version: Int)? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let info, fd >= 0, present.contains(0..<info.length) else { return nil }
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { return nil }
+        kernelReading = true
+        lastAccess = Int64(Self.now())
+        return (copy, dataVersion)
+    }
+
+    /// The last handle the kernel served from data file `version` closed.
+    public func endKernelReads(version: Int) {
+        lock.lock()
+        if version == dataVersion { kernelReading = false }
+        lock.unlock()
+    }
+
+    /// Empties the cache by starting a new data file, leaving the old one
+    /// to the kernel's readers. Call with `lock` held.
+    func replaceDataFile(length: Int64) {
+        store.discardData(forKey: key)
+        do {
+            let fresh = try store.openData(forKey: key, length: length)
+            if fd >= 0 { close(fd) }
+            fd = fresh
+        } catch {
+            // The old file stays: its bytes are forgotten, so they are never
+            // read from here, and fetched bytes overwrite them.
+            Log.error("\(source.displayURL): cannot start a new data file: \(error)")
+            return
+        }
+        dataVersion += 1
+        kernelReading = false
+    }
+}

@@ -1,0 +1,199 @@
+// FUSE passthrough (Linux 6.9 and later): for a file whose bytes are all
+// cached, the kernel reads the cache's data file itself, as fast as a local
+// file and without a request to this daemon. libfuse 3.14 predates it, so
+// two messages are amended on their way through libfuse's custom I/O hooks:
+// the INIT reply accepts FUSE_PASSTHROUGH, and an OPEN reply names the
+// backing file registered with the FUSE_DEV_IOC_BACKING_OPEN ioctl.
+//
+// The kernel insists that while a file has passthrough handles, every new
+// open of it is passthrough to the same backing file, and that no handle of
+// it is in page-cache mode at the same time. So a file is opened for
+// passthrough only when no page-cache handle of it is open, and while it has
+// passthrough handles, new opens reuse their backing file (purge and change
+// never alter that file in place; see FileLoader+KernelReads.swift).
+import CFuse
+import MediaCache
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class Passthrough: Sendable {
+    // The kernel's ABI (include/uapi/linux/fuse.h, protocol 7.40).
+    private static let opcodeInit: UInt32 = 26
+    private static let inHeaderSize = 40
+    private static let initExtended: UInt32 = 1 << 30            // FUSE_INIT_EXT
+    private static let passthroughFlag2: UInt32 = 1 << (37 - 32) // FUSE_PASSTHROUGH
+    private static let openPassthrough: UInt32 = 1 << 7          // FOPEN_PASSTHROUGH
+    private static let backingOpen: UInt = 0x4010_E501           // _IOW(229, 1, struct fuse_backing_map)
+    private static let backingClose: UInt = 0x4004_E502          // _IOW(229, 2, uint32_t)
+
+    /// A file's handles: the backing file its passthrough handles read,
+    /// or how many handles read it through the page cache.
+    private struct Handles {
+        var backing: (id: Int32, version: Int, count: Int)?
+        var cached = 0
+    }
+
+    /// What a passthrough handle holds: the backing file's id and version.
+    struct Grant {
+        let id: Int32
+        let version: Int
+    }
+
+    /// How an open handle is read.
+    enum Mode {
+        /// The kernel reads the backing file itself.
+        case passthrough(Grant)
+        /// Reads come to the daemon, through the page cache.
+        case cached
+    }
+
+    private static let offered = Atomic<Bool>(false)
+    private static let initUnique = Atomic<UInt64>(0)
+    private static let negotiated = Atomic<Bool>(false)
+    /// The backing id the OPEN reply sent next from this thread carries.
+    private static let pendingKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    private let deviceFD: Int32
+    private let files = Mutex<[ObjectIdentifier: Handles]>([:])
+    private let failed = Atomic<Bool>(false)
+
+    private init(deviceFD: Int32) {
+        self.deviceFD = deviceFD
+    }
+
+    /// Routes the session's messages through the hooks below. Only root
+    /// may register backing files, so others keep libfuse's plain I/O.
+    static func install(on session: OpaquePointer) {
+        guard geteuid() == 0 else { return }
+        var io = fuse_custom_io()
+        io.read = { fd, buffer, size, _ in
+            let count = read(fd, buffer, size)
+            if count >= Passthrough.inHeaderSize, let buffer { Passthrough.inspect(request: buffer) }
+            return count
+        }
+        io.writev = { fd, vectors, count, _ in
+            if let vectors, count >= 2 { Passthrough.amend(reply: vectors) }
+            return writev(fd, vectors, count)
+        }
+        let fd = fuse_session_fd(session)
+        if fuse_session_custom_io(session, &io, fd) != 0 {
+            Log.warning("cannot hook FUSE messages: files are read through the daemon")
+        }
+    }
+
+    /// The mount's passthrough, once the kernel has agreed to it.
+    static func negotiatedFor(session: OpaquePointer) -> Passthrough? {
+        negotiated.load(ordering: .acquiring) ? Passthrough(deviceFD: fuse_session_fd(session)) : nil
+    }
+
+    private static func inspect(request: UnsafeMutableRawPointer) {
+        guard initUnique.load(ordering: .relaxed) == 0,
+              request.loadUnaligned(fromByteOffset: 4, as: UInt32.self) == opcodeInit else { return }
+        let body = request + inHeaderSize
+        let minor = body.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+        let flags = body.loadUnaligned(fromByteOffset: 12, as: UInt32.self)
+        let flags2 = body.loadUnaligned(fromByteOffset: 16, as: UInt32.self)
+        offered.store(minor >= 40 && flags & initExtended != 0 && flags2 & passthroughFlag2 != 0,
+                      ordering: .relaxed)
+        initUnique.store(request.loadUnaligned(fromByteOffset: 8, as: UInt64.self), ordering: .relaxed)
+    }
+
+    private static func amend(reply vectors: UnsafeMutablePointer<iovec>) {
+        guard let header = vectors[0].iov_base, vectors[0].iov_len >= 16, let body = vectors[1].iov_base,
+              header.loadUnaligned(fromByteOffset: 4, as: Int32.self) == 0 else { return }
+        if let pending = pthread_getspecific(pendingKey) {
+            pthread_setspecific(pendingKey, nil)
+            // fuse_open_out: fh u64, open_flags u32, backing_id s32.
+            guard vectors[1].iov_len == 16 else { return }
+            let flags = body.loadUnaligned(fromByteOffset: 8, as: UInt32.self)
+            body.storeBytes(of: flags | openPassthrough, toByteOffset: 8, as: UInt32.self)
+            body.storeBytes(of: Int32(truncatingIfNeeded: Int(bitPattern: pending)), toByteOffset: 12, as: Int32.self)
+            return
+        }
+        let unique = header.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+        guard unique != 0, unique == initUnique.load(ordering: .relaxed), !negotiated.load(ordering: .relaxed),
+              offered.load(ordering: .relaxed), vectors[1].iov_len >= 40 else { return }
+        // fuse_init_out: flags at 12, flags2 at 32, max_stack_depth at 36.
+        let flags = body.loadUnaligned(fromByteOffset: 12, as: UInt32.self)
+        let flags2 = body.loadUnaligned(fromByteOffset: 32, as: UInt32.self)
+        body.storeBytes(of: flags | initExtended, toByteOffset: 12, as: UInt32.self)
+        body.storeBytes(of: flags2 | passthroughFlag2, toByteOffset: 32, as: UInt32.self)
+        // The cache may sit on a filesystem that is itself stacked (overlayfs).
+        body.storeBytes(of: UInt32(1), toByteOffset: 36, as: UInt32.self)
+        negotiated.store(true, ordering: .releasing)
+    }
+
+    /// Chooses the mode of a new handle of `loader`'s file; give it back
+    /// with `close` at release.
+    func open(_ loader: FileLoader) -> Mode {
+        let key = ObjectIdentifier(loader)
+        return files.withLock { table -> Mode in
+            var handles = table[key] ?? Handles()
+            defer { table[key] = handles }
+            if var backing = handles.backing {
+                // Handles still read this backing file: the kernel allows
+                // no other, and its bytes are the ones they opened.
+                backing.count += 1
+                handles.backing = backing
+                return .passthrough(Grant(id: backing.id, version: backing.version))
+            }
+            guard handles.cached == 0, !failed.load(ordering: .relaxed),
+                  let (fd, version) = loader.beginKernelReads() else {
+                handles.cached += 1
+                return .cached
+            }
+            defer { Glibc.close(fd) }
+            // struct fuse_backing_map: fd s32, flags u32, padding u64.
+            var map: (Int32, UInt32, UInt64) = (fd, 0, 0)
+            let id = mediafs_ioctl(deviceFD, Self.backingOpen, &map)
+            guard id > 0 else {
+                let reason = String(cString: strerror(errno))
+                loader.endKernelReads(version: version)
+                if !failed.exchange(true, ordering: .relaxed) {
+                    Log.warning("FUSE passthrough unavailable (\(reason)): cached files are read through the daemon")
+                }
+                handles.cached += 1
+                return .cached
+            }
+            handles.backing = (id, version, 1)
+            return .passthrough(Grant(id: id, version: version))
+        }
+    }
+
+    /// A handle opened in `mode` closed.
+    func close(_ mode: Mode, of loader: FileLoader) {
+        let key = ObjectIdentifier(loader)
+        let ended = files.withLock { table -> Int? in
+            guard var handles = table[key] else { return nil }
+            defer { table[key] = handles.backing == nil && handles.cached == 0 ? nil : handles }
+            switch mode {
+            case .cached:
+                handles.cached -= 1
+                return nil
+            case .passthrough(let grant):
+                guard var backing = handles.backing, backing.id == grant.id else { return nil }
+                backing.count -= 1
+                if backing.count > 0 {
+                    handles.backing = backing
+                    return nil
+                }
+                handles.backing = nil
+                var id = UInt32(bitPattern: backing.id)
+                _ = mediafs_ioctl(deviceFD, Self.backingClose, &id)
+                return backing.version
+            }
+        }
+        if let version = ended { loader.endKernelReads(version: version) }
+    }
+
+    /// Marks the OPEN reply this thread sends next as passthrough to `grant`.
+    static func amendNextOpenReply(_ grant: Grant) {
+        pthread_setspecific(pendingKey, UnsafeRawPointer(bitPattern: Int(grant.id)))
+    }
+}
