@@ -33,15 +33,14 @@ extension FileLoader {
     /// to the kernel's readers. Call with `lock` held.
     func replaceDataFile(length: Int64) {
         store.discardData(forKey: key)
+        if fd >= 0 { close(fd) }
         do {
-            let fresh = try store.openData(forKey: key, length: length)
-            if fd >= 0 { close(fd) }
-            fd = fresh
+            fd = try store.openData(forKey: key, length: length)
         } catch {
-            // The old file stays: its bytes are forgotten, so they are never
-            // read from here, and fetched bytes overwrite them.
+            // Writing into the old file would change bytes the kernel reads:
+            // no cache for this file until it is probed again.
+            fd = -1
             Log.error("\(source.displayURL): cannot start a new data file: \(error)")
-            return
         }
         dataVersion += 1
         kernelReading = false
