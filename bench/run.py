@@ -489,8 +489,9 @@ class Bench:
                         raise RuntimeError(f"warm read returned {n} bytes, expected {size}")
                     self.put("warm_same_mbps", tool, size / dt / MB)
                     if tool == "mediafs":
-                        # The first re-read also pays the kernel's LRU activation
-                        # of every page; a second one shows the page cache alone.
+                        # The first re-read pays one-time costs (dropping the FUSE
+                        # page cache for passthrough, or LRU activation); a
+                        # second one shows the steady state.
                         _, dt = read_local(path)
                         self.ceilings["warm_same_second_mbps"] = size / dt / MB
                     self.record_server("warm_same", tool, self.nginx.since(m, settle=0))
@@ -826,7 +827,7 @@ class Bench:
                   + ratio("warm_remount_mbps", d)
                   + ("; the 2 GB/s remount goal is above this disk" if d < 2000 else ""))
         if "warm_same_second_mbps" in c:
-            print(f"  warm same mount, second re-read (pages already active in the kernel's LRU): "
+            print(f"  warm same mount, second re-read (no first-read costs; see bench/README.md): "
                   f"{c['warm_same_second_mbps']:.0f} MB/s")
 
     def report(self, elapsed):

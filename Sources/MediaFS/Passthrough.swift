@@ -12,13 +12,14 @@
 // passthrough handles, new opens reuse their backing file (purge and change
 // never alter that file in place; see FileLoader+KernelReads.swift).
 import CFuse
+import Foundation
 import MediaCache
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-final class Passthrough: Sendable {
+final class Passthrough: @unchecked Sendable {
     // The kernel's ABI (include/uapi/linux/fuse.h, protocol 7.40).
     private static let opcodeInit: UInt32 = 26
     private static let inHeaderSize = 40
@@ -60,7 +61,12 @@ final class Passthrough: Sendable {
     }()
 
     private let deviceFD: Int32
-    private let files = Mutex<[ObjectIdentifier: Handles]>([:])
+    /// Guards `files`; signalled when a page-cache handle closes.
+    private let lock = NSCondition()
+    private var files: [ObjectIdentifier: Handles] = [:]
+    /// The kernel sends RELEASE after close() has returned, so an open
+    /// right after a close may arrive first: it waits this long for it.
+    static let releaseWait = 0.005
     private let failed = Atomic<Bool>(false)
 
     private init(deviceFD: Int32) {
@@ -133,62 +139,68 @@ final class Passthrough: Sendable {
     /// with `close` at release.
     func open(_ loader: FileLoader) -> Mode {
         let key = ObjectIdentifier(loader)
-        return files.withLock { table -> Mode in
-            var handles = table[key] ?? Handles()
-            defer { table[key] = handles }
-            if var backing = handles.backing {
-                // Handles still read this backing file: the kernel allows
-                // no other, and its bytes are the ones they opened.
-                backing.count += 1
-                handles.backing = backing
-                return .passthrough(Grant(id: backing.id, version: backing.version))
-            }
-            guard handles.cached == 0, !failed.load(ordering: .relaxed),
-                  let (fd, version) = loader.beginKernelReads() else {
-                handles.cached += 1
-                return .cached
-            }
-            defer { Glibc.close(fd) }
-            // struct fuse_backing_map: fd s32, flags u32, padding u64.
-            var map: (Int32, UInt32, UInt64) = (fd, 0, 0)
-            let id = mediafs_ioctl(deviceFD, Self.backingOpen, &map)
-            guard id > 0 else {
-                let reason = String(cString: strerror(errno))
-                loader.endKernelReads(version: version)
-                if !failed.exchange(true, ordering: .relaxed) {
-                    Log.warning("FUSE passthrough unavailable (\(reason)): cached files are read through the daemon")
-                }
-                handles.cached += 1
-                return .cached
-            }
-            handles.backing = (id, version, 1)
-            return .passthrough(Grant(id: id, version: version))
+        lock.lock()
+        defer { lock.unlock() }
+        if (files[key]?.cached ?? 0) > 0, !failed.load(ordering: .relaxed), loader.usage().isComplete {
+            let deadline = Date(timeIntervalSinceNow: Self.releaseWait)
+            while (files[key]?.cached ?? 0) > 0 && lock.wait(until: deadline) {}
         }
+        var handles = files[key] ?? Handles()
+        defer { files[key] = handles }
+        if var backing = handles.backing {
+            // Handles still read this backing file: the kernel allows no
+            // other, and its bytes are the ones they opened.
+            backing.count += 1
+            handles.backing = backing
+            return .passthrough(Grant(id: backing.id, version: backing.version))
+        }
+        guard handles.cached == 0, !failed.load(ordering: .relaxed),
+              let (fd, version) = loader.beginKernelReads() else {
+            handles.cached += 1
+            return .cached
+        }
+        defer { Glibc.close(fd) }
+        // struct fuse_backing_map: fd s32, flags u32, padding u64.
+        var map: (Int32, UInt32, UInt64) = (fd, 0, 0)
+        let id = mediafs_ioctl(deviceFD, Self.backingOpen, &map)
+        guard id > 0 else {
+            let reason = String(cString: strerror(errno))
+            loader.endKernelReads(version: version)
+            if !failed.exchange(true, ordering: .relaxed) {
+                Log.warning("FUSE passthrough unavailable (\(reason)): cached files are read through the daemon")
+            }
+            handles.cached += 1
+            return .cached
+        }
+        handles.backing = (id, version, 1)
+        return .passthrough(Grant(id: id, version: version))
     }
 
     /// A handle opened in `mode` closed.
     func close(_ mode: Mode, of loader: FileLoader) {
         let key = ObjectIdentifier(loader)
-        let ended = files.withLock { table -> Int? in
-            guard var handles = table[key] else { return nil }
-            defer { table[key] = handles.backing == nil && handles.cached == 0 ? nil : handles }
-            switch mode {
-            case .cached:
-                handles.cached -= 1
-                return nil
-            case .passthrough(let grant):
-                guard var backing = handles.backing, backing.id == grant.id else { return nil }
+        lock.lock()
+        guard var handles = files[key] else { return lock.unlock() }
+        var ended: Int?
+        switch mode {
+        case .cached:
+            handles.cached -= 1
+            lock.broadcast()
+        case .passthrough(let grant):
+            if var backing = handles.backing, backing.id == grant.id {
                 backing.count -= 1
                 if backing.count > 0 {
                     handles.backing = backing
-                    return nil
+                } else {
+                    handles.backing = nil
+                    var id = UInt32(bitPattern: backing.id)
+                    _ = mediafs_ioctl(deviceFD, Self.backingClose, &id)
+                    ended = backing.version
                 }
-                handles.backing = nil
-                var id = UInt32(bitPattern: backing.id)
-                _ = mediafs_ioctl(deviceFD, Self.backingClose, &id)
-                return backing.version
             }
         }
+        files[key] = handles.backing == nil && handles.cached == 0 ? nil : handles
+        lock.unlock()
         if let version = ended { loader.endKernelReads(version: version) }
     }
 
