@@ -157,3 +157,54 @@ def test_change_on_the_server_never_mixes_versions_for_a_kernel_reader(mount, sr
         time.sleep(0.2)
         got = read_whole(path)
     assert got == v2, "after every handle closed, opens still read the old version"
+
+
+def test_concurrent_opens_reads_and_purges_never_fail_or_mix(mount, srv):
+    """Handles of both modes come and go while the file is purged again and
+    again: every open succeeds (the kernel refuses an open that breaks its
+    rules) and every read is exact."""
+    import random
+    import threading
+    data = data_of(2 * MiB + 333, 7)
+    m, path = mount_one(mount, srv, "s.bin", data)
+    complete_and_check_passthrough(m, path, data)
+    stop = threading.Event()
+    errors = []
+
+    def reader(seed):
+        rng = random.Random(seed)
+        for _ in range(60):
+            try:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    for _ in range(rng.randrange(1, 4)):
+                        off = rng.randrange(0, len(data))
+                        size = rng.choice([1, 4 * KiB, 100_000, len(data)])
+                        got = os.pread(fd, size, off)
+                        if got != data[off:off + size]:
+                            errors.append(f"seed {seed}: {size} bytes at {off} differ")
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                errors.append(f"seed {seed}: {e!r}")
+
+    def purger():
+        while not stop.wait(0.02):
+            try:
+                xset(path, "purge", "1")
+            except OSError as e:
+                errors.append(f"purge: {e!r}")
+
+    threads = [threading.Thread(target=reader, args=(s,)) for s in range(4)]
+    p = threading.Thread(target=purger)
+    p.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    stop.set()
+    p.join(30)
+    assert not any(t.is_alive() for t in threads), "a reader hung"
+    assert errors == [], errors[:5]
+    assert stats(m)["kernel_read_opens"] > 1, "no open after the first used passthrough"
+    assert read_whole(path) == data

@@ -10,22 +10,23 @@ import Glibc
 extension FileLoader {
     /// When every byte is cached: a descriptor of the data file (a copy the
     /// caller closes) and its version, and the file is kept as it is until
-    /// `endKernelReads(version:)`. Nil while any byte is missing.
+    /// as many `endKernelReads(version:)`. Nil while any byte is missing.
     public func beginKernelReads() -> (fd: Int32, version: Int)? {
         lock.lock()
         defer { lock.unlock() }
         guard let info, fd >= 0, present.contains(0..<info.length) else { return nil }
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { return nil }
-        kernelReading = true
+        kernelReaders += 1
         lastAccess = Int64(Self.now())
         return (copy, dataVersion)
     }
 
-    /// The last handle the kernel served from data file `version` closed.
+    /// Ends one `beginKernelReads` of data file `version`: its last handle
+    /// closed. Those of a data file since replaced count for nothing.
     public func endKernelReads(version: Int) {
         lock.lock()
-        if version == dataVersion { kernelReading = false }
+        if version == dataVersion { kernelReaders = max(kernelReaders - 1, 0) }
         lock.unlock()
     }
 
@@ -43,6 +44,6 @@ extension FileLoader {
             Log.error("\(source.displayURL): cannot start a new data file: \(error)")
         }
         dataVersion += 1
-        kernelReading = false
+        kernelReaders = 0
     }
 }

@@ -85,9 +85,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var generation = 0
     /// Where the last read started, so trimming drops played bytes first.
     var lastReadOffset: Int64 = 0
-    /// The kernel reads the data file itself for some handles (FUSE
-    /// passthrough): its bytes must not change in place until they close.
-    var kernelReading = false
+    /// Backing files registered on the data file for the kernel to read
+    /// itself (FUSE passthrough): while any, its bytes never change in place.
+    var kernelReaders = 0
+    var kernelReading: Bool { kernelReaders > 0 }
     /// Bumped when a new data file replaces one the kernel still reads.
     var dataVersion = 0
     /// Called (with `lock` held) when the remote content changed.

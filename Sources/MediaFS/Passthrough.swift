@@ -61,7 +61,8 @@ final class Passthrough: @unchecked Sendable {
     }()
 
     private let deviceFD: Int32
-    /// Guards `files`; signalled when a page-cache handle closes.
+    /// Guards `files` (taken before a loader's lock); signalled when a
+    /// page-cache handle closes.
     private let lock = NSCondition()
     private var files: [ObjectIdentifier: Handles] = [:]
     /// The kernel sends RELEASE after close() has returned, so an open
@@ -180,8 +181,8 @@ final class Passthrough: @unchecked Sendable {
     func close(_ mode: Mode, of loader: FileLoader) {
         let key = ObjectIdentifier(loader)
         lock.lock()
-        guard var handles = files[key] else { return lock.unlock() }
-        var ended: Int?
+        defer { lock.unlock() }
+        guard var handles = files[key] else { return }
         switch mode {
         case .cached:
             handles.cached -= 1
@@ -195,13 +196,14 @@ final class Passthrough: @unchecked Sendable {
                     handles.backing = nil
                     var id = UInt32(bitPattern: backing.id)
                     _ = mediafs_ioctl(deviceFD, Self.backingClose, &id)
-                    ended = backing.version
+                    // Under the lock: a passthrough open right after must
+                    // find the loader's bookkeeping already ended, or this
+                    // would end the new backing's instead.
+                    loader.endKernelReads(version: backing.version)
                 }
             }
         }
         files[key] = handles.backing == nil && handles.cached == 0 ? nil : handles
-        lock.unlock()
-        if let version = ended { loader.endKernelReads(version: version) }
     }
 
     /// Marks the OPEN reply this thread sends next as passthrough to `grant`.

@@ -456,6 +456,19 @@ final class FileLoaderTests: XCTestCase {
         XCTAssertEqual(readAll(fresh, count: source.count), source)
     }
 
+    func testKernelReads_overlappingOnOneFile_keepItUntilTheLastEnds() throws {
+        let source = addContent(count: 300_000)
+        let loader = makeLoader()
+        _ = try read(loader, at: 0, count: source.count)
+        let (first, version) = try XCTUnwrap(loader.beginKernelReads())
+        let (second, _) = try XCTUnwrap(loader.beginKernelReads())
+        defer { close(first); close(second) }
+        // The first backing's end arrives after the second began.
+        loader.endKernelReads(version: version)
+        loader.purge()
+        XCTAssertEqual(readAll(second, count: source.count), source, "a file the kernel still reads was emptied")
+    }
+
     func testEvictionAndTrimming_leaveAFileTheKernelReads() throws {
         let source = addContent(count: 300_000)
         let loader = makeLoader()
