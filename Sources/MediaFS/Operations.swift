@@ -132,9 +132,11 @@ func makeOperations() -> fuse_operations {
         }
     }
 
-    ops.release = { _, info in
+    ops.release = { path, info in
         let file = OpenFile.borrow(info!.pointee.fh)
-        if let mode = file.mode { adapter().passthrough?.close(mode, of: file.loader) }
+        if let mode = file.mode, adapter().passthrough?.close(mode, of: file.loader) == true, let path {
+            adapter().invalidate([pathString(path)])
+        }
         file.loader.release(file.pattern)
         OpenFile.release(info!.pointee.fh)
         return 0

@@ -177,16 +177,23 @@ final class Passthrough: @unchecked Sendable {
         return .passthrough(Grant(id: id, version: version))
     }
 
-    /// A handle opened in `mode` closed.
-    func close(_ mode: Mode, of loader: FileLoader) {
+    /// A handle opened in `mode` closed. Returns true when it was the last
+    /// page-cache handle of a complete file: its next open is passthrough,
+    /// and that open would drop the file's pages from the FUSE page cache
+    /// itself, at the reader's expense, unless they are dropped before.
+    @discardableResult
+    func close(_ mode: Mode, of loader: FileLoader) -> Bool {
         let key = ObjectIdentifier(loader)
         lock.lock()
         defer { lock.unlock() }
-        guard var handles = files[key] else { return }
+        guard var handles = files[key] else { return false }
+        var lastCached = false
         switch mode {
         case .cached:
             handles.cached -= 1
             lock.broadcast()
+            lastCached = handles.cached == 0 && handles.backing == nil && !failed.load(ordering: .relaxed)
+                && loader.usage().isComplete
         case .passthrough(let grant):
             if var backing = handles.backing, backing.id == grant.id {
                 backing.count -= 1
@@ -204,6 +211,7 @@ final class Passthrough: @unchecked Sendable {
             }
         }
         files[key] = handles.backing == nil && handles.cached == 0 ? nil : handles
+        return lastCached
     }
 
     /// Marks the OPEN reply this thread sends next as passthrough to `grant`.
