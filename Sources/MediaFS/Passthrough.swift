@@ -81,7 +81,7 @@ final class Passthrough: @unchecked Sendable {
         var io = fuse_custom_io()
         io.read = { fd, buffer, size, _ in
             let count = read(fd, buffer, size)
-            if count >= Passthrough.inHeaderSize, let buffer { Passthrough.inspect(request: buffer) }
+            if count >= Passthrough.inHeaderSize + 20, let buffer { Passthrough.inspect(request: buffer) }
             return count
         }
         io.writev = { fd, vectors, count, _ in
@@ -112,10 +112,11 @@ final class Passthrough: @unchecked Sendable {
     }
 
     private static func amend(reply vectors: UnsafeMutablePointer<iovec>) {
+        let pending = pthread_getspecific(pendingKey)
+        if pending != nil { pthread_setspecific(pendingKey, nil) }
         guard let header = vectors[0].iov_base, vectors[0].iov_len >= 16, let body = vectors[1].iov_base,
               header.loadUnaligned(fromByteOffset: 4, as: Int32.self) == 0 else { return }
-        if let pending = pthread_getspecific(pendingKey) {
-            pthread_setspecific(pendingKey, nil)
+        if let pending {
             // fuse_open_out: fh u64, open_flags u32, backing_id s32.
             guard vectors[1].iov_len == 16 else { return }
             let flags = body.loadUnaligned(fromByteOffset: 8, as: UInt32.self)
@@ -131,7 +132,8 @@ final class Passthrough: @unchecked Sendable {
         let flags2 = body.loadUnaligned(fromByteOffset: 32, as: UInt32.self)
         body.storeBytes(of: flags | initExtended, toByteOffset: 12, as: UInt32.self)
         body.storeBytes(of: flags2 | passthroughFlag2, toByteOffset: 32, as: UInt32.self)
-        // The cache may sit on a filesystem that is itself stacked (overlayfs).
+        // Backing files on a plain filesystem; a cache on a stacked one
+        // (overlayfs) is refused at open and read through the page cache.
         body.storeBytes(of: UInt32(1), toByteOffset: 36, as: UInt32.self)
         negotiated.store(true, ordering: .releasing)
     }
