@@ -9,9 +9,7 @@ final class CacheStoreTests: XCTestCase {
     private let key = "https://example.com/a.mp4"
 
     override func setUpWithError() throws {
-        var template = Array("/tmp/mediafs-store-test.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw MediaError.system("mkdtemp") }
-        base = String(cString: made)
+        base = try TemporaryDirectory.make("store")
     }
 
     override func tearDownWithError() throws {

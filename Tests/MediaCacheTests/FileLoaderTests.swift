@@ -17,9 +17,7 @@ final class FileLoaderTests: XCTestCase {
     private let url = "https://media.example/films/video.mp4"
 
     override func setUpWithError() throws {
-        var template = Array("/tmp/mediafs-loader-test.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw MediaError.system("mkdtemp") }
-        base = String(cString: made)
+        base = try TemporaryDirectory.make("loader")
         store = try CacheStore(root: base)
         fetcher = makeFetcher()
     }
@@ -305,48 +303,42 @@ final class FileLoaderTests: XCTestCase {
 
     // MARK: Server failures
 
-    func testNotFound_makesReadAndContentInfoThrowENOENT() throws {
+    /// A loader of a 1000-byte file whose server misbehaves as `configure` says.
+    private func makeFailingLoader(_ configure: (inout FakeFetcher.Resource) -> Void) -> FileLoader {
         var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
-        resource.status = 404
+        configure(&resource)
         fetcher.add(url, resource)
-        let loader = makeLoader()
+        return makeLoader()
+    }
+
+    func testNotFound_makesReadAndContentInfoThrowENOENT() throws {
+        let loader = makeFailingLoader { $0.status = 404 }
         XCTAssertThrowsError(try loader.contentInfo()) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
         XCTAssertThrowsError(try read(loader, at: 0, count: 10)) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
     }
 
     func testNotFound_onGetAfterASuccessfulHead_makesReadThrowENOENT() throws {
-        var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
-        resource.getStatus = 404
-        fetcher.add(url, resource)
-        let loader = makeLoader()
+        let loader = makeFailingLoader { $0.getStatus = 404 }
         XCTAssertThrowsError(try read(loader, at: 0, count: 10)) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
     }
 
     func testServiceUnavailable_onEveryGet_makesReadThrowEIOAfterBoundedAttempts() throws {
-        var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
-        resource.getStatus = 503
-        fetcher.add(url, resource)
-        let loader = makeLoader()
+        let loader = makeFailingLoader { $0.getStatus = 503 }
         XCTAssertThrowsError(try read(loader, at: 0, count: 10)) { XCTAssertEqual(($0 as? MediaError)?.errno, EIO) }
         XCTAssertGreaterThan(fetcher.gets.count, 0)
         XCTAssertLessThanOrEqual(fetcher.gets.count, settings.maxAttempts)
     }
 
     func testServiceUnavailable_onHeadAndGet_makesContentInfoThrowEIOAfterBoundedRetries() throws {
-        var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
-        resource.status = 503
-        fetcher.add(url, resource)
-        let loader = makeLoader()
+        let loader = makeFailingLoader { $0.status = 503 }
         XCTAssertThrowsError(try loader.contentInfo()) { XCTAssertEqual(($0 as? MediaError)?.errno, EIO) }
         XCTAssertEqual(fetcher.heads.count, settings.maxAttempts)
         XCTAssertEqual(fetcher.gets.map(\.range), Array(repeating: 0..<1, count: settings.maxAttempts))
     }
 
     func testUnreachableServer_makesContentInfoThrowEIO() throws {
-        var resource = FakeFetcher.Resource(bytes: Self.content(count: 1000))
-        resource.transportError = true
-        fetcher.add(url, resource)
-        XCTAssertThrowsError(try makeLoader().contentInfo()) { XCTAssertEqual(($0 as? MediaError)?.errno, EIO) }
+        let loader = makeFailingLoader { $0.transportError = true }
+        XCTAssertThrowsError(try loader.contentInfo()) { XCTAssertEqual(($0 as? MediaError)?.errno, EIO) }
     }
 
     func testShortResponse_once_isRetriedForTheRestAndReturnsExactBytes() throws {

@@ -182,9 +182,7 @@ final class PlaylistTests: XCTestCase {
     // MARK: Through Source
 
     func testSource_localPlaylistFile_givesSafeNamedSourcesInOrder() throws {
-        var template = Array("/tmp/mediafs-playlist-test.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw MediaError.system("mkdtemp") }
-        let dir = String(cString: made)
+        let dir = try TemporaryDirectory.make("playlist")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = "\(dir)/mix.m3u8"
         let text = "\u{FEFF}#EXTM3U\r\n#EXTINF:1,A/B: C\r\nhttp://a.example/x/one.mp3\r\nhttp://a.example/x/Two%20Words.ogg\r\n"

@@ -9,9 +9,7 @@ final class SourceTests: XCTestCase {
     private var base = ""
 
     override func setUpWithError() throws {
-        var template = Array("/tmp/mediafs-source-test.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw MediaError.system("mkdtemp") }
-        base = String(cString: made)
+        base = try TemporaryDirectory.make("source")
     }
 
     override func tearDownWithError() throws {
