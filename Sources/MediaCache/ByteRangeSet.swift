@@ -67,6 +67,13 @@ public struct ByteRangeSet: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// True when every byte of `r` is present; an empty range is trivially held.
+    /// Whether any byte of `r` is in the set.
+    public func overlaps(_ r: Range<Int64>) -> Bool {
+        guard !r.isEmpty else { return false }
+        let i = firstIndex(endingAfter: r.lowerBound)
+        return i < ranges.count && ranges[i].lowerBound < r.upperBound
+    }
+
     public func contains(_ r: Range<Int64>) -> Bool {
         guard !r.isEmpty else { return true }
         guard let i = index(containing: r.lowerBound) else { return false }

@@ -94,6 +94,17 @@ public final class CacheStore: Sendable {
         if let code = syncDirectory(dir) { throw MediaError.system("cannot fsync \(dir)", errno: code) }
     }
 
+    /// Removes the entry's metadata durably, making the entry a miss: for
+    /// when it cannot be rewritten and might claim bytes about to be freed.
+    public func forgetMeta(forKey key: String) throws {
+        let dir = directory(forKey: key)
+        if unlink(dir + "/meta") != 0 && errno != ENOENT {
+            let code = errno
+            throw MediaError.system("cannot remove \(dir)/meta", errno: code)
+        }
+        if let code = syncDirectory(dir) { throw MediaError.system("cannot fsync \(dir)", errno: code) }
+    }
+
     /// Opens the entry's sparse data file at full length; the caller closes the fd.
     public func openData(forKey key: String, length: Int64) throws -> Int32 {
         let path = try entryDirectory(forKey: key) + "/data"

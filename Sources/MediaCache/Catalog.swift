@@ -80,8 +80,12 @@ public final class Catalog: @unchecked Sendable {
     private var loaders: [String: FileLoader] = [:]
     private var changeHandler: @Sendable (String) -> Void = { _ in }
 
+    /// Guards `stopped` and `flusherRunning`; the flusher waits on it.
     private let stopping = NSCondition()
     private var stopped = false
+    private var flusherRunning = false
+    /// Preloads of the next files, off the opener's thread.
+    private let preloads = Worker(name: "mediafs-preload")
 
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                 http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
@@ -125,6 +129,9 @@ public final class Catalog: @unchecked Sendable {
         let all = Array(loaders.values)
         lock.unlock()
         for loader in all { loader.prefetchInfo() }
+        stopping.lock()
+        flusherRunning = true
+        stopping.unlock()
         let thread = Thread { [self] in
             store.emptyTrash()
             stopping.lock()
@@ -138,19 +145,23 @@ public final class Catalog: @unchecked Sendable {
                 stopping.lock()
                 _ = stopping.wait(until: Date(timeIntervalSinceNow: Self.flushInterval))
             }
+            flusherRunning = false
+            stopping.broadcast()
             stopping.unlock()
         }
         thread.name = "mediafs-flush"
         thread.start()
     }
 
-    /// Stops the background thread and the network, and persists
-    /// everything; call before exit.
+    /// Stops and joins the background threads, ends the network, and
+    /// persists everything; call before exit. Safe to call twice.
     public func stop() {
         stopping.lock()
         stopped = true
         stopping.broadcast()
+        while flusherRunning { stopping.wait() }
         stopping.unlock()
+        preloads.stop(drain: false)
         fetcher.shutdown()
         flushAll()
     }
@@ -348,7 +359,7 @@ public final class Catalog: @unchecked Sendable {
         } ?? []
         lock.unlock()
         guard !next.isEmpty else { return }
-        Thread.detachNewThread {
+        preloads.submit {
             for loader in next {
                 do {
                     try loader.preload(limit: preloadNext.bytes)

@@ -14,8 +14,8 @@ extension FileLoader {
     public func beginKernelReads() -> (fd: Int32, version: Int)? {
         lock.lock()
         defer { lock.unlock() }
-        guard let info, fd >= 0, present.contains(0..<info.length) else { return nil }
-        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard let info, let dataFile, present.contains(0..<info.length) else { return nil }
+        let copy = fcntl(dataFile.fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { return nil }
         kernelReaders += 1
         lastAccess = Int64(Self.now())
@@ -31,19 +31,21 @@ extension FileLoader {
     }
 
     /// Empties the cache by starting a new data file, leaving the old one
-    /// to the kernel's readers. Call with `lock` held.
+    /// to the kernel's readers. Call with no lock held, from a freeing.
     func replaceDataFile(length: Int64) {
         store.discardData(forKey: key)
-        if fd >= 0 { close(fd) }
+        var fresh: DataFile?
         do {
-            fd = try store.openData(forKey: key, length: length)
+            fresh = DataFile(fd: try store.openData(forKey: key, length: length))
         } catch {
             // Writing into the old file would change bytes the kernel reads:
             // no cache for this file until it is probed again.
-            fd = -1
             Log.error("\(source.displayURL): cannot start a new data file: \(error)")
         }
+        lock.lock()
+        dataFile = fresh
         dataVersion += 1
         kernelReaders = 0
+        lock.unlock()
     }
 }

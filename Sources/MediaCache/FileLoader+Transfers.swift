@@ -61,20 +61,24 @@ extension FileLoader {
     public func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
         lock.lock()
         guard let transfer = transfers[id], !transfer.cancelled else { lock.unlock(); return false }
-        let fd = self.fd
-        lock.unlock()
-
         let position = transfer.position
         let count = Int(min(Int64(bytes.count), transfer.end - position))
         let chunk = position..<(position + Int64(count))
-        let cached = writeToCache(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: position, fd: fd)
+        // Bytes being freed are handed to readers but not written: the
+        // freeing would erase them after this write, and a claim would lie.
+        let file = isFreeing(chunk) ? nil : dataFile
+        if file != nil { writing[id] = chunk }
+        lock.unlock()
+
+        let cached = file.map { writeToCache(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: position, fd: $0.fd) }
+            ?? false
         statistics.bytesFromNetwork.add(Int64(count), ordering: .relaxed)
 
         lock.lock()
         defer { lock.broadcast(); lock.unlock() }
+        writing[id] = nil
         // A purge may have cancelled the transfer during the pwrite: its
-        // bytes may have landed before the purge emptied the file, so they
-        // are neither claimed nor handed out.
+        // bytes are then neither claimed nor handed out.
         guard let current = transfers[id], !current.cancelled else { return false }
         for (key, wait) in waits where wait.range.overlaps(chunk) {
             let overlap = wait.range.clamped(to: chunk)
@@ -84,7 +88,10 @@ extension FileLoader {
             waits[key]!.filled.insert(overlap)
         }
         transfers[id]!.position = chunk.upperBound
-        if cached {
+        // Claimed only if written into the data file that is still current
+        // and no freeing began meanwhile (it waited for this write and will
+        // erase what it wrote).
+        if cached, let file, file === dataFile, !isFreeing(chunk) {
             present.insert(chunk)
             dirty = true
         }

@@ -3,11 +3,18 @@
 // Reads are served from the sparse data file; holes are fetched with Range
 // requests whose bytes land in the file as they arrive and wake waiters.
 //
-// Lock: `lock` guards every var below it. Never held across a pread, a
-// pwrite, an fsync or a wait for the network; it is taken after no other
-// lock (the fetcher's own lock may be taken under it). Its state is not
-// private so that FileLoader+Transfers.swift (the fetcher's callbacks) and
-// FileLoader+Maintenance.swift (purge, eviction, revalidation) can share it.
+// Locks, in the order they are taken: `flushLock` (one metadata save or one
+// freeing at a time), then `lock` (every var below it), then the fetcher's
+// own. `lock` is never held across a pread, a pwrite, an fsync or a wait for
+// the network. Its state is not private so that FileLoader+Transfers.swift
+// (the fetcher's callbacks) and FileLoader+Freeing.swift (purge, eviction,
+// trimming, change) can share it.
+//
+// Invariant: a byte in `present`, or in the metadata on disk, is in the data
+// file on disk. Freeing bytes therefore goes: unclaim them and mark them
+// doomed (no write lands or is claimed there from then on), drain the
+// reads and writes using them, persist metadata without them, and only
+// then punch or truncate (FileLoader+Freeing.swift).
 import CSystem
 import Foundation
 #if canImport(Glibc)
@@ -28,6 +35,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     enum ProbeState {
         case idle, running
+        /// A transient failure: the next lookup after `at` probes again.
+        case retrying(at: Double)
         case failed(MediaError, at: Double)
     }
 
@@ -41,14 +50,16 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     let statistics: Statistics
     /// The owner of preload transfers, as a handle owns its readahead.
     let preloadOwner = ReadPattern()
-    /// Serialises metadata saves so an older snapshot never lands last.
+    /// Serialises metadata saves and freeing, so an older snapshot never
+    /// lands last and no save can claim bytes a freeing is punching.
     let flushLock = NSLock()
 
     let lock = NSCondition()
     var info: ContentInfo?
     var probe = ProbeState.idle
     var probeAttempts = 0
-    var fd: Int32 = -1
+    /// The open data file; nil while the file has no cache entry.
+    var dataFile: DataFile?
     var present = ByteRangeSet()
     var transfers: [TransferID: Transfer] = [:]
     /// A read waiting for bytes. Arriving bytes are copied straight into
@@ -77,9 +88,18 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// After a read gave up, reads fail at once until then, so the kernel's
     /// own retries of a failed read do not each wait through the backoff.
     var unavailableUntil = 0.0
-    /// Reads between "bytes present" and the end of their pread: a purge
-    /// waits for them, so no reader sees bytes vanish under it.
-    var activeReads = 0
+    /// Reads between "bytes present" and the end of their pread, by token:
+    /// freeing waits for those that overlap its bytes.
+    var reading: [Int: Range<Int64>] = [:]
+    /// Body chunks being written into the data file, by transfer: freeing
+    /// waits for those that overlap its bytes.
+    var writing: [TransferID: Range<Int64>] = [:]
+    /// Resets (purge, eviction, change) asked for and carried out: while
+    /// more are asked than done, no byte is written into the cache or claimed.
+    var resetsAsked = 0
+    var resetsDone = 0
+    /// Ranges being punched out by a trim: unclaimed, not yet freed.
+    var trimming = ByteRangeSet()
     /// Bumped when the remote content changes; a read that began before
     /// fails instead of mixing versions.
     var generation = 0
@@ -107,7 +127,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         self.statistics = statistics
         guard let meta = store.loadMeta(forKey: source.url) else { return }
         do {
-            fd = try store.openData(forKey: source.url, length: meta.info.length)
+            dataFile = DataFile(fd: try store.openData(forKey: source.url, length: meta.info.length))
             info = meta.info
             present = meta.present
             lastAccess = meta.lastAccess
@@ -115,10 +135,6 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         } catch {
             Log.warning("cache entry for \(source.displayURL) unusable: \(error)")
         }
-    }
-
-    deinit {
-        if fd >= 0 { close(fd) }
     }
 
     var key: String { source.url }
@@ -135,7 +151,12 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     public func prefetchInfo() {
         lock.lock()
         defer { lock.unlock() }
-        if info == nil, case .idle = probe { startProbe() }
+        guard info == nil else { return }
+        switch probe {
+        case .idle: startProbe()
+        case .retrying(let at) where Self.now() >= at: startProbe()
+        default: break
+        }
     }
 
     /// The content info, from the cache or the server; waits for a probe.
@@ -150,9 +171,14 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 if !lock.wait(until: deadline) {
                     throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
                 }
+            case .retrying(let at) where Self.now() < at:
+                let wake = min(deadline, Date(timeIntervalSince1970: at))
+                if !lock.wait(until: wake) && wake == deadline {
+                    throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
+                }
             case .failed(let error, let at) where Self.now() - at < settings.probeRetryAfter:
                 throw error
-            case .idle, .failed:
+            case .idle, .retrying, .failed:
                 startProbe()
             }
         }
@@ -172,8 +198,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         switch result {
         case .success(let learned):
             do {
-                if fd >= 0 { close(fd) }
-                fd = try store.openData(forKey: key, length: learned.length)
+                dataFile = DataFile(fd: try store.openData(forKey: key, length: learned.length))
                 info = learned
                 present = ByteRangeSet()
                 lastValidated = Int64(Self.now())
@@ -182,23 +207,20 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 probe = .idle
                 probeAttempts = 0
             } catch let error as MediaError {
-                fd = -1
+                dataFile = nil
                 Log.error("\(source.displayURL): cannot create its cache entry: \(error)")
                 probe = .failed(error, at: Self.now())
             } catch {
                 probe = .failed(MediaError.io("\(error)"), at: Self.now())
             }
         case .failure(let error) where error.errno == EIO && probeAttempts + 1 < settings.maxAttempts:
-            // A transient failure (unreachable, 5xx): try again after a
-            // backoff while lookups keep waiting, bounded by their timeout.
+            // A transient failure (unreachable, 5xx): lookups waiting now,
+            // or coming later, probe again after a backoff, bounded by their
+            // timeout. No timer thread: nothing probes once nobody asks.
             Log.warning("\(source.displayURL): \(error.message); retrying")
             probeAttempts += 1
-            let backoff = min(settings.firstBackoff * Double(1 << (probeAttempts - 1)), settings.maxBackoff)
-            DispatchQueue.global().asyncAfter(deadline: .now() + backoff) { [self] in
-                lock.lock()
-                startProbe()
-                lock.unlock()
-            }
+            let backoff = min(settings.firstBackoff * Double(1 << min(probeAttempts - 1, 16)), settings.maxBackoff)
+            probe = .retrying(at: Self.now() + backoff)
         case .failure(let error):
             Log.error("\(source.displayURL): \(error.message)")
             probe = .failed(error, at: Self.now())
@@ -212,35 +234,62 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// file, 0 past it. Waits for missing bytes, bounded by the timeout.
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, pattern: ReadPattern) throws -> Int {
         let info = try contentInfo()
-        let end = min(offset + Int64(buffer.count), info.length)
-        guard offset < end else { return 0 }
+        guard offset >= 0, offset < info.length else { return 0 }
+        finishFreeing()
+        let end = offset + min(Int64(buffer.count), info.length - offset)
         let wanted = offset..<end
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])
-        let (delivered, cachedAhead) = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
-        if cachedAhead > 0 {
+        let grant = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
+        defer { endRead(grant.token) }
+        if grant.cachedAhead > 0, let file = grant.file {
             // A stream read from the cache: start the disk reading the cached
             // bytes ahead of it, so the next reads find them in the page
             // cache. Never holes: reading those would only make zero pages.
-            _ = posix_fadvise(fd, off_t(end), off_t(cachedAhead), POSIX_FADV_WILLNEED)
+            _ = posix_fadvise(file.fd, off_t(end), off_t(grant.cachedAhead), POSIX_FADV_WILLNEED)
         }
-        defer {
-            lock.lock()
-            activeReads -= 1
-            if activeReads == 0 { lock.broadcast() }
-            lock.unlock()
-        }
-        for part in delivered.missing(in: wanted) {
-            try readPresent(into: target, at: Int(part.lowerBound - offset), range: part)
+        for part in grant.delivered.missing(in: wanted) {
+            guard let file = grant.file else {
+                throw MediaError.io("the cache of \(source.displayURL) has no data file")
+            }
+            try readPresent(from: file, into: target, at: Int(part.lowerBound - offset), range: part)
             statistics.bytesFromCache.add(Int64(part.count), ordering: .relaxed)
         }
         return target.count
     }
 
+    /// What a read may do once its bytes are available: the ranges already
+    /// in its buffer, the data file to pread the rest from (held, so it
+    /// stays open), and its token in `reading` (nil: nothing to pread).
+    struct ReadGrant {
+        var delivered: ByteRangeSet
+        var cachedAhead: Int64
+        var file: DataFile?
+        var token: Int?
+    }
+
+    /// Ends a read's claim on the bytes it preads; a freeing may wait on it.
+    func endRead(_ token: Int?) {
+        guard let token else { return }
+        lock.lock()
+        reading[token] = nil
+        if isFreeingAnything { lock.broadcast() }
+        lock.unlock()
+    }
+
+    /// Counts a read in `reading` until its preads are done. Call with `lock` held.
+    func beginRead(_ range: Range<Int64>, delivered: ByteRangeSet, cachedAhead: Int64) -> ReadGrant {
+        if delivered.contains(range) { return ReadGrant(delivered: delivered, cachedAhead: 0, file: nil, token: nil) }
+        let token = nextWait
+        nextWait += 1
+        reading[token] = range
+        return ReadGrant(delivered: delivered, cachedAhead: cachedAhead, file: dataFile, token: token)
+    }
+
     /// Returns once every byte of `wanted` is either copied into `buffer`
     /// (the ranges returned) or present in the cache; the read is then
-    /// counted in `activeReads` until its preads are done.
+    /// counted in `reading` until its preads are done.
     func waitUntilAvailable(_ wanted: Range<Int64>, into buffer: UnsafeMutableRawBufferPointer,
-                                    info: ContentInfo, pattern: ReadPattern) throws -> (ByteRangeSet, cachedAhead: Int64) {
+                            info: ContentInfo, pattern: ReadPattern) throws -> ReadGrant {
         let deadline = Date(timeIntervalSinceNow: settings.timeout)
         let owner = ObjectIdentifier(pattern)
         lock.lock()
@@ -261,12 +310,11 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             if transfers.values.contains(where: { $0.owner == owner }) {
                 readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
             }
-            activeReads += 1
             // Only a stream that is not fetching reads ahead from the disk.
             let streaming = pattern.window > 0 && !transfers.values.contains(where: { $0.owner == owner })
             let ahead = streaming ? min(present.presentEnd(from: wanted.upperBound), wanted.upperBound + Self.diskReadahead)
                 - wanted.upperBound : 0
-            return (ByteRangeSet(), ahead)
+            return beginRead(wanted, delivered: ByteRangeSet(), cachedAhead: ahead)
         }
         let wait = nextWait
         nextWait += 1
@@ -294,8 +342,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         if generation != startGeneration {
             throw MediaError.io("\(source.displayURL) changed on the server during the read")
         }
-        activeReads += 1
-        return (waits[wait]!.filled, 0)
+        return beginRead(wanted, delivered: waits[wait]!.filled, cachedAhead: 0)
     }
 
     /// Bytes of a wait that are in its buffer or in the cache. Call with `lock` held.
@@ -439,11 +486,12 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         return end
     }
 
-    func readPresent(into buffer: UnsafeMutableRawBufferPointer, at start: Int, range: Range<Int64>) throws {
+    func readPresent(from file: DataFile, into buffer: UnsafeMutableRawBufferPointer, at start: Int,
+                     range: Range<Int64>) throws {
         var done = 0
         let count = Int(range.count)
         while done < count {
-            let n = pread(fd, buffer.baseAddress! + start + done, count - done, off_t(range.lowerBound) + off_t(done))
+            let n = pread(file.fd, buffer.baseAddress! + start + done, count - done, off_t(range.lowerBound) + off_t(done))
             if n < 0 && errno == EINTR { continue }
             if n <= 0 {
                 throw n < 0 ? MediaError.system("read from the cache of \(source.displayURL)")
@@ -464,28 +512,42 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Persists the metadata if it changed: data first (fdatasync), then the
     /// metadata, so it never claims bytes the data file does not hold.
     public func flush() {
+        finishFreeing()
         flushLock.lock()
         defer { flushLock.unlock() }
         lock.lock()
-        guard dirty, let info, fd >= 0 else { lock.unlock(); return }
-        let meta = EntryMeta(url: key, info: info, present: present,
-                             lastAccess: lastAccess, lastValidated: lastValidated)
-        let fd = self.fd
+        guard dirty, let snapshot = metaSnapshot() else { lock.unlock(); return }
         dirty = false
         lock.unlock()
         do {
-            if fdatasync(fd) != 0 { throw MediaError.system("fdatasync of the cache of \(source.displayURL)") }
-            try store.saveMeta(meta, forKey: key)
+            try persist(snapshot)
         } catch let error as MediaError {
             // Said once, like a failed data write; tried again at the next
             // flush. Until then the old metadata claims less, never more.
-            statistics.cacheWriteFailed(MediaError(error.errno, "cannot save cache metadata of "
-                                                   + "\(source.displayURL): \(error.message)"))
+            statistics.cacheWriteFailed(error)
             lock.lock()
             dirty = true
             lock.unlock()
         } catch {
             Log.error("cannot save cache metadata of \(source.displayURL): \(error)")
+        }
+    }
+
+    /// The metadata as of now, with the data file it describes. Call with `lock` held.
+    func metaSnapshot() -> (meta: EntryMeta, file: DataFile)? {
+        guard let info, let dataFile else { return nil }
+        return (EntryMeta(url: key, info: info, present: present, lastAccess: lastAccess,
+                          lastValidated: lastValidated), dataFile)
+    }
+
+    /// Makes the claimed bytes durable, then the metadata that claims them.
+    /// Call with `flushLock` held and `lock` not held.
+    func persist(_ snapshot: (meta: EntryMeta, file: DataFile)) throws {
+        do {
+            if fdatasync(snapshot.file.fd) != 0 { throw MediaError.system("fdatasync failed") }
+            try store.saveMeta(snapshot.meta, forKey: key)
+        } catch let error as MediaError {
+            throw MediaError(error.errno, "cannot save cache metadata of \(source.displayURL): \(error.message)")
         }
     }
 }

@@ -1,6 +1,7 @@
 // The mount's life, in libfuse's setup order: new, mount, daemonize, signal
 // handlers, loop; then unwound in reverse. Threads (the network thread, the
-// flusher) start only after daemonizing, since fork keeps just one thread.
+// flusher) start only after daemonizing, since fork keeps just one thread,
+// and are all joined after the loop, before `fuse_destroy`.
 import CFuse
 import Foundation
 import Synchronization
@@ -38,6 +39,9 @@ public final class MediaFS: @unchecked Sendable {
     private let readaheadRaised = Mutex(false)
     private var fuse: OpaquePointer?
     private let passthroughState = Mutex<(checked: Bool, value: Passthrough?)>((false, nil))
+    /// Sends the kernel its invalidations: one thread, stopped before the
+    /// session is destroyed, so none touches `struct fuse` after.
+    private let invalidations = Worker(name: "mediafs-invalidate")
 
     /// The mount's passthrough, known from the first open on (after INIT).
     var passthrough: Passthrough? {
@@ -119,6 +123,11 @@ public final class MediaFS: @unchecked Sendable {
             fuse_loop_cfg_set_max_threads(loopConfig, options.maxThreads)
             let status = mediafs_fuse_loop_mt(fuse, loopConfig)
             Log.info("unmounting \(options.mountpoint)")
+            // Nothing may reach `fuse` once it is destroyed: the kernel has
+            // let go, so pending invalidations are moot; then every other
+            // thread is joined and the metadata persisted.
+            invalidations.stop(drain: false)
+            catalog.stop()
             if status != 0 && status != -EINTR && status != SIGINT && status != SIGTERM {
                 Log.warning("FUSE loop ended with status \(status)")
             }
@@ -137,12 +146,12 @@ public final class MediaFS: @unchecked Sendable {
         guard let fuse else { return }
         let address = UInt(bitPattern: fuse)
         let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
+        let queued = invalidations.submit {
             let fuse = OpaquePointer(bitPattern: address)
             for path in paths { _ = fuse_invalidate_path(fuse, path.hasPrefix("/") ? path : "/" + path) }
             done.signal()
         }
-        if wait, done.wait(timeout: .now() + Self.invalidationWait) == .timedOut {
+        if wait, queued, done.wait(timeout: .now() + Self.invalidationWait) == .timedOut {
             Log.warning("the kernel took over \(Self.invalidationWait) s to drop its cached pages")
         }
     }

@@ -1,0 +1,65 @@
+// A named long-lived thread that runs jobs one after another. Work that must
+// not run on the caller's thread (kernel invalidations, preloads) goes here
+// rather than to a thread per event, so that at unmount there is one thread
+// to drain and join, and none outlives the FUSE session.
+import Foundation
+
+public final class Worker: @unchecked Sendable {
+    private let name: String
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var jobs: [@Sendable () -> Void] = []
+    private var started = false
+    private var stopping = false
+    private var finished = false
+
+    public init(name: String) {
+        self.name = name
+    }
+
+    /// Queues `job`; returns false (and drops it) once the worker is stopping.
+    @discardableResult
+    public func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopping else { return false }
+        jobs.append(job)
+        if !started {
+            started = true
+            let thread = Thread { [self] in run() }
+            thread.name = name
+            thread.start()
+        }
+        condition.broadcast()
+        return true
+    }
+
+    /// Refuses new jobs, runs (`drain`) or drops the queued ones, and returns
+    /// once the thread has left its loop. Safe to call more than once.
+    public func stop(drain: Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        stopping = true
+        if !drain { jobs.removeAll() }
+        condition.broadcast()
+        while started && !finished { condition.wait() }
+    }
+
+    private func run() {
+        condition.lock()
+        while true {
+            if jobs.isEmpty {
+                if stopping { break }
+                condition.wait()
+                continue
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job()
+            condition.lock()
+        }
+        finished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}
