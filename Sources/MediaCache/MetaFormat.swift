@@ -59,7 +59,8 @@ enum MetaFormat {
         var fields: [String: String] = [:]
         for raw in bytes[(firstEnd + 1)..<lastStart].split(separator: newline, omittingEmptySubsequences: false).dropLast() {
             let line = String(decoding: raw, as: UTF8.self)
-            guard let space = line.firstIndex(of: " ") else { throw failure("bad field line '\(line)'") }
+            // Encode never writes a carriage return; one here is damage.
+            guard !raw.contains(UInt8(ascii: "\r")), let space = line.firstIndex(of: " ") else { throw failure("bad field line '\(line)'") }
             let key = String(line[..<space])
             guard knownKeys.contains(key) else { throw failure("unknown field '\(key)'") }
             guard fields[key] == nil else { throw failure("duplicate field '\(key)'") }
