@@ -64,6 +64,19 @@ Only requests for the name itself count (not /_real/<name>).
                       close-delimited (Connection: close), or chunked with
                       chunked=True. Ranges still honoured.
 
+Hostile headers (the body stays honest; only the named header lies):
+  huge_date           year="99999999999999999": Last-Modified of GET and HEAD
+                      is `Sun, 06 Nov <year> 08:49:37 GMT`.
+  huge_range_end      end="9223372036854775807": a 206 says
+                      `Content-Range: bytes <start>-<end>/*`.
+  huge_length         length="9223372036854775807": HEAD and a 200 claim
+                      Content-Length <length> (a 200 GET then sends the real
+                      body and closes); a 206 claims total <length> in its
+                      Content-Range; a 416 says `bytes */<length>`. Ranges are
+                      judged against the real length.
+  bad_content_range   value="bytes garbage": a 206 sends
+                      `Content-Range: <value>`.
+
 CLI for manual use:
     python3 tests/faultserver.py --port 8080 --dir /some/dir \
         --fault a.bin=drop:after=1000,times=2 --fault b.bin=ignore_range
@@ -105,7 +118,12 @@ BEHAVIOURS = {
     "short": {"missing"},
     "no_head": set(),
     "no_length": {"chunked"},
+    "huge_date": {"year"},
+    "huge_range_end": {"end"},
+    "huge_length": {"length"},
+    "bad_content_range": {"value"},
 }
+HUGE = str(2**63 - 1)  # Int64.max, as hostile servers like to send it
 
 
 @dataclass
@@ -340,8 +358,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     match = ifr == entry.last_modified
                 if not match:
                     rng = None
+        claimed = str(kw.get("length", HUGE)) if kind == "huge_length" else str(length)
         if rng == "unsat":
-            return self._simple(416, b"", headers=[("Content-Range", "bytes */%d" % length)])
+            return self._simple(416, b"", headers=[("Content-Range", "bytes */%s" % claimed)])
         if rng is not None and kind == "other_range":
             start, end = rng
             size = end - start + 1
@@ -357,23 +376,42 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
         no_length = kind == "no_length"
         chunked = no_length and bool(kw.get("chunked"))
+        # A 200 claiming more than it sends must end by closing.
+        lying_200 = kind == "huge_length" and code == 200
         self.send_response(code)
         self.send_header("Content-Type", entry.content_type)
-        if not no_length:
+        if lying_200:
+            self.send_header("Content-Length", claimed)
+            if not head:
+                self.send_header("Connection", "close")
+        elif not no_length:
             self.send_header("Content-Length", str(len(body)))
         elif chunked and not head:
             self.send_header("Transfer-Encoding", "chunked")
         elif not head:
             self.send_header("Connection", "close")
         self.send_header("ETag", entry.etag)
-        self.send_header("Last-Modified", entry.last_modified)
+        if kind == "huge_date":
+            self.send_header("Last-Modified", "Sun, 06 Nov %s 08:49:37 GMT" % kw.get("year", "99999999999999999"))
+        else:
+            self.send_header("Last-Modified", entry.last_modified)
         if kind != "ignore_range":
             self.send_header("Accept-Ranges", "bytes")
         if code == 206:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, length))
+            if kind == "huge_range_end":
+                content_range = "bytes %d-%s/*" % (start, kw.get("end", HUGE))
+            elif kind == "bad_content_range":
+                content_range = str(kw.get("value", "bytes garbage"))
+            else:
+                content_range = "bytes %d-%d/%s" % (start, end, claimed)
+            self.send_header("Content-Range", content_range)
         self.end_headers()
         if head:
             return True
+        if lying_200:
+            self._write(body)
+            self._abort()
+            return False
 
         if kind == "drop":
             times = kw.get("times")

@@ -64,7 +64,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
         default:
             return nil
         }
-        guard let length, length >= 0 else { return nil }
+        guard let length, Limits.isLength(length) else { return nil }
         return ContentInfo(length: length, contentType: head.contentType, etag: head.etag,
                            lastModified: head.lastModified, acceptsRanges: acceptsRanges)
     }
@@ -74,7 +74,13 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
         switch head.status {
         case 404, 410: return MediaError(ENOENT, "HTTP \(head.status)")
         case 401, 403: return MediaError(EACCES, "HTTP \(head.status)")
-        case 200..<300: return MediaError.io("HTTP \(head.status) without a usable length")
+        case 200..<300:
+            // The server's own words, shortened, so the log line shows which header was unusable.
+            let said = ["content-length", "content-range"].compactMap { name in
+                head.headers[name].map { "\(name) '\($0.prefix(80))'" }
+            }
+            return MediaError.io("HTTP \(head.status) without a usable length"
+                                 + (said.isEmpty ? "" : " (\(said.joined(separator: ", ")))"))
         default: return MediaError.io("HTTP \(head.status)")
         }
     }

@@ -1,24 +1,39 @@
 // Last-Modified as a file's mtime. HTTP dates are IMF-fixdate in practice
-// ("Sun, 06 Nov 1994 08:49:37 GMT"); anything else reads as unknown.
+// ("Sun, 06 Nov 1994 08:49:37 GMT"); anything else, including a year outside
+// 1–9999 or a field out of its range, reads as unknown.
 
 enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun",
                                  "jul", "aug", "sep", "oct", "nov", "dec"]
 
-    /// Seconds since the epoch, or nil when the text is not an IMF-fixdate.
+    /// Seconds since the epoch, within `Limits.unixSeconds`, or nil when the
+    /// text is not an IMF-fixdate.
     static func seconds(_ text: String) -> Int? {
         let fields = text.split(separator: " ")
         guard fields.count == 6, fields[5] == "GMT",
-              let day = Int(fields[1]), let year = Int(fields[3]),
+              let day = number(fields[1], in: 1...31), let year = number(fields[3], in: 1...9999),
               let month = months.firstIndex(of: fields[2].lowercased()) else { return nil }
-        let clock = fields[4].split(separator: ":").compactMap { Int($0) }
-        guard clock.count == 3 else { return nil }
-        return daysFromCivil(year: year, month: month + 1, day: day) * 86_400
-            + clock[0] * 3600 + clock[1] * 60 + clock[2]
+        let clock = fields[4].split(separator: ":", omittingEmptySubsequences: false)
+        // Second 60 is a leap second, which IMF-fixdate allows.
+        guard clock.count == 3, let hour = number(clock[0], in: 0...23), let minute = number(clock[1], in: 0...59),
+              let second = number(clock[2], in: 0...60) else { return nil }
+        let seconds = daysFromCivil(year: year, month: month + 1, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+        // "31 Dec 9999 23:59:60" would pass the last second of the range.
+        return Limits.unixSeconds.contains(Int64(seconds)) ? seconds : nil
+    }
+
+    /// Digits only, at most four of them, so a hostile field never reaches
+    /// Int's limits; nil outside `range`.
+    private static func number(_ text: Substring, in range: ClosedRange<Int>) -> Int? {
+        guard (1...4).contains(text.utf8.count),
+              text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              let value = Int(text), range.contains(value) else { return nil }
+        return value
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
     /// algorithm), because Glibc's strptime and timegm are not imported.
+    /// Callers keep year within 1...9999, month 1...12 and day 1...31.
     static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400

@@ -1,6 +1,7 @@
 // The bytes of an entry's `meta` file: versioned, human-readable text ending in an
 // FNV-1a checksum line, so a torn or corrupted write decodes as an error, never as
-// a plausible wrong entry. No filesystem access; CacheStore decides what errors mean.
+// a plausible wrong entry, and numbers past Limits decode as an error too. No
+// filesystem access; CacheStore decides what errors mean.
 
 enum MetaFormat {
     static let version = 1
@@ -58,7 +59,8 @@ enum MetaFormat {
         var fields: [String: String] = [:]
         for raw in bytes[(firstEnd + 1)..<lastStart].split(separator: newline, omittingEmptySubsequences: false).dropLast() {
             let line = String(decoding: raw, as: UTF8.self)
-            guard let space = line.firstIndex(of: " ") else { throw failure("bad field line '\(line)'") }
+            // Encode never writes a carriage return; one here is damage.
+            guard !raw.contains(UInt8(ascii: "\r")), let space = line.firstIndex(of: " ") else { throw failure("bad field line '\(line)'") }
             let key = String(line[..<space])
             guard knownKeys.contains(key) else { throw failure("unknown field '\(key)'") }
             guard fields[key] == nil else { throw failure("duplicate field '\(key)'") }
@@ -69,8 +71,9 @@ enum MetaFormat {
             guard let v = fields[key] else { throw failure("missing field '\(key)'") }
             return v
         }
-        func number(_ key: String, allowNegative: Bool) throws -> Int64 {
-            guard let n = parseNumber(Substring(try required(key)), allowNegative: allowNegative) else {
+        func number(_ key: String, in bounds: ClosedRange<Int64>) throws -> Int64 {
+            guard let n = parseNumber(Substring(try required(key)), allowNegative: bounds.lowerBound < 0),
+                  bounds.contains(n) else {
                 throw failure("bad field '\(key)'")
             }
             return n
@@ -83,7 +86,8 @@ enum MetaFormat {
             }
         }
 
-        let length = try number("length", allowNegative: false)
+        // Bounded like the network's numbers, so arithmetic on a decoded entry cannot overflow.
+        let length = try number("length", in: 0...Limits.maxLength)
         guard let present = ByteRangeSet(parsing: try required("present")) else { throw failure("bad field 'present'") }
         if let end = present.ranges.last?.upperBound, end > length {
             throw failure("bad field 'present': ranges end at \(end), past length \(length)")
@@ -91,8 +95,8 @@ enum MetaFormat {
         let info = ContentInfo(length: length, contentType: fields["type"], etag: fields["etag"],
                                lastModified: fields["last-modified"], acceptsRanges: try flag("accept-ranges"))
         let meta = EntryMeta(url: try required("url"), info: info, present: present,
-                             lastAccess: try number("accessed", allowNegative: true),
-                             lastValidated: try number("validated", allowNegative: true))
+                             lastAccess: try number("accessed", in: Limits.unixSeconds),
+                             lastValidated: try number("validated", in: Limits.unixSeconds))
         guard try flag("complete") == meta.isComplete else {
             throw failure("bad field 'complete': disagrees with present ranges and length")
         }

@@ -1,5 +1,7 @@
 // The status and headers of the final response of a transfer (after
-// redirects), with the few header fields mediafs acts on parsed once.
+// redirects), with the few header fields mediafs acts on parsed once. Every
+// number is bounded by Limits: a value past them parses as absent.
+import Foundation
 
 public struct ResponseHead: Sendable, Equatable {
     public var status: Int
@@ -11,7 +13,7 @@ public struct ResponseHead: Sendable, Equatable {
         self.headers = headers
     }
 
-    public var contentLength: Int64? { headers["content-length"].flatMap { Int64($0) } }
+    public var contentLength: Int64? { headers["content-length"].flatMap(Limits.length) }
     public var contentType: String? { headers["content-type"] }
     public var etag: String? { headers["etag"] }
     public var lastModified: String? { headers["last-modified"] }
@@ -20,7 +22,8 @@ public struct ResponseHead: Sendable, Equatable {
     }
 
     /// `Content-Range: bytes FIRST-LAST/TOTAL`, as a half-open range and the
-    /// total (nil when the total is `*`).
+    /// total (nil when the total is `*`). The range ends within
+    /// `Limits.maxLength` and before the total.
     public var contentRange: (range: Range<Int64>, total: Int64?)? {
         guard var value = headers["content-range"]?.lowercased() else { return nil }
         guard value.hasPrefix("bytes") else { return nil }
@@ -28,17 +31,30 @@ public struct ResponseHead: Sendable, Equatable {
         let parts = value.trimmingSpaces.split(separator: "/", maxSplits: 1)
         guard parts.count == 2 else { return nil }
         let bounds = parts[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]),
-              first >= 0, last >= first else { return nil }
-        let total = Int64(parts[1])
-        if parts[1] != "*" && (total == nil || total! <= last) { return nil }
+        guard bounds.count == 2, let first = Limits.length(bounds[0]), let last = Limits.length(bounds[1]),
+              first <= last, last < Limits.maxLength else { return nil }
+        if parts[1] == "*" { return (first..<(last + 1), nil) }
+        guard let total = Limits.length(parts[1]), total > last else { return nil }
         return (first..<(last + 1), total)
     }
 
     /// The total length of a `Content-Range: bytes */TOTAL` answer (416).
     public var unsatisfiedRangeTotal: Int64? {
         guard let value = headers["content-range"]?.lowercased(), value.hasPrefix("bytes */") else { return nil }
-        return Int64(value.dropFirst(8))
+        return Limits.length(value.dropFirst(8))
+    }
+
+    /// `Retry-After` as seconds to wait from now, within
+    /// 0...`Limits.maxRetryAfter`: delta-seconds or an HTTP date. Nil when
+    /// absent or unreadable (a sign, a fraction, "nan" are not delta-seconds).
+    public var retryAfterSeconds: Double? {
+        guard let value = headers["retry-after"], !value.isEmpty else { return nil }
+        if value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            // Digits past Double's range still mean "a long time".
+            return min(Double(value) ?? Limits.maxRetryAfter, Limits.maxRetryAfter)
+        }
+        guard let date = HTTPDate.seconds(value) else { return nil }
+        return min(max(Double(date) - Date().timeIntervalSince1970, 0), Limits.maxRetryAfter)
     }
 
     /// Adds one raw header line ("Name: value\r\n"); a status line starts a
@@ -47,7 +63,8 @@ public struct ResponseHead: Sendable, Equatable {
         let line = raw.trimmingSpaces
         if line.hasPrefix("HTTP/") {
             let fields = line.split(separator: " ", maxSplits: 2)
-            status = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+            // Three digits or 0, which no branch of the loader accepts.
+            status = fields.count > 1 && fields[1].utf8.count == 3 ? Int(fields[1]).flatMap { $0 >= 100 ? $0 : nil } ?? 0 : 0
             headers = [:]
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()

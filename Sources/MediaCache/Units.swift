@@ -1,5 +1,6 @@
 // Sizes ("4M", "10G") and durations ("90s", "7d") as the command line and
-// xattrs accept them. Binary multiples: K is 1024.
+// xattrs accept them. Binary multiples: K is 1024. Sizes past
+// Limits.maxLength and durations past Limits.maxDuration are refused.
 
 public enum Units {
     /// Bytes from a count with an optional K/M/G/T suffix (an optional
@@ -15,10 +16,11 @@ public enum Units {
         }
         guard let value = Int64(body), value >= 0 else { return nil }
         let (product, overflow) = value.multipliedReportingOverflow(by: multiplier)
-        return overflow ? nil : product
+        return overflow || product > Limits.maxLength ? nil : product
     }
 
     /// Seconds from a count with an optional s/m/h/d suffix (plain: seconds).
+    /// NaN and infinity fail the bound check (an overflowing product is infinity).
     public static func seconds(_ text: String) -> Double? {
         var body = Substring(text.trimmingSpaces).lowercased()[...]
         let multipliers: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
@@ -27,7 +29,7 @@ public enum Units {
             multiplier = factor
             body = body.dropLast()
         }
-        guard let value = Double(body), value >= 0, value.isFinite else { return nil }
+        guard let value = Double(body), value >= 0, value * multiplier <= Limits.maxDuration else { return nil }
         return value * multiplier
     }
 }

@@ -71,7 +71,8 @@ func makeOperations() -> fuse_operations {
             stat!.pointee.st_mode = S_IFREG | 0o444
             stat!.pointee.st_nlink = 1
             stat!.pointee.st_size = off_t(attributes.size)
-            stat!.pointee.st_blocks = blkcnt_t((attributes.size + 511) / 512)
+            // Rounded up without `size + 511`, which overflows for a size near Int64.max.
+            stat!.pointee.st_blocks = blkcnt_t(attributes.size / 512 + (attributes.size % 512 == 0 ? 0 : 1))
             stat!.pointee.st_mtim = timespec(tv_sec: attributes.mtime, tv_nsec: 0)
             stat!.pointee.st_ctim = stat!.pointee.st_mtim
             stat!.pointee.st_atim = stat!.pointee.st_mtim

@@ -46,7 +46,7 @@ struct StatusCommand {
         return names.map { name in
             let path = mountpoint + "/" + name
             let get = { (key: String) in (try? Xattr.get(path, key)) ?? "" }
-            return Row(name: name, size: Int64(get("size")) ?? 0, cached: Int64(get("cached_bytes")) ?? 0,
+            return Row(name: name, size: Limits.length(get("size")) ?? 0, cached: Limits.length(get("cached_bytes")) ?? 0,
                        complete: get("complete") == "1", state: get("state"))
         }
     }
@@ -79,7 +79,8 @@ struct StatusCommand {
     func table(_ rows: [Row], previous: [String: Int64]?) -> String {
         var lines: [String] = []
         for row in rows {
-            let share = row.size > 0 ? Double(row.cached) / Double(row.size) : (row.complete ? 1 : 0)
+            // Clamped: a daemon reporting more cached than size must not break the bar.
+            let share = min(1, row.size > 0 ? Double(row.cached) / Double(row.size) : (row.complete ? 1 : 0))
             let filled = Int((share * Double(Self.barWidth)).rounded(.down))
             let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: Self.barWidth - filled)
             var line = "[\(bar)] \(String(format: "%5.1f%%", share * 100)) \(Self.human(row.cached))/\(Self.human(row.size)) \(row.state)"
@@ -88,11 +89,17 @@ struct StatusCommand {
             }
             lines.append(line + "  " + row.name)
         }
-        let cached = rows.reduce(Int64(0)) { $0 + $1.cached }
-        let size = rows.reduce(Int64(0)) { $0 + $1.size }
+        // Each value is at most Limits.maxLength, but a few of them can pass Int64.max.
+        let cached = rows.reduce(Int64(0)) { Self.saturatingSum($0, $1.cached) }
+        let size = rows.reduce(Int64(0)) { Self.saturatingSum($0, $1.size) }
         lines.append("total: \(rows.count) files, \(Self.human(cached)) of \(Self.human(size)) cached, "
                      + "\(rows.filter(\.complete).count) complete")
         return lines.joined(separator: "\n")
+    }
+
+    static func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? Int64.max : sum
     }
 
     static func human(_ bytes: Int64) -> String {
