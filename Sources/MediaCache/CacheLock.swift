@@ -54,8 +54,7 @@ public final class CacheLock: Sendable {
                 close(fd)
                 guard code == EWOULDBLOCK else { throw MediaError.system("cannot lock \(path)", errno: code) }
                 let who = holder.map { "process \($0)" } ?? "another process"
-                throw MediaError(EBUSY, "cache directory \(directory) is in use by \(who) "
-                                 + "(a mount or a cache command); one cache serves one mount at a time")
+                throw MediaError(EBUSY, "cache directory \(directory) is in use by \(who) (a mount or a cache command)")
             }
             usleep(Self.pollInterval)
         }

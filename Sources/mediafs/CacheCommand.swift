@@ -52,7 +52,7 @@ struct CacheCommand {
         do {
             _ = try CacheLock(directory: store.root, wait: 0)
         } catch let error as MediaError where error.errno == EBUSY {
-            Log.info("\(error.message): listing it as it is now")
+            Log.info("\(error.message); listing it as it is now")
         } catch {
             Log.warning("\(error)")
         }
