@@ -1,6 +1,8 @@
-// The cache's place on disk: `<root>/v1/<2 hex>/<sha256 of key>/{data,meta}` and
-// `<root>/trash/`; paths, atomic metadata replacement and removal. It must not
-// decide what to fetch or evict, and holds no locks: callers serialize per entry.
+// The cache's place on disk: `<root>/v1/<2 hex>/<sha256 of key>/{data,meta}`,
+// `<root>/trash/` and `<root>/lock` (CacheLock); paths, atomic metadata
+// replacement and removal. It must not decide what to fetch or evict, and holds
+// no per-entry locks: callers serialize per entry. It follows no symlink it did
+// not make: a planted `data` or `meta` link is a miss.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -13,26 +15,63 @@ public final class CacheStore: Sendable {
     private let trashRoot: String
     /// Makes temp and trash names unique within this process; the pid covers other processes.
     private let counter = Atomic<Int>(0)
+    private let trash: TrashWorker
 
+    /// Creates the layout (0700) and refuses a root that another user owns or
+    /// may write into: whoever can write there decides what the mount serves.
     public init(root: String) throws {
         self.root = root
         entriesRoot = root + "/v1"
         trashRoot = root + "/trash"
-        for dir in [root, entriesRoot, trashRoot] {
+        trash = TrashWorker(directory: trashRoot)
+        if let code = makeDirectories(root, mode: 0o700) {
+            throw MediaError(code, "cannot create cache directory \(root): \(String(cString: strerror(code)))")
+        }
+        try Self.checkOwnership(root)
+        for dir in [entriesRoot, trashRoot] {
             if let code = makeDirectories(dir, mode: 0o700) {
                 throw MediaError(code, "cannot create cache directory \(dir): \(String(cString: strerror(code)))")
+            }
+            var st = stat()
+            guard lstat(dir, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
+                throw MediaError(ENOTDIR, "cache directory \(dir) is not a directory (a symlink?); refusing it")
             }
         }
         // mkdir succeeds on an existing read-only directory, so only a real
         // file creation proves the cache can be written.
-        let probe = "\(entriesRoot)/.probe.\(getpid())"
-        let fd = retryingEINTR { open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
+        let probe = "\(entriesRoot)/.probe.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
+        let fd = retryingEINTR { open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else {
             let code = errno
             throw MediaError(code, "cache directory \(entriesRoot) is not writable: \(String(cString: strerror(code)))")
         }
         close(fd)
         unlink(probe)
+    }
+
+    deinit {
+        trash.stop()
+    }
+
+    /// Finishes the trash deletion requested so far and joins its thread;
+    /// removals after this delete in the caller. Call at unmount, after the
+    /// last flush and eviction, and before an offline command exits.
+    public func stop() {
+        trash.stop()
+    }
+
+    private static func checkOwnership(_ root: String) throws {
+        var st = stat()
+        guard stat(root, &st) == 0 else { throw MediaError.system("cannot stat cache directory \(root)") }
+        guard st.st_uid == geteuid() else {
+            throw MediaError(EACCES, "cache directory \(root) belongs to uid \(st.st_uid), not to uid \(geteuid()) "
+                             + "running mediafs; refusing a cache another user controls")
+        }
+        guard st.st_mode & 0o022 == 0 else {
+            let mode = String(st.st_mode & 0o7777, radix: 8)
+            throw MediaError(EACCES, "cache directory \(root) is writable by other users (mode \(mode)); refusing it "
+                             + "(chmod go-w \(root) to use it)")
+        }
     }
 
     public func directory(forKey key: String) -> String {
@@ -58,9 +97,13 @@ public final class CacheStore: Sendable {
             Log.warning("ignoring cache metadata \(path): it is for \(MediaError.redacted(meta.url)), not \(MediaError.redacted(key))")
             return nil
         }
+        var st = stat()
+        if lstat(dir + "/data", &st) == 0 && st.st_mode & S_IFMT != S_IFREG {
+            Log.warning("ignoring cache metadata \(path): its data is not a regular file")
+            return nil
+        }
         if let end = meta.present.ranges.last?.upperBound {
-            var st = stat()
-            let size: Int64 = stat(dir + "/data", &st) == 0 ? Int64(st.st_size) : 0
+            let size: Int64 = lstat(dir + "/data", &st) == 0 ? Int64(st.st_size) : 0
             guard end <= size else {
                 Log.warning("ignoring cache metadata \(path): claims bytes up to \(end) but data holds \(size)")
                 return nil
@@ -74,7 +117,7 @@ public final class CacheStore: Sendable {
     public func saveMeta(_ m: EntryMeta, forKey key: String) throws {
         let dir = try entryDirectory(forKey: key)
         let temp = "\(dir)/meta.tmp.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
-        let fd = retryingEINTR { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+        let fd = retryingEINTR { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else {
             let code = errno
             throw MediaError.system("cannot create \(temp)", errno: code)
@@ -105,15 +148,23 @@ public final class CacheStore: Sendable {
         if let code = syncDirectory(dir) { throw MediaError.system("cannot fsync \(dir)", errno: code) }
     }
 
-    /// Opens the entry's sparse data file at full length; the caller closes the fd.
+    /// Opens the entry's sparse data file at full length; the caller closes
+    /// the fd. Anything but a regular file in its place (a planted symlink)
+    /// is removed and a fresh, empty file made.
     public func openData(forKey key: String, length: Int64) throws -> Int32 {
         let path = try entryDirectory(forKey: key) + "/data"
-        let fd = retryingEINTR { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
+        var fd = retryingEINTR { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        var st = stat()
+        if fd < 0 && errno == ELOOP || fd >= 0 && fstat(fd, &st) == 0 && st.st_mode & S_IFMT != S_IFREG {
+            if fd >= 0 { close(fd) }
+            Log.warning("replacing \(path): not a regular file")
+            guard unlink(path) == 0 else { throw MediaError.system("cannot remove \(path)") }
+            fd = retryingEINTR { open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        }
         guard fd >= 0 else {
             let code = errno
             throw MediaError.system("cannot open \(path)", errno: code)
         }
-        var st = stat()
         guard fstat(fd, &st) == 0 else {
             let code = errno
             close(fd)
@@ -138,7 +189,7 @@ public final class CacheStore: Sendable {
             Log.warning("cannot move \(dir)/data to trash: \(String(cString: strerror(errno)))")
             return
         }
-        Thread.detachNewThread { [self] in emptyTrash() }
+        trash.request()
     }
 
     /// Forgets the entry. The rename into trash comes first so no reader ever
@@ -148,7 +199,7 @@ public final class CacheStore: Sendable {
     }
 
     /// Renames the entry into trash/ at once (so nobody sees half of it),
-    /// then deletes trash in the background, so no reader waits on a large
+    /// then deletes trash on the trash worker, so no reader waits on a large
     /// unlink.
     public func remove(directory dir: String) {
         let doomed = "\(trashRoot)/\(dir.suffix(64)).\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
@@ -159,7 +210,7 @@ public final class CacheStore: Sendable {
             }
             return
         }
-        Thread.detachNewThread { [self] in emptyTrash() }
+        trash.request()
     }
 
     /// One entry on disk, as the evictor and `mediafs cache ls` see it.
@@ -182,7 +233,7 @@ public final class CacheStore: Sendable {
                 var allocated: Int64 = 0
                 for file in (try? files.contentsOfDirectory(atPath: dir)) ?? [] {
                     var st = stat()
-                    if stat("\(dir)/\(file)", &st) == 0 { allocated += Int64(st.st_blocks) * 512 }
+                    if lstat("\(dir)/\(file)", &st) == 0 { allocated += Int64(st.st_blocks) * 512 }
                 }
                 result.append(StoredEntry(directory: dir, meta: meta, allocatedBytes: allocated))
             }
@@ -197,21 +248,10 @@ public final class CacheStore: Sendable {
         return Int64(fs.f_bavail) * Int64(fs.f_frsize)
     }
 
-    /// Deletes what is in trash/: entries removed earlier, also by a
-    /// process that stopped before it was done.
+    /// Deletes what is in trash/ now, in the caller: entries removed
+    /// earlier, also by a process that stopped before it was done.
     public func emptyTrash() {
-        let files = FileManager.default
-        guard let names = try? files.contentsOfDirectory(atPath: trashRoot) else { return }
-        for name in names {
-            do {
-                try files.removeItem(atPath: "\(trashRoot)/\(name)")
-            } catch {
-                // Another remove() may be emptying trash at the same moment.
-                if files.fileExists(atPath: "\(trashRoot)/\(name)") {
-                    Log.warning("cannot delete \(trashRoot)/\(name): \(error)")
-                }
-            }
-        }
+        trash.emptyNow()
     }
 
     private func entryDirectory(forKey key: String) throws -> String {
@@ -268,13 +308,21 @@ private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
     return nil
 }
 
+/// Metadata of a file in a million pieces takes a few tens of MiB; more is damage.
+private let maxWholeFile: Int64 = 64 << 20
+
 private func readWholeFile(_ path: String) throws -> [UInt8] {
-    let fd = retryingEINTR { open(path, O_RDONLY | O_CLOEXEC) }
+    // O_NONBLOCK: a FIFO in a file's place must not hang the caller.
+    let fd = retryingEINTR { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
     guard fd >= 0 else {
         let code = errno
         throw MediaError.system("cannot open \(path)", errno: code)
     }
     defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, Int64(st.st_size) <= maxWholeFile else {
+        throw MediaError(EINVAL, "\(path) is not a regular file of at most \(maxWholeFile) bytes")
+    }
     var result: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     while true {
@@ -285,6 +333,9 @@ private func readWholeFile(_ path: String) throws -> [UInt8] {
             throw MediaError.system("cannot read \(path)", errno: code)
         }
         if n == 0 { return result }
+        guard Int64(result.count + n) <= maxWholeFile else {
+            throw MediaError(EINVAL, "\(path) grew past \(maxWholeFile) bytes while read")
+        }
         result += buffer[..<n]
     }
 }

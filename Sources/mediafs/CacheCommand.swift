@@ -1,5 +1,6 @@
-// `mediafs cache ls|gc|clear`: the cache on disk, without a mount.
-// Meant for a cache that no mount is using at the moment.
+// `mediafs cache ls|gc|clear`: the cache on disk, without a mount. gc and
+// clear take the cache's lock, so they refuse a cache a mount is using; ls
+// only reads, and lists a cache in use as it is at that moment.
 import Foundation
 import MediaCache
 
@@ -31,20 +32,30 @@ struct CacheCommand {
 
     func run() throws {
         let store = try CacheStore(root: cache.resolvedDirectory)
-        switch action {
-        case "ls": list(store)
-        case "gc":
-            let report = CacheEvictor(store: store, limits: cache.limits).run()
-            print("removed \(report.evictedEntries) entries, freed \(StatusCommand.human(report.freedBytes)); "
-                  + "\(StatusCommand.human(report.usedBytes)) in use")
-        default:
-            try clear(store)
+        if action == "ls" { return list(store) }
+        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait)
+        try withExtendedLifetime(lock) {
+            // Removal deletes on the trash worker; the space must be free
+            // when the command returns, leftovers of a crashed mount included.
+            defer { store.stop(); store.emptyTrash() }
+            if action == "gc" {
+                let report = CacheEvictor(store: store, limits: cache.limits).run()
+                print("removed \(report.evictedEntries) entries, freed \(StatusCommand.human(report.freedBytes)); "
+                      + "\(StatusCommand.human(report.usedBytes)) in use")
+            } else {
+                try clear(store)
+            }
         }
-        // Removal deletes in the background; a command must not exit first.
-        store.emptyTrash()
     }
 
     private func list(_ store: CacheStore) {
+        do {
+            _ = try CacheLock(directory: store.root, wait: 0)
+        } catch let error as MediaError where error.errno == EBUSY {
+            Log.info("\(error.message); listing it as it is now")
+        } catch {
+            Log.warning("\(error)")
+        }
         let entries = store.entries().sorted { ($0.meta?.lastAccess ?? 0) > ($1.meta?.lastAccess ?? 0) }
         print("SIZE        CACHED  COMPLETE  LAST ACCESS           URL")
         for entry in entries {

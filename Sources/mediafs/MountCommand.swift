@@ -189,6 +189,8 @@ struct MountCommand {
         let parsed = try Source.parse(arguments: sources) { try TextFetch.get($0, options: http) }
         try MediaFS.checkMountpoint(mountpoint)
         let store = try CacheStore(root: cache.resolvedDirectory)
+        // Before mounting, so a second mount fails with nothing to undo.
+        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait)
         var settings = LoaderSettings()
         settings.timeout = timeout
         settings.maxAttempts = retries + 1
@@ -201,10 +203,16 @@ struct MountCommand {
         let limits = cache.limits
         let revalidateAfter = self.revalidateAfter
         let fs = MediaFS(options: options) {
-            Catalog(sources: parsed, store: store, fetcher: CurlFetcher(options: http), settings: settings, http: http,
-                    preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter)
+            // Runs in the daemon: the pid that took the lock has exited.
+            lock.recordHolder()
+            return Catalog(sources: parsed, store: store, fetcher: CurlFetcher(options: http), settings: settings,
+                           http: http, preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter)
         }
-        try fs.run()
+        // The lock is held until the process exits, after the last flush.
+        try withExtendedLifetime(lock) {
+            defer { store.stop() }
+            try fs.run()
+        }
     }
 }
 

@@ -1,0 +1,82 @@
+// CacheLock: one holder per cache directory, a clear refusal naming the
+// holder, and the lock gone with the holder. flock conflicts between two
+// opens of the file even within one process, so one test process suffices.
+import XCTest
+@testable import MediaCache
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class CacheLockTests: XCTestCase {
+    private var base = ""
+
+    override func setUpWithError() throws {
+        base = try TemporaryDirectory.make("lock")
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    func testSecondLock_whileTheFirstIsHeld_throwsEBUSYNamingDirectoryAndPid() throws {
+        let first = try CacheLock(directory: base, wait: 0)
+        XCTAssertThrowsError(try CacheLock(directory: base, wait: 0.2)) { error in
+            XCTAssertEqual((error as? MediaError)?.errno, EBUSY)
+            XCTAssertTrue("\(error)".contains(base), "\(error)")
+            XCTAssertTrue("\(error)".contains("process \(getpid())"), "\(error)")
+        }
+        withExtendedLifetime(first) {}
+    }
+
+    func testLock_afterTheHolderIsGone_isTaken() throws {
+        var first: CacheLock? = try CacheLock(directory: base, wait: 0)
+        XCTAssertNotNil(first)
+        first = nil
+        XCTAssertNoThrow(try CacheLock(directory: base, wait: 0))
+    }
+
+    func testLock_releasedWhileWaiting_isTakenBeforeTheWaitEnds() throws {
+        let released = expectation(description: "released")
+        try holdFor(0.2, then: released)
+        XCTAssertNoThrow(try CacheLock(directory: base, wait: 30))
+        wait(for: [released], timeout: 5)
+    }
+
+    /// Takes the lock and leaves it to a closure that drops it after `seconds`.
+    private func holdFor(_ seconds: Double, then done: XCTestExpectation) throws {
+        let held = try CacheLock(directory: base, wait: 0)
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            withExtendedLifetime(held) {}
+            done.fulfill()
+        }
+    }
+
+    func testLockFile_holdsThePidOfTheHolder() throws {
+        let lock = try CacheLock(directory: base, wait: 0)
+        let text = try String(contentsOfFile: base + "/lock", encoding: .utf8)
+        XCTAssertEqual(text, "\(getpid())\n")
+        withExtendedLifetime(lock) {}
+    }
+
+    func testLockFile_withGarbageText_isRefusedWithoutAPid() throws {
+        let first = try CacheLock(directory: base, wait: 0)
+        let fd = open(base + "/lock", O_WRONLY | O_TRUNC)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        _ = write(fd, "99999999999999999999999\n", 24)
+        close(fd)
+        XCTAssertThrowsError(try CacheLock(directory: base, wait: 0)) { error in
+            XCTAssertTrue("\(error)".contains("another process"), "\(error)")
+        }
+        withExtendedLifetime(first) {}
+    }
+
+    func testLockFile_thatIsASymlink_isNotFollowed() throws {
+        let target = base + "/elsewhere"
+        XCTAssertTrue(FileManager.default.createFile(atPath: target, contents: Data("keep".utf8)))
+        XCTAssertEqual(symlink(target, base + "/lock"), 0)
+        XCTAssertThrowsError(try CacheLock(directory: base, wait: 0)) { error in
+            XCTAssertEqual((error as? MediaError)?.errno, ELOOP)
+        }
+        XCTAssertEqual(FileManager.default.contents(atPath: target), Data("keep".utf8))
+    }
+}
