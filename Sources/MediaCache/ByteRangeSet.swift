@@ -67,6 +67,17 @@ public struct ByteRangeSet: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// True when every byte of `r` is present; an empty range is trivially held.
+    /// How many bytes of `r` are in the set.
+    public func overlapCount(with r: Range<Int64>) -> Int64 {
+        var count: Int64 = 0
+        var i = firstIndex(endingAfter: r.lowerBound)
+        while i < ranges.count && ranges[i].lowerBound < r.upperBound {
+            count += Int64(ranges[i].clamped(to: r).count)
+            i += 1
+        }
+        return count
+    }
+
     /// Whether any byte of `r` is in the set.
     public func overlaps(_ r: Range<Int64>) -> Bool {
         guard !r.isEmpty else { return false }

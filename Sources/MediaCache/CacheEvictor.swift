@@ -42,10 +42,20 @@ public struct CacheEvictor: Sendable {
         self.limits = limits
     }
 
+    /// Room a pass makes below the limits once the room ran low (under
+    /// half of this), so writes go on while it works: an eighth of the size
+    /// limit, at most 64 MiB.
+    public var headroom: Int64 { min(limits.maxSize / 8, 64 << 20) }
+
     /// Applies the limits once. `mounted` are the loaders of the running
-    /// mount, by URL; their bytes are freed only through them.
+    /// mount, by URL; their bytes are freed only through them. With a
+    /// `budget`, the room left under the limits is measured for it, and
+    /// when it ran out (writes were refused) `headroom` more is made.
     @discardableResult
-    public func run(mounted: [String: FileLoader] = [:], now: Int64 = Int64(time(nil))) -> Report {
+    public func run(mounted: [String: FileLoader] = [:], budget: CacheBudget? = nil,
+                    now: Int64 = Int64(time(nil))) -> Report {
+        let mark = budget?.mark ?? 0
+        let extra = budget?.isPressed == true ? headroom : 0
         var report = Report()
         var items: [Item] = []
         let mountedDirectories = Dictionary(uniqueKeysWithValues: mounted.map { (store.directory(forKey: $0.key), $0.value) })
@@ -77,7 +87,9 @@ public struct CacheEvictor: Sendable {
         }
 
         var used = kept.reduce(Int64(0)) { $0 + $1.allocated }
-        var need = max(used - limits.maxSize, limits.minFree - (store.freeBytes() ?? Int64.max), 0)
+        let free = store.freeBytes() ?? Int64.max
+        var need = max(used.addingSaturating(extra) - limits.maxSize,
+                       limits.minFree.addingSaturating(extra) - free, 0)
         var survivors: [Item] = []
         for item in kept.sorted(by: { $0.lastAccess < $1.lastAccess }) {
             if need > 0, item.allocated > 0, evict(item) {
@@ -101,6 +113,12 @@ public struct CacheEvictor: Sendable {
             report.freedBytes += freed
         }
         report.usedBytes = used
+        if let budget {
+            let freed = report.freedBytes
+            let room = min(limits.maxSize - used, free.addingSaturating(freed) - limits.minFree)
+            budget.measured(room: max(room, 0), since: mark, lowWater: headroom / 2)
+            Log.debug("cache limits: \(used) bytes used, \(max(room, 0)) bytes of room, \(freed) bytes freed")
+        }
         return report
     }
 
@@ -110,3 +128,4 @@ public struct CacheEvictor: Sendable {
         return true
     }
 }
+

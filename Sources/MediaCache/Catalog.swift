@@ -72,6 +72,8 @@ public final class Catalog: @unchecked Sendable {
     private let http: HTTPOptions
     private let preloadNext: PreloadNext?
     private let evictor: CacheEvictor?
+    /// Room under the limits for new bytes, so they hold at every instant.
+    private let budget: CacheBudget?
     /// Validators older than this are checked on open; nil: never.
     private let revalidateAfter: Double?
 
@@ -97,6 +99,14 @@ public final class Catalog: @unchecked Sendable {
         self.preloadNext = preloadNext
         self.revalidateAfter = revalidateAfter
         evictor = limits.map { CacheEvictor(store: store, limits: $0) }
+        let stopping = self.stopping
+        budget = limits.map { _ in
+            CacheBudget {
+                stopping.lock()
+                stopping.broadcast()
+                stopping.unlock()
+            }
+        }
         for source in sources { _ = insert(source, into: root) }
     }
 
@@ -111,7 +121,7 @@ public final class Catalog: @unchecked Sendable {
         if loaders[source.url] == nil {
             let path = directory.path + "/" + name
             let loader = FileLoader(source: Source(name: path, url: source.url), store: store, fetcher: fetcher,
-                                    settings: settings, statistics: statistics)
+                                    settings: settings, statistics: statistics, budget: budget)
             loader.onChange = { [weak self] in self?.changeHandler(path) }
             loaders[source.url] = loader
         }
@@ -135,15 +145,23 @@ public final class Catalog: @unchecked Sendable {
         let thread = Thread { [self] in
             store.emptyTrash()
             stopping.lock()
+            var flushDue = Date()
             while !stopped {
                 stopping.unlock()
-                flushAll()
+                // Woken early when a write found no room: make room at once,
+                // and flush only when a flush is due.
+                if Date() >= flushDue {
+                    flushAll()
+                    flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
+                }
                 lock.lock()
                 let byURL = loaders
                 lock.unlock()
-                evictor?.run(mounted: byURL)
+                evictor?.run(mounted: byURL, budget: budget)
                 stopping.lock()
-                _ = stopping.wait(until: Date(timeIntervalSinceNow: Self.flushInterval))
+                if !stopped && budget?.isPressed != true {
+                    _ = stopping.wait(until: flushDue)
+                }
             }
             flusherRunning = false
             stopping.broadcast()
@@ -164,6 +182,7 @@ public final class Catalog: @unchecked Sendable {
         preloads.stop(drain: false)
         fetcher.shutdown()
         flushAll()
+        store.stop()
     }
 
     public var allLoaders: [FileLoader] {
@@ -338,10 +357,13 @@ public final class Catalog: @unchecked Sendable {
     // MARK: Opening
 
     /// A file is being opened: check its validators when they are due.
-    public func willOpen(_ path: String) throws {
+    /// Returns whether the file changed, so the kernel's idea of it must be
+    /// dropped before the open is answered.
+    public func willOpen(_ path: String) throws -> Bool {
         let loader = try file(at: path)
         _ = try loader.contentInfo()
-        if let revalidateAfter { loader.revalidate(olderThan: revalidateAfter) }
+        guard let revalidateAfter else { return false }
+        return loader.revalidate(olderThan: revalidateAfter)
     }
 
     /// A file was opened: preload the leading bytes of the next files in
@@ -378,16 +400,16 @@ public final class Catalog: @unchecked Sendable {
 
     /// For statfs: the cache's room and what this mount's files hold of it.
     public func usage() -> (capacity: Int64, used: Int64, available: Int64) {
-        let cached = allLoaders.reduce(Int64(0)) { $0 + $1.status().cachedBytes }
+        let cached = allLoaders.reduce(Int64(0)) { $0.addingSaturating($1.status().cachedBytes) }
         let available = store.freeBytes() ?? 0
-        return (cached + available, cached, available)
+        return (cached.addingSaturating(available), cached, available)
     }
 
     /// The root's `stats`: one JSON object.
     public func statsJSON() -> String {
         let counters = statistics.snapshot
         let all = allLoaders
-        let cached = all.reduce(Int64(0)) { $0 + $1.status().cachedBytes }
+        let cached = all.reduce(Int64(0)) { $0.addingSaturating($1.status().cachedBytes) }
         return "{\"entries\":\(all.count),\"cached_bytes\":\(cached),"
             + "\"bytes_from_cache\":\(counters.bytesFromCache),\"bytes_from_network\":\(counters.bytesFromNetwork),"
             + "\"requests\":\(counters.requests),\"transfers_in_flight\":\(counters.transfersInFlight),"

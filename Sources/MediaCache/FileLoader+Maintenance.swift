@@ -50,11 +50,13 @@ extension FileLoader {
     /// Checks the stored validators against the server when the policy
     /// says they are due. A server that cannot be reached leaves the cache
     /// as it is (offline use); a changed file drops its cached bytes.
-    public func revalidate(olderThan maxAge: Double) {
+    /// Returns whether the file changed.
+    @discardableResult
+    public func revalidate(olderThan maxAge: Double) -> Bool {
         lock.lock()
         let due = info != nil && Self.now() - Double(lastValidated) >= maxAge
         lock.unlock()
-        guard due else { return }
+        guard due else { return false }
         let done = NSCondition()
         nonisolated(unsafe) var answer: Result<ContentInfo, MediaError>?
         ContentProbe.start(url: source.url, fetcher: fetcher) { result in
@@ -80,12 +82,14 @@ extension FileLoader {
                 replaceContent(with: fresh, reason: "validators changed")
                 lock.unlock()
                 finishFreeing()
+                return true
             }
         case .failure(let error):
             Log.debug("\(source.displayURL): cannot revalidate, serving the cache: \(error.message)")
         case nil:
             Log.debug("\(source.displayURL): revalidation timed out, serving the cache")
         }
+        return false
     }
 
     /// Why an answer shows the remote file changed, or nil: another ETag,
@@ -143,7 +147,10 @@ extension FileLoader {
                 if let covering = transfers.values.first(where: { covers($0, point) }) {
                     point = covering.end
                 } else {
+                    let start = point
                     point = startTransfer(at: point, end: hole.upperBound, owner: owner, info: info, priority: .preload)
+                    // No room under the cache limits: preloading would only fetch bytes to drop.
+                    if point == start { return }
                 }
             }
         }

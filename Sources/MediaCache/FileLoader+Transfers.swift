@@ -46,7 +46,7 @@ extension FileLoader {
             problem = ContentProbe.error(for: head)
         }
         if let problem {
-            if let text = head.headers["retry-after"], let seconds = Double(text.trimmingSpaces) {
+            if let seconds = head.retryAfterSeconds {
                 retryAt = Self.now() + min(seconds, settings.timeout)
             }
             lastError = problem
@@ -66,7 +66,19 @@ extension FileLoader {
         let chunk = position..<(position + Int64(count))
         // Bytes being freed are handed to readers but not written: the
         // freeing would erase them after this write, and a claim would lie.
-        let file = isFreeing(chunk) ? nil : dataFile
+        // So are bytes that do not fit under the cache limits.
+        var file = isFreeing(chunk) ? nil : dataFile
+        if file != nil, let budget {
+            if transfer.reserved >= Int64(count) {
+                transfers[id]!.reserved -= Int64(count)
+                budget.consume(Int64(count))
+            } else if budget.take(Int64(count) - transfer.reserved) {
+                budget.consume(transfer.reserved)
+                transfers[id]!.reserved = 0
+            } else {
+                file = nil
+            }
+        }
         if file != nil { writing[id] = chunk }
         lock.unlock()
 
@@ -122,6 +134,7 @@ extension FileLoader {
         defer { lock.broadcast(); lock.unlock() }
         guard let transfer = transfers.removeValue(forKey: id) else { return }
         statistics.transfersInFlight.add(-1, ordering: .relaxed)
+        budget?.release(transfer.reserved)
         // Stopped by a seek, a close or a purge: says nothing of the server.
         if transfer.cancelled { return }
         if error == nil && transfer.position >= transfer.end {

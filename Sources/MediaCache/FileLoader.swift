@@ -31,6 +31,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         /// Asked to stop: no read should count on it any more.
         var cancelled = false
         var priority: FetchRequest.Priority
+        /// Room under the cache limits reserved for its bytes, not yet used.
+        var reserved: Int64 = 0
     }
 
     enum ProbeState {
@@ -40,6 +42,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         case failed(MediaError, at: Double)
     }
 
+    /// How long a read that must fetch waits for the evictor to make room.
+    static let roomWait: Double = 2
+
     /// How far ahead of a stream read from the cache the disk is asked to read.
     static let diskReadahead: Int64 = 8 << 20
 
@@ -48,6 +53,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     let fetcher: Fetching
     let settings: LoaderSettings
     let statistics: Statistics
+    /// Room under the cache limits; nil: unlimited.
+    let budget: CacheBudget?
     /// The owner of preload transfers, as a handle owns its readahead.
     let preloadOwner = ReadPattern()
     /// Serialises metadata saves and freeing, so an older snapshot never
@@ -119,7 +126,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var changeHandler: (@Sendable () -> Void)?
 
     public init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
-                statistics: Statistics = Statistics()) {
+                statistics: Statistics = Statistics(), budget: CacheBudget? = nil) {
+        self.budget = budget
         self.source = source
         self.store = store
         self.fetcher = fetcher
@@ -238,6 +246,14 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         finishFreeing()
         let end = offset + min(Int64(buffer.count), info.length - offset)
         let wanted = offset..<end
+        if let budget {
+            // A read that must fetch lets the evictor free older bytes
+            // first, so that its bytes are cached too.
+            lock.lock()
+            let missing = Int64(wanted.count) - present.overlapCount(with: wanted)
+            lock.unlock()
+            if missing > 0 { budget.awaitRoom(missing, timeout: min(settings.timeout, Self.roomWait)) }
+        }
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])
         let grant = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
         defer { endRead(grant.token) }
@@ -402,7 +418,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                     attempts.retries += 1
                 }
                 let start = point
-                point = startTransfer(at: start, end: max(hole.upperBound, point + window), owner: owner, info: info)
+                point = startTransfer(at: start, end: max(hole.upperBound, point + window), owner: owner, info: info,
+                                      mustReach: hole.upperBound)
                 attempts.asked.insert(start..<point)
             }
         }
@@ -466,22 +483,32 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     }
 
     /// Starts a transfer at `start` reaching toward `end`, but never into
-    /// present bytes or a running transfer. Returns where it stops.
+    /// present bytes or a running transfer, nor (past `mustReach`, the
+    /// bytes a read waits for) beyond the room under the cache limits.
+    /// Returns where it stops: `start` when it started none.
     /// Call with `lock` held.
     @discardableResult
     func startTransfer(at start: Int64, end wantedEnd: Int64, owner: ObjectIdentifier, info: ContentInfo,
-                               priority: FetchRequest.Priority = .read) -> Int64 {
+                       priority: FetchRequest.Priority = .read, mustReach: Int64 = 0) -> Int64 {
         var end = min(wantedEnd, info.length)
         if let next = present.nextPresent(atOrAfter: start) { end = min(end, next) }
         for transfer in transfers.values where !transfer.cancelled && transfer.position > start {
             end = min(end, transfer.position)
+        }
+        // Room under the cache limits: a read fetches its bytes whatever
+        // (those that do not fit pass uncached); readahead and preload
+        // fetch only what will be kept.
+        let reserved = budget?.reserve(upTo: end - start) ?? 0
+        if budget != nil {
+            end = max(start + reserved, min(end, mustReach))
+            guard end > start else { return start }
         }
         let validator = info.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? info.lastModified
         let request = FetchRequest(url: source.url, range: start..<end, ifRange: validator, priority: priority)
         let id = fetcher.start(request, delegate: self)
         statistics.requests.add(1, ordering: .relaxed)
         statistics.transfersInFlight.add(1, ordering: .relaxed)
-        transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority)
+        transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved)
         Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
         return end
     }

@@ -32,3 +32,11 @@ public enum Limits {
         return value
     }
 }
+
+extension Int64 {
+    /// a + b, held at Int64.max: for sums of sizes (never negative).
+    public func addingSaturating(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
+}

@@ -98,7 +98,11 @@ func makeOperations() -> fuse_operations {
             if info!.pointee.flags & O_ACCMODE != O_RDONLY { throw MediaError(EROFS, "read-only") }
             let catalog = adapter().catalog
             let name = pathString(path)
-            try catalog.willOpen(name)
+            if try catalog.willOpen(name) {
+                // The file changed: the kernel must not answer this handle's
+                // fstat or reads from what it kept of the old version.
+                adapter().invalidate([name], wait: true)
+            }
             let loader = try catalog.file(at: name)
             let file = OpenFile(loader: loader)
             loader.attach(file.pattern)

@@ -90,16 +90,11 @@ struct StatusCommand {
             lines.append(line + "  " + row.name)
         }
         // Each value is at most Limits.maxLength, but a few of them can pass Int64.max.
-        let cached = rows.reduce(Int64(0)) { Self.saturatingSum($0, $1.cached) }
-        let size = rows.reduce(Int64(0)) { Self.saturatingSum($0, $1.size) }
+        let cached = rows.reduce(Int64(0)) { $0.addingSaturating($1.cached) }
+        let size = rows.reduce(Int64(0)) { $0.addingSaturating($1.size) }
         lines.append("total: \(rows.count) files, \(Self.human(cached)) of \(Self.human(size)) cached, "
                      + "\(rows.filter(\.complete).count) complete")
         return lines.joined(separator: "\n")
-    }
-
-    static func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
-        let (sum, overflow) = a.addingReportingOverflow(b)
-        return overflow ? Int64.max : sum
     }
 
     static func human(_ bytes: Int64) -> String {
