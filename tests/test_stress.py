@@ -257,6 +257,18 @@ def web(tmp_path):
         server.stop()
 
 
+def guard(fn, tally):
+    """fn, with any exception it raises counted as a problem: a worker that
+    dies quietly would make the run look clean."""
+    def run(*args):
+        try:
+            fn(*args)
+        except BaseException as e:
+            tally.problem(f"{fn.__name__} stopped: {e!r}")
+    run.__name__ = fn.__name__
+    return run
+
+
 def stress(mount, web, passthrough, changing):
     """Runs the threads for SECONDS against one mount; returns (mount, tally,
     versions, current version index by name)."""
@@ -279,16 +291,16 @@ def stress(mount, web, passthrough, changing):
     tally = Tally()
     deadline = time.monotonic() + SECONDS
     serials = iter(range(1_000_000))
-    workers = [threading.Thread(target=reader, daemon=True, name=f"reader{i}",
+    workers = [threading.Thread(target=guard(reader, tally), daemon=True, name=f"reader{i}",
                                 args=(m, versions, random.Random(rng.random()), deadline, tally, changing,
                                       serials))
                for i in range(READERS)]
-    workers.append(threading.Thread(target=purger, daemon=True,
+    workers.append(threading.Thread(target=guard(purger, tally), daemon=True,
                                     args=(m, random.Random(rng.random()), deadline, tally)))
-    workers.append(threading.Thread(target=preloader, daemon=True,
+    workers.append(threading.Thread(target=guard(preloader, tally), daemon=True,
                                     args=(m, random.Random(rng.random()), deadline, tally)))
     if changing:
-        workers.append(threading.Thread(target=changer, daemon=True,
+        workers.append(threading.Thread(target=guard(changer, tally), daemon=True,
                                         args=(web, versions, current, random.Random(rng.random()), deadline,
                                               tally)))
     for t in workers:

@@ -528,6 +528,55 @@ final class FileLoaderTests: XCTestCase {
         }
     }
 
+    func testRandomReads_duringPurgesTrimsAndEvictions_returnTheSourceNeverZeros() throws {
+        let length = 4 << 20
+        let source = addContent(count: length)
+        let loader = makeLoader()
+        _ = try loader.contentInfo()
+        // Bounded by time so it fits any machine; the count of rounds is not asserted.
+        let stop = Date(timeIntervalSinceNow: 3)
+        let readers = (0..<4).map { thread in
+            Background { () -> [String] in
+                var random = SplitMix64(seed: 7 + UInt64(thread))
+                let pattern = ReadPattern()
+                var failures: [String] = []
+                while Date() < stop && failures.count < 5 {
+                    let offset = Int64(random.next() % UInt64(length))
+                    let count = Int(random.next() % (252 << 10)) + (4 << 10)
+                    do {
+                        let got = try Self.read(loader, at: offset, count: count, pattern: pattern)
+                        if got != Self.expected(source, offset, count) {
+                            let zeros = got.filter { $0 == 0 }.count
+                            failures.append("thread \(thread): \(count) bytes at \(offset) wrong (\(zeros) zero bytes)")
+                        }
+                    } catch {
+                        failures.append("thread \(thread): \(count) bytes at \(offset) failed: \(error)")
+                    }
+                }
+                loader.release(pattern)
+                return failures
+            }
+        }
+        let maintenance = Background { () -> Int in
+            var random = SplitMix64(seed: 99)
+            var rounds = 0
+            while Date() < stop {
+                switch random.next() % 3 {
+                case 0: loader.purge()
+                case 1: loader.trim(to: Int64(random.next() % UInt64(length)))
+                default: _ = loader.evict()
+                }
+                rounds += 1
+                usleep(2000)
+            }
+            return rounds
+        }
+        for reader in readers {
+            XCTAssertEqual(try reader.result(timeout: 60), [])
+        }
+        XCTAssertGreaterThan(try maintenance.result(timeout: 60), 0)
+    }
+
     // MARK: Reading
 
     private func read(_ loader: FileLoader, at offset: Int64, count: Int,
