@@ -8,8 +8,9 @@ races between purges and arriving bytes show (a Python server rarely did).
 What must hold: a read returns the bytes of one version of the file, whole,
 or (only when the file changed) fails with EIO, or returns a part of one
 version whose rest fails with EIO (the kernel's way to report an error
-after some pages) -- never zeros, never a mix; one handle never reads two
-versions.
+after some pages) -- never zeros, never a mix. A handle that reads one
+version and then the other is counted in the summary, not failed (the
+kernel's page cache is shared by all handles of a file).
 Each run stops by itself after MEDIAFS_STRESS_SECONDS (default 25 s) and
 prints a one-line summary (see it with `pytest -s`); MEDIAFS_STRESS_SEED
 replays a run.
@@ -69,6 +70,7 @@ class Tally:
     preloads: int = 0
     changes: int = 0
     opens: int = 0
+    handle_mixes: int = 0     # reads of another version than the handle read before
     problems: list = field(default_factory=list)
     admin_errors: list = field(default_factory=list)
 
@@ -185,10 +187,11 @@ def reader(m, versions, rng, deadline, tally, changing, serials):
                 h.close()
             elif not which:
                 tally.problem(f"{where}: WRONG BYTES ({page_kinds(got, vs, off)})")
-            elif h.version is not None and h.version != which[0]:
-                tally.problem(f"{where}: version {'AB'[which[0]]} after version {'AB'[h.version]} "
-                              f"on the same handle")
             else:
+                # Counted, not failed: page-cache handles share the file's
+                # pages, so one can read pages another filled after a change.
+                if h.version is not None and h.version != which[0]:
+                    tally.add(handle_mixes=1)
                 h.version = which[0]
     finally:
         for h in handles:
@@ -322,7 +325,8 @@ def summary(m, tally, label):
           f"({tally.read_bytes // MiB} MiB), {tally.eio} EIO, {tally.purges} purges, "
           f"{tally.preloads} preloads, {tally.changes} changes, {tally.opens} opens, "
           f"{log.count('to keep the cache within its limit')} trims, {log.count('evicted ')} evictions, "
-          f"{opens} passthrough opens, {len(tally.problems)} wrong reads")
+          f"{opens} passthrough opens, {tally.handle_mixes} handles switching version, "
+          f"{len(tally.problems)} wrong reads")
 
 
 def check(m, tally):
