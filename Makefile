@@ -15,7 +15,7 @@ SWIFT_FLAGS := --scratch-path $(BUILD_DIR)
 BIN         := $(BUILD_DIR)/release/mediafs
 export MEDIAFS_BIN := $(abspath $(BIN))
 
-.PHONY: all build deps test demo bench install clean
+.PHONY: all build deps test tsan demo bench install clean
 
 all: build
 
@@ -29,6 +29,11 @@ test: deps
 	$(MAKE) build
 	swift test --disable-swift-testing $(SWIFT_FLAGS)
 	python3 -m pytest -v $(PYTEST_ARGS) tests/
+
+# The unit tests under ThreadSanitizer, in a build directory of their own
+# (a sanitized build cannot share objects with the plain one).
+tsan:
+	swift test --sanitize=thread --disable-swift-testing --scratch-path .build-tsan
 
 demo: deps
 	$(MAKE) build

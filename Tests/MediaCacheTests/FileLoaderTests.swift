@@ -77,6 +77,16 @@ final class FileLoaderTests: XCTestCase {
     private static let kib: Int64 = 1 << 10
     private static let mib: Int64 = 1 << 20
 
+    /// Polls `predicate` until it holds; false if it still does not after `timeout`.
+    private func waitUntil(timeout: Double = 10, _ predicate: () -> Bool) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while !predicate() {
+            if Date() >= deadline { return false }
+            usleep(1000)
+        }
+        return true
+    }
+
     private func sum(_ ranges: [Range<Int64>?]) -> Int64 {
         ranges.reduce(0) { $0 + Int64($1?.count ?? 0) }
     }
@@ -141,8 +151,7 @@ final class FileLoaderTests: XCTestCase {
         let a = Background { try Self.read(loader, at: 0, count: 256 << 10) }
         XCTAssertTrue(fetcher.waitUntil { $0.transfersWaitingAtHold.count == 1 })
         let b = Background { try Self.read(loader, at: 64 << 10, count: 128 << 10) }
-        // Nothing to observe inside the loader: give b time to join before the bytes flow.
-        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertTrue(waitUntil { loader.waitingReads == 2 }, "b never waited for bytes")
         fetcher.release()
         XCTAssertEqual(try a.result(), Self.expected(source, 0, 256 << 10))
         XCTAssertEqual(try b.result(), Self.expected(source, 64 << 10, 128 << 10))
@@ -250,7 +259,7 @@ final class FileLoaderTests: XCTestCase {
         let held = fetcher.transfersWaitingAtHold
         let waited: Int64 = (6 << 20) + (32 << 10)
         let waiter = Background { try Self.read(loader, at: waited, count: 4096) }
-        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertTrue(waitUntil { loader.waitingReads == 1 }, "the waiter never waited for bytes")
         loader.release(pattern)
         fetcher.release()
         XCTAssertEqual(try waiter.result(), Self.expected(source, waited, 4096))
@@ -519,6 +528,55 @@ final class FileLoaderTests: XCTestCase {
         }
     }
 
+    func testRandomReads_duringPurgesTrimsAndEvictions_returnTheSourceNeverZeros() throws {
+        let length = 4 << 20
+        let source = addContent(count: length)
+        let loader = makeLoader()
+        _ = try loader.contentInfo()
+        // Bounded by time so it fits any machine; the count of rounds is not asserted.
+        let stop = Date(timeIntervalSinceNow: 3)
+        let readers = (0..<4).map { thread in
+            Background { () -> [String] in
+                var random = SplitMix64(seed: 7 + UInt64(thread))
+                let pattern = ReadPattern()
+                var failures: [String] = []
+                while Date() < stop && failures.count < 5 {
+                    let offset = Int64(random.next() % UInt64(length))
+                    let count = Int(random.next() % (252 << 10)) + (4 << 10)
+                    do {
+                        let got = try Self.read(loader, at: offset, count: count, pattern: pattern)
+                        if got != Self.expected(source, offset, count) {
+                            let zeros = got.filter { $0 == 0 }.count
+                            failures.append("thread \(thread): \(count) bytes at \(offset) wrong (\(zeros) zero bytes)")
+                        }
+                    } catch {
+                        failures.append("thread \(thread): \(count) bytes at \(offset) failed: \(error)")
+                    }
+                }
+                loader.release(pattern)
+                return failures
+            }
+        }
+        let maintenance = Background { () -> Int in
+            var random = SplitMix64(seed: 99)
+            var rounds = 0
+            while Date() < stop {
+                switch random.next() % 3 {
+                case 0: loader.purge()
+                case 1: loader.trim(to: Int64(random.next() % UInt64(length)))
+                default: _ = loader.evict()
+                }
+                rounds += 1
+                usleep(2000)
+            }
+            return rounds
+        }
+        for reader in readers {
+            XCTAssertEqual(try reader.result(timeout: 60), [])
+        }
+        XCTAssertGreaterThan(try maintenance.result(timeout: 60), 0)
+    }
+
     // MARK: Reading
 
     private func read(_ loader: FileLoader, at offset: Int64, count: Int,
@@ -531,6 +589,16 @@ final class FileLoaderTests: XCTestCase {
         var buffer = [UInt8](repeating: 0xEE, count: count)
         let n = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: offset, pattern: pattern) }
         return Array(buffer[..<n])
+    }
+}
+
+extension FileLoader {
+    /// Reads blocked on bytes still to come: what a test waits on to know a
+    /// read has joined a transfer.
+    var waitingReads: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return waits.count
     }
 }
 
