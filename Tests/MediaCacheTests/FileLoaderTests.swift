@@ -474,6 +474,8 @@ final class FileLoaderTests: XCTestCase {
         let source = addContent(count: 300_000)
         let loader = makeLoader()
         _ = try read(loader, at: 0, count: source.count)
+        // A read returns as its bytes arrive; its transfer ends a moment later.
+        XCTAssertTrue(fetcher.waitUntil { _ in loader.status().state == .idle })
         let (fd, version) = try XCTUnwrap(loader.beginKernelReads())
         defer { close(fd) }
         XCTAssertTrue(loader.usage().isBusy)
