@@ -38,21 +38,31 @@ extension MediaError {
     static let secretNameParts = ["token", "signature", "secret", "password", "credential", "apikey", "api_key", "auth"]
 
     /// A URL fit for logs, attributes and status: `user:password@` removed
-    /// and the values of secret query parameters replaced, so a signed URL
-    /// shows which file it is without what opens it.
+    /// and the values of secret parameters replaced, in the query and in a
+    /// fragment (where OAuth puts tokens), so a signed URL shows which file
+    /// it is without what opens it.
     public static func redacted(_ url: String) -> String {
         var shown = url
         if let userinfo = userinfoRange(in: shown) { shown.removeSubrange(userinfo) }
-        guard let question = shown.firstIndex(of: "?") else { return shown }
-        let queryEnd = shown[question...].firstIndex(of: "#") ?? shown.endIndex
-        let query = shown[shown.index(after: question)..<queryEnd]
-        let parameters = query.split(separator: "&", omittingEmptySubsequences: false).map { parameter in
+        let hash = shown.firstIndex(of: "#") ?? shown.endIndex
+        var result = String(shown[..<hash])
+        if let question = result.firstIndex(of: "?") {
+            result = String(result[...question]) + redactedParameters(result[result.index(after: question)...])
+        }
+        if hash < shown.endIndex {
+            result += "#" + redactedParameters(shown[shown.index(after: hash)...])
+        }
+        return result
+    }
+
+    /// `a=1&sig=2` as `a=1&sig=REDACTED`.
+    static func redactedParameters(_ text: Substring) -> String {
+        text.split(separator: "&", omittingEmptySubsequences: false).map { parameter in
             guard let equals = parameter.firstIndex(of: "="), isSecret(name: parameter[..<equals]) else {
                 return String(parameter)
             }
             return parameter[...equals] + "REDACTED"
-        }
-        return String(shown[...question]) + parameters.joined(separator: "&") + String(shown[queryEnd...])
+        }.joined(separator: "&")
     }
 
     static func isSecret(name: Substring) -> Bool {
