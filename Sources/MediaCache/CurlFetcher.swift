@@ -4,6 +4,7 @@
 // Background transfers (readahead, preload) are capped below the connection
 // limit, so a reader's request always finds a free connection; memory in
 // flight is bounded by connections × receive buffer, however many files.
+// A transfer's handles, one per redirect hop, come from CurlHop.
 import CCurl
 import Synchronization
 #if canImport(Glibc)
