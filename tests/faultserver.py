@@ -52,7 +52,10 @@ Only requests for the name itself count (not /_real/<name>).
                       Content-Range and the matching bytes.
   redirect            code=302 (301/302/303/307/308): GET/HEAD of /<name> answer
                       `code` with an absolute Location to /_real/<name>, which
-                      always serves the file normally.
+                      always serves the file normally. to=BASE_URL: the
+                      Location is BASE_URL + _real/<name> instead (another
+                      server: another origin). location=URL: exactly this
+                      Location (a loop, another scheme).
   change              after=1, new_data=None: once `after` requests (GET or
                       HEAD) for the name have been answered, the content is
                       replaced (by new_data, or the old bytes XOR 0xFF), giving
@@ -113,7 +116,7 @@ BEHAVIOURS = {
     "drip": {"bytes_per_sec", "chunk", "delay"},
     "ignore_range": set(),
     "other_range": {"shift"},
-    "redirect": {"code"},
+    "redirect": {"code", "to", "location"},
     "change": {"after", "new_data"},
     "short": {"missing"},
     "no_head": set(),
@@ -338,6 +341,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             code = int(kw.get("code", 302))
             host, port = self.fs.host, self.fs.port
             loc = "http://%s:%d/_real/%s" % (host, port, urllib.parse.quote(name))
+            if kw.get("to"):
+                loc = kw["to"].rstrip("/") + "/_real/" + urllib.parse.quote(name)
+            loc = kw.get("location") or loc
             return self._simple(code, b"redirected\n", headers=[("Location", loc)])
         elif kind == "drip" and kw.get("delay"):
             if self.fs._stopping.wait(float(kw["delay"])):

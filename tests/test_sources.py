@@ -429,10 +429,11 @@ def _cross_host_redirect(srv, other, name):
     return second, second
 
 
-# netrc names a machine, not a port: its entry for 127.0.0.1 rightly applies
-# to 127.0.0.1 on another port, so that combination is not a leak.
+# netrc names a machine, not a port, but a redirect to another port of it
+# reaches another server all the same: netrc is consulted for the first
+# URL's origin only.
 @pytest.mark.parametrize("how,other", [(h, o) for h in ("header", "userinfo", "netrc", "config")
-                                       for o in ("hostname", "port") if (h, o) != ("netrc", "port")])
+                                       for o in ("hostname", "port")])
 def test_authorization_is_not_sent_to_another_host_after_a_redirect(mount, srv, tmp_path, monkeypatch,
                                                                     how, other):
     name = "r.bin"

@@ -4,6 +4,7 @@
 // Background transfers (readahead, preload) are capped below the connection
 // limit, so a reader's request always finds a free connection; memory in
 // flight is bounded by connections × receive buffer, however many files.
+// A transfer's handles, one per redirect hop, come from CurlHop.
 import CCurl
 import Synchronization
 #if canImport(Glibc)
@@ -125,12 +126,17 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                 var raw: UnsafeMutableRawPointer?
                 _ = mediafs_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &raw)
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(raw!).takeUnretainedValue()
-                if transfer.followRedirect(after: code) {
-                    curl_multi_remove_handle(multi, easy)
-                    curl_multi_add_handle(multi, easy)
-                    continue
+                do {
+                    if let next = try transfer.redirect(after: code) {
+                        // Out of the multi before the next hop replaces (and frees) the handle.
+                        curl_multi_remove_handle(multi, easy)
+                        curl_multi_add_handle(multi, transfer.attach(next))
+                        continue
+                    }
+                    finish(transfer, error: transfer.error(for: code))
+                } catch {
+                    finish(transfer, error: error as? MediaError ?? MediaError.io("\(error)"))
                 }
-                finish(transfer, error: transfer.error(for: code))
             }
             curl_multi_poll(multi, nil, 0, 1000, nil)
         }
@@ -147,9 +153,14 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         var background = active.values.filter { $0.priority != .read }.count
         while let next = queued.first, next.priority == .read || background < Self.maxBackgroundTransfers {
             queued.removeFirst()
-            if next.priority != .read { background += 1 }
-            active[next.id] = next
-            curl_multi_add_handle(multi, next.easy)
+            do {
+                let easy = try next.begin()
+                if next.priority != .read { background += 1 }
+                active[next.id] = next
+                curl_multi_add_handle(multi, easy)
+            } catch {
+                next.complete(error: error as? MediaError ?? MediaError.io("\(error)"))
+            }
         }
     }
 
@@ -158,37 +169,34 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private func yieldToReads() {
         let reading = active.values.contains { $0.priority == .read }
         for transfer in active.values where transfer.priority == .preload && transfer.paused != reading {
+            guard let easy = transfer.easy else { continue }
             transfer.paused = reading
-            curl_easy_pause(transfer.easy, reading ? CURLPAUSE_RECV : CURLPAUSE_CONT)
+            curl_easy_pause(easy, reading ? CURLPAUSE_RECV : CURLPAUSE_CONT)
         }
     }
 
     private func finish(_ transfer: CurlTransfer, error: MediaError?) {
-        curl_multi_remove_handle(multi, transfer.easy)
+        if let easy = transfer.easy { curl_multi_remove_handle(multi, easy) }
         _ = transfer.flush()
         active[transfer.id] = nil
         transfer.complete(error: error)
     }
 }
 
-/// One easy handle and its response state; owned by the network thread.
+/// One request and its response state, over one CurlHop per redirect;
+/// owned by the network thread.
 final class CurlTransfer: @unchecked Sendable {
     let id: TransferID
-    let easy: UnsafeMutableRawPointer
     var priority: FetchRequest.Priority
     var paused = false
     private let request: FetchRequest
     private let delegate: TransferDelegate
     private let options: HTTPOptions
-    /// Per-host headers must not follow a redirect to another host, and
-    /// libcurl would send them: such transfers follow redirects here, with
-    /// the headers of each hop's host.
-    private let followsRedirectsItself: Bool
-    private var redirects = 0
+    /// nil until admitted into the multi, so queued transfers hold no handle.
+    private var hop: CurlHop?
     private var head = ResponseHead(status: 0, headers: [:])
     private var headDelivered = false
     private var stoppedByDelegate = false
-    private var headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     /// libcurl hands over at most 16 KiB per call; collecting a round's
     /// bytes here turns 32 small pwrites, locks and wake-ups into one.
@@ -200,45 +208,42 @@ final class CurlTransfer: @unchecked Sendable {
         self.request = request
         self.delegate = delegate
         self.options = options
-        followsRedirectsItself = !options.hostHeaders.isEmpty
         priority = request.priority
-        easy = curl_easy_init()!
         errorBuffer[0] = 0
-        configure()
-        point(at: request.url)
     }
 
     deinit {
-        curl_easy_cleanup(easy)
-        curl_slist_free_all(headerList)
         errorBuffer.deallocate()
         body.deallocate()
     }
 
-    private func configure() {
+    /// The handle of the current hop, in the multi while the transfer runs.
+    var easy: UnsafeMutableRawPointer? { hop?.easy }
+
+    /// The first hop's handle, for the multi.
+    func begin() throws -> UnsafeMutableRawPointer {
+        attach(try CurlHop(request, options: options))
+    }
+
+    /// After a hop ended with `code`: the next hop when the response was a
+    /// redirect, nil when it is the answer. Throws for a redirect that is
+    /// not followed.
+    func redirect(after code: CURLcode) throws -> CurlHop? {
+        guard code == CURLE_OK, !stoppedByDelegate else { return nil }
+        return try hop?.next()
+    }
+
+    /// Makes `next` the current hop (freeing the last one, which must be out
+    /// of the multi); returns its handle, for the multi.
+    func attach(_ next: CurlHop) -> UnsafeMutableRawPointer {
+        hop = next
+        head = ResponseHead(status: 0, headers: [:])
+        paused = false
+        errorBuffer[0] = 0
+        let easy = next.easy
         let this = Unmanaged.passUnretained(self).toOpaque()
         _ = mediafs_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, followsRedirectsItself ? 0 : 1)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_MAXREDIRS, Int(Self.maxRedirects))
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, CurlFetcher.connectTimeoutSeconds)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, CurlFetcher.stallSeconds)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, CurlFetcher.receiveBufferSize)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_USERAGENT, "mediafs/\(MediaCacheVersion.string)")
         _ = mediafs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
-        if request.method == .head {
-            _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
-        }
-        if let range = request.range {
-            _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
-        }
-        if options.netrc {
-            _ = mediafs_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
-        }
         _ = mediafs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, this)
         _ = mediafs_easy_setopt_data_cb(easy, CURLOPT_HEADERFUNCTION) { ptr, size, count, user in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
@@ -253,52 +258,13 @@ final class CurlTransfer: @unchecked Sendable {
             let length = size * count
             return transfer.receive(UnsafeRawBufferPointer(start: ptr, count: length)) ? length : 0
         }
-    }
-
-    static let maxRedirects = 10
-
-    /// Sets the URL and the headers for its host.
-    private func point(at url: String) {
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, url)
-        curl_slist_free_all(headerList)
-        headerList = nil
-        for line in options.headers(for: url, origin: request.url) {
-            headerList = curl_slist_append(headerList, line)
-        }
-        if let validator = request.ifRange {
-            headerList = curl_slist_append(headerList, "If-Range: \(validator)")
-        }
-        _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList)
-    }
-
-    private var isRedirectToFollow: Bool {
-        guard followsRedirectsItself else { return false }
-        var status = 0
-        _ = mediafs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        return (300..<400).contains(status) && status != 304
-    }
-
-    /// After a transfer ends: when it ended on a redirect this transfer
-    /// follows itself, points the handle at the next hop and returns true
-    /// (the caller adds the handle again).
-    func followRedirect(after code: CURLcode) -> Bool {
-        guard code == CURLE_OK, isRedirectToFollow, redirects < Self.maxRedirects else { return false }
-        var target: UnsafeMutablePointer<CChar>?
-        guard mediafs_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &target) == CURLE_OK,
-              let target else { return false }
-        let next = String(cString: target)
-        redirects += 1
-        head = ResponseHead(status: 0, headers: [:])
-        point(at: next)
-        return true
+        return easy
     }
 
     private func deliverHead() -> Bool {
         if headDelivered { return true }
         headDelivered = true
-        var status = 0
-        _ = mediafs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        if status != 0 { head.status = status }
+        if let status = hop?.status, status != 0 { head.status = status }
         if !delegate.transfer(id, receiveHead: head) {
             stoppedByDelegate = true
             return false
@@ -307,8 +273,8 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        // The body of a redirect this transfer follows itself is not the file's.
-        if !headDelivered && isRedirectToFollow { return true }
+        // The body of a redirect is not the file's.
+        if !headDelivered && hop?.isRedirect == true { return true }
         guard deliverHead(), !stoppedByDelegate else { return false }
         if bodyCount + bytes.count > CurlFetcher.receiveBufferSize {
             guard flush() else { return false }

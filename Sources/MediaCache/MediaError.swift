@@ -1,5 +1,6 @@
 // The one error type of the core: an errno for the kernel plus a message for
 // the log and the command line.
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,12 +26,56 @@ public struct MediaError: Error, CustomStringConvertible, Sendable {
 }
 
 extension MediaError {
-    /// A URL fit for logs and listings: `user:password@` removed.
+    /// Query parameters whose value is a secret, lower-cased: the signatures,
+    /// tokens and keys of signed URLs (S3, CloudFront, GCS, Azure SAS, CDNs).
+    static let secretParameters: Set<String> = [
+        "sig", "signature", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+        "x-goog-signature", "x-goog-credential", "key", "key-pair-id", "policy", "token", "access_token",
+        "auth", "password", "pass", "passwd", "pwd", "secret", "apikey", "api_key", "api-key",
+        "hmac", "hdnts", "hdnea", "jwt", "session", "sessionid", "credential", "credentials",
+    ]
+    /// Name parts that mark a secret whatever the rest of the name says.
+    static let secretNameParts = ["token", "signature", "secret", "password", "credential", "apikey", "api_key", "auth"]
+
+    /// A URL fit for logs, attributes and status: `user:password@` removed
+    /// and the values of secret parameters replaced, in the query and in a
+    /// fragment (where OAuth puts tokens), so a signed URL shows which file
+    /// it is without what opens it.
     public static func redacted(_ url: String) -> String {
-        guard let scheme = url.range(of: "://") else { return url }
+        var shown = url
+        if let userinfo = userinfoRange(in: shown) { shown.removeSubrange(userinfo) }
+        let hash = shown.firstIndex(of: "#") ?? shown.endIndex
+        var result = String(shown[..<hash])
+        if let question = result.firstIndex(of: "?") {
+            result = String(result[...question]) + redactedParameters(result[result.index(after: question)...])
+        }
+        if hash < shown.endIndex {
+            result += "#" + redactedParameters(shown[shown.index(after: hash)...])
+        }
+        return result
+    }
+
+    /// `a=1&sig=2` as `a=1&sig=REDACTED`.
+    static func redactedParameters(_ text: Substring) -> String {
+        text.split(separator: "&", omittingEmptySubsequences: false).map { parameter in
+            guard let equals = parameter.firstIndex(of: "="), isSecret(name: parameter[..<equals]) else {
+                return String(parameter)
+            }
+            return parameter[...equals] + "REDACTED"
+        }.joined(separator: "&")
+    }
+
+    static func isSecret(name: Substring) -> Bool {
+        let name = (String(name).removingPercentEncoding ?? String(name)).lowercased()
+        return secretParameters.contains(name) || secretNameParts.contains { name.contains($0) }
+    }
+
+    /// The `user:password@` of a URL, `@` included; nil when it has none.
+    static func userinfoRange(in url: String) -> Range<String.Index>? {
+        guard let scheme = url.range(of: "://") else { return nil }
         let rest = url[scheme.upperBound...]
         let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return url }
-        return String(url[..<scheme.upperBound]) + String(rest[rest.index(after: at)...])
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return nil }
+        return scheme.upperBound..<rest.index(after: at)
     }
 }

@@ -1,6 +1,7 @@
 // One blocking GET of a small text document (a playlist, a directory
 // listing), outside the network thread: used before the daemon detaches,
-// when no thread may run yet, and for listings fetched on lookup.
+// when no thread may run yet, and for listings fetched on lookup. It goes
+// through CurlHop like every transfer, redirects and credentials included.
 import CCurl
 #if canImport(Glibc)
 import Glibc
@@ -16,27 +17,36 @@ public enum TextFetch {
     }
 
     /// The body of `url` as text, or a MediaError naming the URL (without
-    /// credentials) and what went wrong.
+    /// credentials) and what went wrong. `timeout` bounds all hops together.
     public static func get(_ url: String, options: HTTPOptions, timeout: Int = 30) throws -> String {
-        CurlFetcher.initializeLibrary()
-        guard let easy = curl_easy_init() else { throw MediaError.io("cannot start a transfer") }
-        defer { curl_easy_cleanup(easy) }
-        let sink = Sink()
-        var headerList: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headerList) }
-        for line in options.headers(for: url) { headerList = curl_slist_append(headerList, line) }
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, url)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_MAXREDIRS, 10)
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        let shown = MediaError.redacted(url)
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        var hop = try CurlHop(FetchRequest(url: url), options: options)
+        while true {
+            let sink = Sink()
+            let left = max(1, Int((deadline - ContinuousClock.now).components.seconds))
+            let code = withExtendedLifetime(sink) { perform(hop, into: sink, timeout: left) }
+            if sink.tooLarge { throw MediaError(EFBIG, "\(shown): larger than \(maxBytes >> 20) MiB") }
+            guard code == CURLE_OK else {
+                throw MediaError.io("\(shown): \(String(cString: curl_easy_strerror(code)))")
+            }
+            if let next = try hop.next() {
+                hop = next
+                continue
+            }
+            let status = hop.status
+            guard (200..<300).contains(status) else {
+                throw MediaError(ContentProbe.error(for: ResponseHead(status: status, headers: [:])).errno,
+                                 "\(shown): HTTP \(status)")
+            }
+            return String(decoding: sink.bytes, as: UTF8.self)
+        }
+    }
+
+    private static func perform(_ hop: CurlHop, into sink: Sink, timeout: Int) -> CURLcode {
+        let easy = hop.easy
         _ = mediafs_easy_setopt_long(easy, CURLOPT_TIMEOUT, timeout)
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_USERAGENT, "mediafs/\(MediaCacheVersion.string)")
-        if headerList != nil { _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList) }
-        if options.netrc { _ = mediafs_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue)) }
-        let context = Unmanaged.passUnretained(sink).toOpaque()
-        _ = mediafs_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = mediafs_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(sink).toOpaque())
         _ = mediafs_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION) { ptr, size, count, user in
             let sink = Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue()
             let length = size * count
@@ -44,18 +54,6 @@ public enum TextFetch {
             sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: ptr, count: length))
             return length
         }
-        let code = curl_easy_perform(easy)
-        let shown = MediaError.redacted(url)
-        if sink.tooLarge { throw MediaError(EFBIG, "\(shown): larger than \(maxBytes >> 20) MiB") }
-        guard code == CURLE_OK else {
-            throw MediaError.io("\(shown): \(String(cString: curl_easy_strerror(code)))")
-        }
-        var status = 0
-        _ = mediafs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        guard (200..<300).contains(status) else {
-            throw MediaError(ContentProbe.error(for: ResponseHead(status: status, headers: [:])).errno,
-                             "\(shown): HTTP \(status)")
-        }
-        return String(decoding: sink.bytes, as: UTF8.self)
+        return curl_easy_perform(easy)
     }
 }

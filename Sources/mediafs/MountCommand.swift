@@ -43,7 +43,8 @@ struct MountCommand {
           --timeout SECONDS    how long a read waits for missing bytes (default 30)
           --retries N          transfers a read may retry, with backoff (default 3)
           --header 'Name: value'   send this header with every request (repeatable)
-          --config FILE        per-host headers: [host] sections of 'Name: value'
+          --config FILE        per-host headers: [host] or [host:port] sections of
+                               'Name: value' lines (never sent to another host)
           --netrc              take credentials from ~/.netrc
           --preload-next N[:SIZE]  on open, preload SIZE (default 4M) leading
                                bytes of the next N files

@@ -1,0 +1,124 @@
+// One hop of a request and the one libcurl setup every request gets (file
+// transfers, probes, listings, playlists), with the one redirect rule.
+// libcurl never follows a redirect itself: a handle that did would keep what
+// it was given for the first URL, so each hop is a fresh handle carrying
+// only what its origin may see (HTTPOptions decides what that is).
+import CCurl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class CurlHop {
+    static let maxRedirects = 10
+    /// The statuses that say "the resource is over there".
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    let easy: UnsafeMutableRawPointer
+    let url: String
+    /// Redirects followed to get here.
+    let redirects: Int
+    private let request: FetchRequest
+    private let options: HTTPOptions
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    /// The first hop: `request.url` itself.
+    convenience init(_ request: FetchRequest, options: HTTPOptions) throws {
+        try self.init(url: request.url, redirects: 0, request: request, options: options)
+    }
+
+    private init(url: String, redirects: Int, request: FetchRequest, options: HTTPOptions) throws {
+        CurlFetcher.initializeLibrary()
+        guard let easy = curl_easy_init() else { throw MediaError.io("cannot start a transfer") }
+        self.easy = easy
+        self.url = url
+        self.redirects = redirects
+        self.request = request
+        self.options = options
+        configure()
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+    }
+
+    private func configure() {
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, url)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, CurlFetcher.connectTimeoutSeconds)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, CurlFetcher.stallSeconds)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, CurlFetcher.receiveBufferSize)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_USERAGENT, "mediafs/\(MediaCacheVersion.string)")
+        if request.method == .head {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+        }
+        if let range = request.range {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
+        }
+        if options.usesNetrc(for: url, first: request.url) {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
+        }
+        for line in options.headers(for: url, first: request.url) {
+            headerList = curl_slist_append(headerList, line)
+        }
+        if let validator = request.ifRange {
+            headerList = curl_slist_append(headerList, "If-Range: \(validator)")
+        }
+        if headerList != nil { _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList) }
+    }
+
+    /// The response status; 0 before the status line.
+    var status: Int {
+        var status = 0
+        _ = mediafs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        return status
+    }
+
+    /// Whether the response (once its status is in) sends the request on,
+    /// so its body is not the answer. Checked while the body arrives, when
+    /// libcurl has not resolved the Location yet.
+    var isRedirect: Bool { Self.redirectStatuses.contains(status) }
+
+    /// The absolute URL of the Location header, as libcurl resolves it once
+    /// the response is complete.
+    private var location: String? {
+        var target: UnsafeMutablePointer<CChar>?
+        guard mediafs_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &target) == CURLE_OK, let target else {
+            return nil
+        }
+        return String(cString: target)
+    }
+
+    /// After a complete response: the hop it redirects to, or nil when it
+    /// is the answer. Throws for a redirect not followed: past the limit, or
+    /// to anything but http(s).
+    func next() throws -> CurlHop? {
+        guard isRedirect, let target = location else { return nil }
+        let asked = MediaError.redacted(request.url)
+        guard redirects < Self.maxRedirects else {
+            throw MediaError.io("\(asked): more than \(Self.maxRedirects) redirects")
+        }
+        guard let origin = HTTPOrigin(url: target) else {
+            throw MediaError.io("\(asked): redirect to '\(MediaError.redacted(target))' refused (only http and https)")
+        }
+        Log.debug("\(asked): HTTP \(status), on to \(MediaError.redacted(target))")
+        return try CurlHop(url: Self.credentialed(target, at: origin, first: request.url), redirects: redirects + 1,
+                           request: request, options: options)
+    }
+
+    /// `user:pass@` of the first URL belongs to its origin: a hop back there
+    /// carries it (a handle following the redirect would have kept it), a
+    /// hop anywhere else carries none.
+    static func credentialed(_ target: String, at origin: HTTPOrigin, first: String) -> String {
+        var target = target
+        if let userinfo = MediaError.userinfoRange(in: target) { target.removeSubrange(userinfo) }
+        guard origin == HTTPOrigin(url: first), let userinfo = MediaError.userinfoRange(in: first),
+              let authority = target.range(of: "://") else { return target }
+        target.insert(contentsOf: first[userinfo], at: authority.upperBound)
+        return target
+    }
+}
