@@ -28,6 +28,7 @@ deps:
 test: deps
 	$(MAKE) build
 	swift test --disable-swift-testing $(SWIFT_FLAGS)
+	$(MAKE) tsan
 	python3 -m pytest -v $(PYTEST_ARGS) tests/
 
 # The unit tests under ThreadSanitizer, in a build directory of their own
@@ -50,4 +51,4 @@ install: build
 	install -D -m 0644 man/mediafs.1 $(DESTDIR)$(PREFIX)/share/man/man1/mediafs.1
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) .build-tsan

@@ -40,7 +40,7 @@ public enum Playlist {
             } else if let baseURL, let resolved = URL(string: line, relativeTo: baseURL)?.absoluteString {
                 url = resolved
             } else {
-                throw MediaError(EINVAL, "\(lineOrigin): '\(line)' is not a URL (relative entries need a playlist served over http)")
+                throw MediaError(EINVAL, "\(lineOrigin): '\(MediaError.redacted(line))' is not a URL (relative entries need a playlist served over http)")
             }
             try Source.validate(url: url, origin: lineOrigin)
             entries.append((title.map { name(title: $0, url: url) }, url))

@@ -42,7 +42,7 @@ public struct Source: Equatable, Sendable {
                     entries += try Playlist.parse(String(decoding: data, as: UTF8.self), base: nil, origin: argument)
                 }
             } else if argument.contains("://") {
-                try validate(url: argument, origin: "source '\(argument)'")
+                try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
                 entries.append((nil, argument))
             } else {
                 entries += try readList(path: argument)
@@ -88,13 +88,13 @@ public struct Source: Equatable, Sendable {
 
     static func validate(url: String, origin: String) throws {
         guard let components = URLComponents(string: url), let scheme = components.scheme else {
-            throw MediaError(EINVAL, "\(origin): malformed URL '\(url)'")
+            throw MediaError(EINVAL, "\(origin): malformed URL '\(MediaError.redacted(url))'")
         }
         guard ["http", "https"].contains(scheme.lowercased()) else {
-            throw MediaError(EINVAL, "\(origin): unsupported scheme '\(scheme)' in '\(url)' (only http and https)")
+            throw MediaError(EINVAL, "\(origin): unsupported scheme '\(scheme)' in '\(MediaError.redacted(url))' (only http and https)")
         }
         guard let host = components.host, !host.isEmpty else {
-            throw MediaError(EINVAL, "\(origin): malformed URL '\(url)' (no host)")
+            throw MediaError(EINVAL, "\(origin): malformed URL '\(MediaError.redacted(url))' (no host)")
         }
     }
 }

@@ -72,7 +72,7 @@ struct CacheCommand {
                            MediaError.redacted(meta.url)]
             print(columns.joined(separator: " "))
         }
-        let used = entries.reduce(Int64(0)) { $0 + $1.allocatedBytes }
+        let used = entries.reduce(Int64(0)) { $0.addingSaturating($1.allocatedBytes) }
         print("\(entries.count) entries, \(StatusCommand.human(used)) on disk in \(store.root)")
     }
 
@@ -84,10 +84,10 @@ struct CacheCommand {
         }
         for url in urls {
             guard FileManager.default.fileExists(atPath: store.directory(forKey: url)) else {
-                throw MediaError(ENOENT, "no cache entry for \(url)")
+                throw MediaError(ENOENT, "no cache entry for \(MediaError.redacted(url))")
             }
             store.remove(key: url)
-            print("removed \(url)")
+            print("removed \(MediaError.redacted(url))")
         }
     }
 }
