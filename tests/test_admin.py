@@ -378,6 +378,31 @@ def test_read_of_another_file_is_served_during_a_slow_preload(mount, srv):
     xset(m.path("slow.bin"), "preload", "0")
 
 
+def test_a_read_joining_a_paused_preload_is_served_while_another_read_runs(mount, srv):
+    # A preload pauses while any read-priority transfer runs. A read that
+    # joins it promotes it to a read, and it must resume: it once stayed
+    # paused, and its reader waited for bytes that never came.
+    data, slow = data_of(4 * MiB, 23), data_of(4 * MiB, 24)
+    srv.add("a.bin", data)
+    srv.add("slow.bin", slow)
+    m = mount(srv.url("a.bin"), srv.url("slow.bin"), extra=["--timeout", "10"])
+    assert xget(m.path("a.bin"), "size") == str(len(data))
+    assert xget(m.path("slow.bin"), "size") == str(len(slow))
+    srv.set_fault("slow.bin", "drip", bytes_per_sec=50_000, chunk=8 * KiB)
+    background = harness.in_thread(lambda: read_range(m.path("slow.bin"), 0, 2 * MiB), deadline=120)
+    srv.wait_for(lambda rs: [r for r in rs if r.name == "slow.bin" and r.method == "GET" and r.bytes_sent > 0],
+                 timeout=WAIT)
+    xset(m.path("a.bin"), "preload", "1")
+    srv.wait_for(lambda rs: [r for r in rs if r.name == "a.bin" and r.method == "GET"], timeout=WAIT)
+    offset = 256 * KiB
+    result = guarded(lambda: read_range(m.path("a.bin"), offset, 64 * KiB), WAIT, catch=Exception)
+    assert not isinstance(result, Exception), repr(result)
+    assert result == data[offset:offset + 64 * KiB]
+    assert any(not r.done for r in gets(srv, "slow.bin")), "slow.bin's read should still be running"
+    assert len(gets(srv, "a.bin")) == 1, "the read should have joined the preload, not sent its own request"
+    srv.clear_faults()
+
+
 def test_read_of_the_preloading_file_far_ahead_is_served(mount, srv):
     data = data_of(16 * MiB, 22)
     srv.add("a.bin", data)

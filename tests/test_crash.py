@@ -53,13 +53,26 @@ def meta_path(cache_dir, url):
     return Path(cache_dir) / "v1" / h[:2] / h / "meta"
 
 
-def wait_flushed(cache_dir, urls, since):
-    """Until every URL's metadata on disk was written after `since`."""
+def claimed_on_disk(cache_dir, url):
+    """Bytes the metadata on disk claims present (0 without metadata)."""
+    try:
+        text = meta_path(cache_dir, url).read_text()
+    except FileNotFoundError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("present "):
+            ranges = [r.split("-") for r in line[len("present "):].split(",") if r.strip()]
+            return sum(int(last) - int(first) + 1 for first, last in ranges)
+    return 0
+
+
+def wait_flushed(cache_dir, m, files, nginx):
+    """Until the metadata on disk of every file claims what the mount says
+    it holds: a flush wrote down every byte the reads cached. (A file whose
+    bytes all passed uncached under the limit has nothing new to write.)"""
     def flushed():
-        try:
-            return all(meta_path(cache_dir, u).stat().st_mtime > since for u in urls)
-        except FileNotFoundError:
-            return False
+        return all(claimed_on_disk(cache_dir, nginx.url(n)) == int(xget(m.path(n), "cached_bytes"))
+                   for n in files)
     wait_until(flushed, "metadata of every file to be flushed", timeout=FLUSH_WAIT)
 
 
@@ -113,10 +126,9 @@ def test_kill_9_right_after_freeing_bytes_then_a_remount_reads_every_file_exactl
         for name, data in files.items():
             start = rng.randrange(0, len(data) // 2, 4096)
             assert guarded(lambda: read_range(m.path(name), start, len(data) - start)) == data[start:], name
-        read_done = time.time()
         if freeing == "purge":
             # Metadata on disk claims the bytes; the purge frees them.
-            wait_flushed(cache, urls, read_done)
+            wait_flushed(cache, m, files, nginx)
             for name in rng.sample(list(files), 2):
                 xset(m.path(name), "purge", "1")
         else:

@@ -287,7 +287,7 @@ def stress(mount, web, passthrough, changing):
         extra.append("--no-passthrough")
     if changing:
         extra += ["--revalidate", "open"]
-    m = mount(*(web.url(n) for n in FILES), extra=extra)
+    m = mount(*(web.url(n) for n in FILES), extra=extra + (["-d"] if os.environ.get("MEDIAFS_TEST_DEBUG") else []))
     for name, (size, _, _) in FILES.items():
         assert os.stat(m.path(name)).st_size == size
 

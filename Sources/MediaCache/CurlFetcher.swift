@@ -165,13 +165,16 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     }
 
     /// Preload runs only while no read-priority transfer does: it pauses
-    /// the moment one starts and resumes when none is left.
+    /// the moment one starts and resumes when none is left. A paused
+    /// preload that a reader joined (promoted) resumes at once: left
+    /// paused, its reader would wait for bytes that never come.
     private func yieldToReads() {
         let reading = active.values.contains { $0.priority == .read }
-        for transfer in active.values where transfer.priority == .preload && transfer.paused != reading {
-            guard let easy = transfer.easy else { continue }
-            transfer.paused = reading
-            curl_easy_pause(easy, reading ? CURLPAUSE_RECV : CURLPAUSE_CONT)
+        for transfer in active.values {
+            let pause = reading && transfer.priority == .preload
+            guard transfer.paused != pause, let easy = transfer.easy else { continue }
+            transfer.paused = pause
+            curl_easy_pause(easy, pause ? CURLPAUSE_RECV : CURLPAUSE_CONT)
         }
     }
 
