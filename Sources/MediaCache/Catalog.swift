@@ -74,6 +74,8 @@ public final class Catalog: @unchecked Sendable {
     private let evictor: CacheEvictor?
     /// Room under the limits for new bytes, so they hold at every instant.
     private let budget: CacheBudget?
+    /// The data files open at once, a few hundred however many entries.
+    private let openFiles = OpenDataFiles(capacity: OpenDataFiles.defaultCapacity)
     /// Validators older than this are checked on open; nil: never.
     private let revalidateAfter: Double?
 
@@ -121,7 +123,8 @@ public final class Catalog: @unchecked Sendable {
         if loaders[source.url] == nil {
             let path = directory.path + "/" + name
             let loader = FileLoader(source: Source(name: path, url: source.url), store: store, fetcher: fetcher,
-                                    settings: settings, statistics: statistics, budget: budget)
+                                    settings: settings, statistics: statistics, budget: budget,
+                                    openFiles: openFiles)
             loader.onChange = { [weak self] in self?.changeHandler(path) }
             loaders[source.url] = loader
         }

@@ -82,7 +82,7 @@ extension FileLoader {
         lock.lock()
         var excess = present.byteCount - target
         // Bytes the kernel reads in place stay until its handles close.
-        guard excess > 0, dataFile != nil, !kernelReading else { lock.unlock(); return }
+        guard excess > 0, hasEntry, !kernelReading else { lock.unlock(); return }
         let behind = present.ranges.filter { $0.upperBound <= lastReadOffset }
         let ahead = Array(present.ranges.filter { $0.upperBound > lastReadOffset }.reversed())
         var doomed = ByteRangeSet()
@@ -126,13 +126,17 @@ extension FileLoader {
                 lock.wait()
             }
             let snapshot = metaSnapshot()
+            // What is freed is in the data file as it is now, claimed or not.
+            let file = openDataFile()
             let length = info?.length
             // A file the kernel reads in place is left to it whole.
             let replace = resetting && kernelReading
             if snapshot != nil { dirty = false }
+            // No snapshot for an entry means its data file cannot be opened
+            // now: the metadata cannot be rewritten, so nothing is freed.
+            var persisted = snapshot != nil || !hasEntry || info == nil
             lock.unlock()
 
-            var persisted = true
             if let snapshot {
                 do {
                     try persist(snapshot)
@@ -145,7 +149,7 @@ extension FileLoader {
                 Log.error("\(source.displayURL): keeping bytes the cache metadata may still claim")
             } else if replace, let length {
                 replaceDataFile(length: length)
-            } else if let file = snapshot?.file {
+            } else if let file {
                 free(doomed: resetting ? nil : doomed, of: file, length: length)
             }
 

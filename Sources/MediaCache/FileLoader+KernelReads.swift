@@ -14,7 +14,7 @@ extension FileLoader {
     public func beginKernelReads() -> (fd: Int32, version: Int)? {
         lock.lock()
         defer { lock.unlock() }
-        guard let info, let dataFile, present.contains(0..<info.length) else { return nil }
+        guard let info, present.contains(0..<info.length), let dataFile = openDataFile() else { return nil }
         let copy = fcntl(dataFile.fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { return nil }
         kernelReaders += 1
@@ -43,7 +43,8 @@ extension FileLoader {
             Log.error("\(source.displayURL): cannot start a new data file: \(error)")
         }
         lock.lock()
-        dataFile = fresh
+        openFiles.replace(ObjectIdentifier(self), with: fresh)
+        hasEntry = fresh != nil
         dataVersion += 1
         kernelReaders = 0
         lock.unlock()

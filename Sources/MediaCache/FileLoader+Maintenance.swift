@@ -36,11 +36,13 @@ extension FileLoader {
     }
 
     public func usage() -> Usage {
+        // By path: asking must not open (and hold) a descriptor per entry.
+        var st = stat()
+        let path = store.directory(forKey: key) + "/data"
+        let allocated = stat(path, &st) == 0 ? Int64(st.st_blocks) * 512 : 0
         lock.lock()
         defer { lock.unlock() }
-        var st = stat()
-        let allocated = dataFile.map { fstat($0.fd, &st) == 0 ? Int64(st.st_blocks) * 512 : 0 } ?? 0
-        return Usage(allocatedBytes: allocated, lastAccess: lastAccess,
+        return Usage(allocatedBytes: hasEntry ? allocated : 0, lastAccess: lastAccess,
                      isComplete: info.map { present.contains(0..<$0.length) } ?? false,
                      isBusy: !transfers.isEmpty || !waits.isEmpty || kernelReading)
     }

@@ -67,7 +67,8 @@ extension FileLoader {
         // Bytes being freed are handed to readers but not written: the
         // freeing would erase them after this write, and a claim would lie.
         // So are bytes that do not fit under the cache limits.
-        var file = isFreeing(chunk) ? nil : dataFile
+        var file = isFreeing(chunk) ? nil : openDataFile()
+        let version = dataVersion
         if file != nil, let budget {
             if transfer.reserved >= Int64(count) {
                 transfers[id]!.reserved -= Int64(count)
@@ -101,9 +102,9 @@ extension FileLoader {
         }
         transfers[id]!.position = chunk.upperBound
         // Claimed only if written into the data file that is still current
-        // and no freeing began meanwhile (it waited for this write and will
+        // (not replaced meanwhile) and no freeing began meanwhile (it waited for this write and will
         // erase what it wrote).
-        if cached, let file, file === dataFile, !isFreeing(chunk) {
+        if cached, version == dataVersion, !isFreeing(chunk) {
             present.insert(chunk)
             dirty = true
         }

@@ -42,6 +42,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         case failed(MediaError, at: Double)
     }
 
+    /// How long a failure to open the data file goes unsaid after it was said.
+    static let openFailureQuiet: Double = 10
+
     /// How long a read that must fetch waits for the evictor to make room.
     static let roomWait: Double = 2
 
@@ -55,6 +58,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     let statistics: Statistics
     /// Room under the cache limits; nil: unlimited.
     let budget: CacheBudget?
+    /// The mount's table of open data files (a few hundred at most).
+    let openFiles: OpenDataFiles
     /// The owner of preload transfers, as a handle owns its readahead.
     let preloadOwner = ReadPattern()
     /// Serialises metadata saves and freeing, so an older snapshot never
@@ -65,8 +70,12 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var info: ContentInfo?
     var probe = ProbeState.idle
     var probeAttempts = 0
-    /// The open data file; nil while the file has no cache entry.
-    var dataFile: DataFile?
+    /// Whether the file has a cache entry (its data file is opened on
+    /// demand, through `openFiles`).
+    var hasEntry = false
+    /// When opening the data file last failed and was said, so a mount out
+    /// of descriptors logs once a while, not once a read.
+    var openFailureSaidAt = 0.0
     var present = ByteRangeSet()
     var transfers: [TransferID: Transfer] = [:]
     /// A read waiting for bytes. Arriving bytes are copied straight into
@@ -126,22 +135,44 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var changeHandler: (@Sendable () -> Void)?
 
     public init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
-                statistics: Statistics = Statistics(), budget: CacheBudget? = nil) {
+                statistics: Statistics = Statistics(), budget: CacheBudget? = nil,
+                openFiles: OpenDataFiles = OpenDataFiles()) {
         self.budget = budget
+        self.openFiles = openFiles
         self.source = source
         self.store = store
         self.fetcher = fetcher
         self.settings = settings
         self.statistics = statistics
+        // The data file is opened when first needed: an idle entry holds
+        // no descriptor.
         guard let meta = store.loadMeta(forKey: source.url) else { return }
+        info = meta.info
+        present = meta.present
+        lastAccess = meta.lastAccess
+        lastValidated = meta.lastValidated
+        hasEntry = true
+    }
+
+    deinit {
+        openFiles.replace(ObjectIdentifier(self), with: nil)
+    }
+
+    /// The data file, opened if need be; nil without a cache entry, or when
+    /// it cannot be opened (said once in a while): that read or write then
+    /// goes without the cache, and only it. Call with `lock` held.
+    func openDataFile() -> DataFile? {
+        guard hasEntry, let length = info?.length else { return nil }
         do {
-            dataFile = DataFile(fd: try store.openData(forKey: source.url, length: meta.info.length))
-            info = meta.info
-            present = meta.present
-            lastAccess = meta.lastAccess
-            lastValidated = meta.lastValidated
+            return try openFiles.file(for: ObjectIdentifier(self)) {
+                DataFile(fd: try store.openData(forKey: key, length: length))
+            }
         } catch {
-            Log.warning("cache entry for \(source.displayURL) unusable: \(error)")
+            if Self.now() - openFailureSaidAt > Self.openFailureQuiet {
+                openFailureSaidAt = Self.now()
+                Log.warning("\(source.displayURL): cannot open its cache data: \(error); reading without the cache")
+            }
+            return nil
         }
     }
 
@@ -205,22 +236,16 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         defer { lock.broadcast(); lock.unlock() }
         switch result {
         case .success(let learned):
-            do {
-                dataFile = DataFile(fd: try store.openData(forKey: key, length: learned.length))
-                info = learned
-                present = ByteRangeSet()
-                lastValidated = Int64(Self.now())
-                lastAccess = lastValidated
-                dirty = true
-                probe = .idle
-                probeAttempts = 0
-            } catch let error as MediaError {
-                dataFile = nil
-                Log.error("\(source.displayURL): cannot create its cache entry: \(error)")
-                probe = .failed(error, at: Self.now())
-            } catch {
-                probe = .failed(MediaError.io("\(error)"), at: Self.now())
-            }
+            // A new entry: its data file is made when first needed.
+            openFiles.replace(ObjectIdentifier(self), with: nil)
+            hasEntry = true
+            info = learned
+            present = ByteRangeSet()
+            lastValidated = Int64(Self.now())
+            lastAccess = lastValidated
+            dirty = true
+            probe = .idle
+            probeAttempts = 0
         case .failure(let error) where error.errno == EIO && probeAttempts + 1 < settings.maxAttempts:
             // A transient failure (unreachable, 5xx): lookups waiting now,
             // or coming later, probe again after a backoff, bounded by their
@@ -298,7 +323,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         let token = nextWait
         nextWait += 1
         reading[token] = range
-        return ReadGrant(delivered: delivered, cachedAhead: cachedAhead, file: dataFile, token: token)
+        return ReadGrant(delivered: delivered, cachedAhead: cachedAhead, file: openDataFile(), token: token)
     }
 
     /// Returns once every byte of `wanted` is either copied into `buffer`
@@ -560,18 +585,25 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    /// The metadata as of now, with the data file it describes. Call with `lock` held.
-    func metaSnapshot() -> (meta: EntryMeta, file: DataFile)? {
-        guard let info, let dataFile else { return nil }
+    /// The metadata as of now, with the data file whose bytes it claims
+    /// (nil when it claims none). Nil when there is nothing to save, or the
+    /// data file cannot be opened. Call with `lock` held.
+    func metaSnapshot() -> (meta: EntryMeta, file: DataFile?)? {
+        guard hasEntry, let info else { return nil }
+        var file: DataFile?
+        if !present.isEmpty {
+            guard let opened = openDataFile() else { return nil }
+            file = opened
+        }
         return (EntryMeta(url: key, info: info, present: present, lastAccess: lastAccess,
-                          lastValidated: lastValidated), dataFile)
+                          lastValidated: lastValidated), file)
     }
 
     /// Makes the claimed bytes durable, then the metadata that claims them.
     /// Call with `flushLock` held and `lock` not held.
-    func persist(_ snapshot: (meta: EntryMeta, file: DataFile)) throws {
+    func persist(_ snapshot: (meta: EntryMeta, file: DataFile?)) throws {
         do {
-            if fdatasync(snapshot.file.fd) != 0 { throw MediaError.system("fdatasync failed") }
+            if let file = snapshot.file, fdatasync(file.fd) != 0 { throw MediaError.system("fdatasync failed") }
             try store.saveMeta(snapshot.meta, forKey: key)
         } catch let error as MediaError {
             throw MediaError(error.errno, "cannot save cache metadata of \(source.displayURL): \(error.message)")

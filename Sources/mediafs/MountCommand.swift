@@ -186,6 +186,7 @@ struct MountCommand {
 
     func run() throws {
         Log.configure(level: debug ? .debug : .info, sink: .stderr)
+        Self.raiseDescriptorLimit()
         let http = self.http
         let parsed = try Source.parse(arguments: sources) { try TextFetch.get($0, options: http) }
         try MediaFS.checkMountpoint(mountpoint)
@@ -213,6 +214,20 @@ struct MountCommand {
         try withExtendedLifetime(lock) {
             defer { store.stop() }
             try fs.run()
+        }
+    }
+}
+
+extension MountCommand {
+    /// Debian's soft limit is 1,024 descriptors; the hard one is far higher.
+    /// A mount needs some per connection and per open data file (capped by
+    /// OpenDataFiles), not per entry, but the headroom costs nothing.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+            Log.debug("cannot raise the descriptor limit: \(String(cString: strerror(errno)))")
         }
     }
 }
