@@ -131,17 +131,14 @@ public final class Catalog: @unchecked Sendable {
         return name
     }
 
-    /// Learns every unknown length in parallel so the first `ls -l` does not
-    /// wait on one request after another, and starts the background thread
+    /// Starts the background thread
     /// that persists metadata and applies the cache limits (at once, then
     /// every `flushInterval`). `onChange` hears of files (by path) whose
     /// remote content changed.
     public func start(onChange: @escaping @Sendable (String) -> Void = { _ in }) {
         lock.lock()
         changeHandler = onChange
-        let all = Array(loaders.values)
         lock.unlock()
-        for loader in all { loader.prefetchInfo() }
         stopping.lock()
         flusherRunning = true
         stopping.unlock()
@@ -292,14 +289,28 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// The names in a directory, in order, with whether each is a directory.
+    /// A listing is usually followed by a stat of every entry (`ls -l`, a
+    /// media server's scan): the entries whose size is not known yet are
+    /// probed now, in parallel in the background, so the stats wait for
+    /// about one round trip, not one each.
     public func list(_ path: String) throws -> [(name: String, isDirectory: Bool)] {
         let directory = try directory(at: components(path))
         lock.lock()
-        defer { lock.unlock() }
-        return directory.order.map { name in
-            if case .directory? = directory.children[name] { return (name, true) }
-            return (name, false)
+        var files: [FileLoader] = []
+        let entries = directory.order.map { name -> (name: String, isDirectory: Bool) in
+            switch directory.children[name] {
+            case .directory?:
+                return (name, true)
+            case .file(let url)?:
+                if let loader = loaders[url] { files.append(loader) }
+                return (name, false)
+            case nil:
+                return (name, false)
+            }
         }
+        lock.unlock()
+        for loader in files { loader.prefetchInfo() }
+        return entries
     }
 
     /// Names in the mount root, in source order.

@@ -2,6 +2,7 @@
 // length, GET with `Range: bytes=0-0` (stopped after the head). A server
 // that cannot be reached gets no second try here. Runs on the fetcher's
 // thread and reports once.
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,6 +16,9 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     /// Touched only on the fetcher's thread.
     private var head: ResponseHead?
     private var usingGet = false
+    /// The running request and its priority; a lookup waiting on a
+    /// background probe makes it a read (`promote`).
+    private let current = Mutex<(id: TransferID, priority: FetchRequest.Priority)>((0, .read))
 
     private init(url: String, fetcher: Fetching, completion: @escaping Completion) {
         self.url = url
@@ -22,10 +26,33 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
         self.completion = completion
     }
 
-    static func start(url: String, fetcher: Fetching, completion: @escaping Completion) {
+    /// Starts learning `url`'s ContentInfo: at `.read` priority for a
+    /// lookup that waits, `.probe` for a listing's entries in the background.
+    @discardableResult
+    static func start(url: String, fetcher: Fetching, priority: FetchRequest.Priority = .read,
+                      completion: @escaping Completion) -> ContentProbe {
         let probe = ContentProbe(url: url, fetcher: fetcher, completion: completion)
         Log.debug("HEAD \(MediaError.redacted(url))")
-        fetcher.start(FetchRequest(url: url, method: .head), delegate: probe)
+        probe.send(FetchRequest(url: url, method: .head, priority: priority))
+        return probe
+    }
+
+    private func send(_ request: FetchRequest) {
+        current.withLock { current in
+            current.priority = min(current.priority, request.priority)
+            var request = request
+            request.priority = current.priority
+            current.id = fetcher.start(request, delegate: self)
+        }
+    }
+
+    /// A lookup now waits on this probe: it jumps the background queue.
+    func promote() {
+        current.withLock { current in
+            guard current.priority != .read else { return }
+            current.priority = .read
+            fetcher.promote(current.id)
+        }
     }
 
     func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
@@ -44,7 +71,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
             Log.debug("GET \(MediaError.redacted(url)) bytes 0-0 (HEAD gave HTTP \(head?.status ?? 0))")
             usingGet = true
             head = nil
-            fetcher.start(FetchRequest(url: url, range: 0..<1), delegate: self)
+            send(FetchRequest(url: url, range: 0..<1, priority: .probe))
             return
         }
         completion(.failure(failure))

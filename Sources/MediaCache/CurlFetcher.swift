@@ -17,6 +17,9 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     public static let maxConnections = 16
     /// Readahead and preload transfers running at once; the rest queue.
     public static let maxBackgroundTransfers = 4
+    /// Background probes (a listing's entries) running at once: enough to
+    /// fill the connections to one host, never all of them.
+    public static let maxBackgroundProbes = maxConnectionsPerHost - 2
     /// A transfer that moves less than one byte in this time has stalled.
     public static let stallSeconds = 20
     public static let connectTimeoutSeconds = 10
@@ -34,8 +37,11 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private let pending = Mutex(Pending())
     /// Touched only by the network thread.
     private var active: [TransferID: CurlTransfer] = [:]
-    /// Background transfers waiting for a place, most urgent first.
-    private var queued: [CurlTransfer] = []
+    /// Transfers waiting for a place: one FIFO per priority (a promoted or
+    /// cancelled one is left where it was and skipped), and by id.
+    private var queues = [[CurlTransfer]](repeating: [], count: FetchRequest.Priority.allCases.count)
+    private var queueHeads = [Int](repeating: 0, count: FetchRequest.Priority.allCases.count)
+    private var waiting: [TransferID: CurlTransfer] = [:]
     private var thread: pthread_t?
 
     private let options: HTTPOptions
@@ -99,15 +105,20 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                 return (state.starts, state.cancels, state.promotions, state.stopping)
             }
             if stopping { break }
-            queued += starts
-            for transfer in queued + Array(active.values) where promotions.contains(transfer.id) {
-                transfer.priority = .read
+            for transfer in starts { enqueue(transfer) }
+            for id in promotions {
+                if let transfer = active[id] {
+                    transfer.priority = .read
+                } else if let transfer = waiting[id], transfer.priority != .read {
+                    transfer.priority = .read
+                    enqueue(transfer)
+                }
             }
             for id in cancels {
                 if let transfer = active[id] {
                     finish(transfer, error: MediaError(ECANCELED, "cancelled"))
-                } else if let index = queued.firstIndex(where: { $0.id == id }) {
-                    queued.remove(at: index).complete(error: MediaError(ECANCELED, "cancelled"))
+                } else if let transfer = waiting.removeValue(forKey: id) {
+                    transfer.complete(error: MediaError(ECANCELED, "cancelled"))
                 }
             }
             admitQueued()
@@ -140,27 +151,65 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             }
             curl_multi_poll(multi, nil, 0, 1000, nil)
         }
-        for transfer in Array(active.values) + queued {
+        for transfer in Array(active.values) + Array(waiting.values) {
             finish(transfer, error: MediaError(ECANCELED, "shutting down"))
         }
         curl_multi_cleanup(multi)
     }
 
-    /// Moves queued transfers into curl: reads at once, background ones
-    /// while fewer than the cap run.
-    private func admitQueued() {
-        queued.sort { $0.priority < $1.priority }
-        var background = active.values.filter { $0.priority != .read }.count
-        while let next = queued.first, next.priority == .read || background < Self.maxBackgroundTransfers {
-            queued.removeFirst()
-            do {
-                let easy = try next.begin()
-                if next.priority != .read { background += 1 }
-                active[next.id] = next
-                curl_multi_add_handle(multi, easy)
-            } catch {
-                next.complete(error: error as? MediaError ?? MediaError.io("\(error)"))
+    private func enqueue(_ transfer: CurlTransfer) {
+        queues[transfer.priority.rawValue].append(transfer)
+        waiting[transfer.id] = transfer
+    }
+
+    /// The next transfer waiting at `priority`, in the order they came.
+    private func dequeue(_ priority: FetchRequest.Priority) -> CurlTransfer? {
+        let p = priority.rawValue
+        defer {
+            // Drop what was consumed once it is most of the queue: O(1) a transfer.
+            if queueHeads[p] > 1024 && queueHeads[p] * 2 > queues[p].count {
+                queues[p].removeFirst(queueHeads[p])
+                queueHeads[p] = 0
             }
+        }
+        while queueHeads[p] < queues[p].count {
+            let transfer = queues[p][queueHeads[p]]
+            queueHeads[p] += 1
+            // Skipped: cancelled, admitted, or promoted (queued again as a read).
+            if waiting[transfer.id] === transfer && transfer.priority == priority {
+                waiting[transfer.id] = nil
+                return transfer
+            }
+        }
+        return nil
+    }
+
+    /// Moves queued transfers into curl: reads (and stats) at once, a
+    /// listing's background probes and then readahead and preload while
+    /// fewer than their caps run.
+    private func admitQueued() {
+        var probes = 0, background = 0
+        for transfer in active.values {
+            if transfer.priority == .probe { probes += 1 } else if transfer.priority != .read { background += 1 }
+        }
+        while let next = dequeue(.read) { admit(next) }
+        while probes < Self.maxBackgroundProbes, let next = dequeue(.probe) {
+            probes += 1
+            admit(next)
+        }
+        while background < Self.maxBackgroundTransfers, let next = dequeue(.readahead) ?? dequeue(.preload) {
+            background += 1
+            admit(next)
+        }
+    }
+
+    private func admit(_ transfer: CurlTransfer) {
+        do {
+            let easy = try transfer.begin()
+            active[transfer.id] = transfer
+            curl_multi_add_handle(multi, easy)
+        } catch {
+            transfer.complete(error: error as? MediaError ?? MediaError.io("\(error)"))
         }
     }
 

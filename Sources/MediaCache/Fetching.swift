@@ -8,9 +8,10 @@ public typealias TransferID = UInt64
 public struct FetchRequest: Sendable {
     public enum Method: String, Sendable { case get = "GET", head = "HEAD" }
 
-    /// Who waits on the bytes: a reader now, a reader soon, or nobody yet.
-    public enum Priority: Int, Sendable, Comparable {
-        case read = 0, readahead, preload
+    /// Who waits on the bytes: a reader now (or a stat), a listing's
+    /// background probes, a reader soon, or nobody yet.
+    public enum Priority: Int, Sendable, Comparable, CaseIterable {
+        case read = 0, probe, readahead, preload
         public static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
     }
 

@@ -36,7 +36,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     }
 
     enum ProbeState {
-        case idle, running
+        case idle
+        case running(ContentProbe)
         /// A transient failure: the next lookup after `at` probes again.
         case retrying(at: Double)
         case failed(MediaError, at: Double)
@@ -186,16 +187,24 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     // MARK: Content information
 
-    /// Starts learning the content info in the background unless it is known.
+    /// Starts learning the content info in the background unless it is
+    /// known: a listing's entries, probed in parallel behind any lookup.
     public func prefetchInfo() {
         lock.lock()
         defer { lock.unlock() }
         guard info == nil else { return }
         switch probe {
-        case .idle: startProbe()
-        case .retrying(let at) where Self.now() >= at: startProbe()
+        case .idle: startProbe(priority: .probe)
+        case .retrying(let at) where Self.now() >= at: startProbe(priority: .probe)
         default: break
         }
+    }
+
+    /// Whether the content info is known without asking the server.
+    public var knowsInfo: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return info != nil
     }
 
     /// The content info, from the cache or the server; waits for a probe.
@@ -206,7 +215,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         while true {
             if let info { return info }
             switch probe {
-            case .running:
+            case .running(let running):
+                running.promote()
                 if !lock.wait(until: deadline) {
                     throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
                 }
@@ -224,11 +234,12 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     }
 
     /// Call with `lock` held.
-    func startProbe() {
-        probe = .running
-        ContentProbe.start(url: source.url, fetcher: fetcher) { [self] result in
+    func startProbe(priority: FetchRequest.Priority = .read) {
+        // The completion may run before `start` returns; it waits for the
+        // lock held here, so the state below is set first.
+        probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority) { [self] result in
             self.probeFinished(result)
-        }
+        })
     }
 
     func probeFinished(_ result: Result<ContentInfo, MediaError>) {
