@@ -25,7 +25,7 @@ def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
-def wait_for(actor, what, predicate):
+def wait_for(what, predicate):
     # Each look is a process of the actor's: poll gently.
     return wait_until(predicate, what, timeout=WAIT, interval=0.2)
 
@@ -53,7 +53,7 @@ def test_the_owner_preloads_and_purges_through_xattrs(actor, mount_as, srv):
     m = mount_as(actor, srv.url("a.bin"), srv.url("b.bin"))
     pa, pb = m.path("a.bin"), m.path("b.bin")
     actor.xset(pa, "preload", "1")
-    wait_for(actor, "a.bin preloaded", lambda: actor.xget(pa, "complete") == "1")
+    wait_for("a.bin preloaded", lambda: actor.xget(pa, "complete") == "1")
     srv.wait_idle(WAIT)
     srv.clear_log()
     assert actor.ok("sha256", pa) == sha256(a)
@@ -75,10 +75,10 @@ def test_the_owner_adds_and_removes_through_xattrs(actor, mount_as, srv):
     srv.add("second.bin", data_of(2000, 5))
     m = mount_as(actor, srv.url("first.bin"), extra=("--timeout", "10"))
     actor.xset(m.mountpoint, "add", srv.url("second.bin"))
-    wait_for(actor, "second.bin listed", lambda: "second.bin" in actor.ok("listdir", m.mountpoint))
+    wait_for("second.bin listed", lambda: "second.bin" in actor.ok("listdir", m.mountpoint))
     assert actor.ok("sha256", m.path("second.bin")) == sha256(srv.data("second.bin"))
     actor.xset(m.mountpoint, "remove", "first.bin")
-    wait_for(actor, "first.bin gone", lambda: actor.ok("listdir", m.mountpoint) == ["second.bin"])
+    wait_for("first.bin gone", lambda: actor.ok("listdir", m.mountpoint) == ["second.bin"])
 
 
 def test_the_owner_runs_the_preload_purge_add_and_remove_commands(actor, mount_as, srv):
@@ -89,24 +89,24 @@ def test_the_owner_runs_the_preload_purge_add_and_remove_commands(actor, mount_a
     pa = m.path("a.bin")
     r = actor.mediafs("preload", "--bytes", "1M", pa)
     assert r.returncode == 0, r.stderr
-    wait_for(actor, "a.bin's first 1M", lambda: actor.xget(pa, "cached_ranges") == f"0-{MiB - 1}"
+    wait_for("a.bin's first 1M", lambda: actor.xget(pa, "cached_ranges") == f"0-{MiB - 1}"
              or int(actor.xget(pa, "cached_bytes")) > MiB)
     r = actor.mediafs("preload", pa)
     assert r.returncode == 0, r.stderr
-    wait_for(actor, "a.bin complete", lambda: actor.xget(pa, "complete") == "1")
+    wait_for("a.bin complete", lambda: actor.xget(pa, "complete") == "1")
     r = actor.mediafs("purge", pa)
     assert r.returncode == 0, r.stderr
     assert actor.xget(pa, "cached_bytes") == "0"
     r = actor.mediafs("add", srv.url("b.bin"), "--to", m.mountpoint)
     assert r.returncode == 0, r.stderr
-    wait_for(actor, "b.bin listed", lambda: "b.bin" in actor.ok("listdir", m.mountpoint))
+    wait_for("b.bin listed", lambda: "b.bin" in actor.ok("listdir", m.mountpoint))
     assert actor.ok("sha256", m.path("b.bin")) == sha256(b)
     r = actor.mediafs("purge", m.mountpoint)
     assert r.returncode == 0, r.stderr
     assert actor.xget(m.path("b.bin"), "cached_bytes") == "0"
     r = actor.mediafs("remove", "a.bin", "--from", m.mountpoint)
     assert r.returncode == 0, r.stderr
-    wait_for(actor, "a.bin gone", lambda: actor.ok("listdir", m.mountpoint) == ["b.bin"])
+    wait_for("a.bin gone", lambda: actor.ok("listdir", m.mountpoint) == ["b.bin"])
 
 
 # ---------------------------------------------------------------- nothing is writable
