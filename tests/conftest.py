@@ -10,12 +10,16 @@
 Mount tests skip loudly when /dev/fuse or fusermount3 is unusable.
 """
 
+import fcntl
 import os
+import pwd
 import random
 import shutil
 import socket
+import stat
 import struct
 import subprocess
+import tempfile
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -374,6 +378,121 @@ def mount(fuse, mediafs_bin, tmp_path):
         try:
             m = harness.start_mount([*extra, *sources], mountpoint, cache_dir,
                                     tmp_path / f"mediafs{n}.stderr", env=env)
+        except RuntimeError as e:
+            pytest.fail(str(e))
+        mounts.append(m)
+        return m
+
+    yield make
+    problems = []
+    for m in reversed(mounts):
+        try:
+            m.unmount()
+        except Exception as e:  # keep unmounting the others
+            problems.append(f"{m.mountpoint}: {e!r}")
+        if harness.is_mounted(m.mountpoint):
+            problems.append(f"{m.mountpoint} still mounted after teardown")
+    if problems:
+        pytest.fail("teardown: " + "; ".join(problems))
+
+
+# ---------------------------------------------------------------- owners who are not root
+
+OWNER_LOCK = Path("/tmp/mediafs-owner-tests.lock")
+FUSE_CONF = Path("/etc/fuse.conf")
+
+
+def _replace_text(path, text):
+    tmp = path.with_name(path.name + ".mediafs-tests")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+@pytest.fixture(scope="session")
+def unprivileged_fuse(fuse):
+    """The test users, and FUSE usable by them as on a stock Debian:
+    /dev/fuse open to all (udev's 0666) and `user_allow_other` in
+    /etc/fuse.conf. Both are put back at the end of the session; a lock
+    keeps another test session from putting them back under this one."""
+    users = {name: harness.ensure_user(name) for name in (harness.OWNER_USER, harness.OTHER_USER)}
+    lock = open(OWNER_LOCK, "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    dev_mode = stat.S_IMODE(os.stat("/dev/fuse").st_mode)
+    conf_text = FUSE_CONF.read_text() if FUSE_CONF.exists() else None
+    allowed = conf_text is not None and "user_allow_other" in (line.strip() for line in conf_text.splitlines())
+    try:
+        os.chmod("/dev/fuse", dev_mode | 0o666)
+        if not allowed:
+            before = conf_text or ""
+            _replace_text(FUSE_CONF, before + ("\n" if before and not before.endswith("\n") else "")
+                          + "user_allow_other\n")
+        yield users
+    finally:
+        os.chmod("/dev/fuse", dev_mode)
+        if not allowed:
+            if conf_text is None:
+                FUSE_CONF.unlink(missing_ok=True)
+            else:
+                _replace_text(FUSE_CONF, conf_text)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+
+
+@pytest.fixture(params=["root", "owner"])
+def actor(request, fuse):
+    """Who mounts and administers: root, or an unprivileged owner."""
+    if request.param == "root":
+        return harness.Actor()
+    request.getfixturevalue("unprivileged_fuse")
+    return harness.Actor(harness.OWNER_USER)
+
+
+@pytest.fixture
+def other_user(unprivileged_fuse):
+    """A user who neither mounted nor is root."""
+    return harness.Actor(harness.OTHER_USER)
+
+
+@pytest.fixture
+def shared_tmp():
+    """A directory under /tmp that every user can traverse (pytest's own
+    are 0700). At teardown whatever is mounted under it is unmounted, any
+    mediafs started under it stopped by pid, and it is removed."""
+    d = Path(tempfile.mkdtemp(prefix="mediafs-owners-", dir="/tmp"))
+    os.chmod(d, 0o755)
+    try:
+        yield d
+    finally:
+        for mp in reversed(harness.mount_points()):
+            if mp.startswith(str(d) + "/"):
+                harness.fusermount_unmount(mp)
+        for pid in harness.mediafs_pids(under=d):
+            harness.stop_pid(pid, timeout=0)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def mount_as(fuse, mediafs_bin, shared_tmp):
+    """mount_as(actor, *sources, extra=()) -> harness.Mount, made by that
+    actor in a directory of its own (mount point and cache dir its own, as
+    the cache lock requires). Everything mounted is unmounted at teardown."""
+    mounts = []
+    counter = iter(range(1_000_000))
+
+    def make(actor, *sources, extra=()):
+        home = shared_tmp / f"home{next(counter)}"
+        home.mkdir()
+        mountpoint = home / "mnt"
+        mountpoint.mkdir()
+        if actor.user is not None:
+            entry = pwd.getpwnam(actor.user)
+            for path in (home, mountpoint):
+                os.chown(path, entry.pw_uid, entry.pw_gid)
+        actor.home = home
+        try:
+            m = harness.start_mount([*extra, *sources], mountpoint, home / "cache", shared_tmp / f"{home.name}.stderr",
+                                    env=dict(actor.env(), XDG_CACHE_HOME=str(home / "xdg-cache")), user=actor.user)
         except RuntimeError as e:
             pytest.fail(str(e))
         mounts.append(m)

@@ -8,7 +8,9 @@ The waiting helpers fail the test (pytest.fail) when a bound runs out, and
 mount_one checks that the mounted file has the served size.
 """
 
+import json
 import os
+import pwd
 import random
 import shutil
 import signal
@@ -192,11 +194,12 @@ class Mount:
         return self.returncode
 
 
-def start_mount(args, mountpoint, cache_dir, stderr_path, env=None):
-    """Start `mediafs mount -f ARGS MOUNTPOINT` and return a Mount once the
-    kernel lists the mount point. On failure, the process is stopped and
-    RuntimeError carries its stderr."""
-    argv = [str(MEDIAFS_BIN), "mount", "-f", "--cache-dir", str(cache_dir), *map(str, args), str(mountpoint)]
+def start_mount(args, mountpoint, cache_dir, stderr_path, env=None, user=None):
+    """Start `mediafs mount -f ARGS MOUNTPOINT` (as `user` when given) and
+    return a Mount once the kernel lists the mount point. On failure, the
+    process is stopped and RuntimeError carries its stderr."""
+    argv = as_user(user, [str(MEDIAFS_BIN), "mount", "-f", "--cache-dir", str(cache_dir),
+                          *map(str, args), str(mountpoint)])
     stderr_file = open(stderr_path, "wb")
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stderr_file, stderr=stderr_file, env=env)
@@ -348,3 +351,123 @@ def mount_one(mount, srv, name, data, extra=(), wait=WAIT, **kw):
     srv.wait_idle(wait)
     srv.clear_log()
     return m, path
+
+
+# ---------------------------------------------------------------- other users
+
+OWNER_USER = "mediafs-owner"   # mounts and administers in the owner tests
+OTHER_USER = "mediafs-other"   # another user, who may read but not administer
+
+
+def as_user(user, argv):
+    """argv run as `user` (with its groups) when given. setpriv execs in
+    place, so a Popen's pid is the command's own, to stop by pid."""
+    if user is None:
+        return [str(a) for a in argv]
+    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", *map(str, argv)]
+
+
+def ensure_user(name):
+    """(uid, gid) of a system user, created (no home, no login) if absent."""
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        r = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                            "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0 and "already exists" not in r.stderr:
+            raise RuntimeError(f"useradd {name}: {r.stderr}")
+        entry = pwd.getpwnam(name)
+    return entry.pw_uid, entry.pw_gid
+
+
+# One file-system call, run as another user: prints {"ok": value} or
+# {"errno": "ENAME"}, so a test sees the exact errno that user got.
+FSOP = r"""
+import errno, hashlib, json, os, sys
+op, path, *rest = sys.argv[1:]
+def run():
+    if op == "getxattr": return os.getxattr(path, rest[0]).decode()
+    if op == "setxattr": return os.setxattr(path, rest[0], rest[1].encode())
+    if op == "removexattr": return os.removexattr(path, rest[0])
+    if op == "listdir": return sorted(os.listdir(path))
+    if op == "sha256":
+        with open(path, "rb") as f: return hashlib.sha256(f.read()).hexdigest()
+    if op == "stat":
+        st = os.stat(path)
+        return [st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns]
+    if op == "open":
+        flags = 0
+        for name in rest[0].split("|"): flags |= getattr(os, name)
+        fd = os.open(path, flags, 0o644)
+        try:
+            if "O_WRONLY" in rest[0] or "O_RDWR" in rest[0]: os.write(fd, b"x")
+        finally:
+            os.close(fd)
+        return None
+    if op == "truncate": return os.truncate(path, int(rest[0]))
+    if op == "utime": return os.utime(path, (1, 1))
+    if op == "chmod": return os.chmod(path, int(rest[0], 8))
+    if op == "chown": return os.chown(path, os.getuid(), os.getgid())
+    if op == "unlink": return os.unlink(path)
+    if op == "rmdir": return os.rmdir(path)
+    if op == "mkdir": return os.mkdir(path)
+    if op == "rename": return os.rename(path, rest[0])
+    if op == "link": return os.link(path, rest[0])
+    if op == "symlink": return os.symlink(rest[0], path)
+    if op == "mknod": return os.mknod(path, 0o644)
+    raise SystemExit(f"unknown op {op}")
+try:
+    print(json.dumps({"ok": run()}))
+except OSError as e:
+    print(json.dumps({"errno": errno.errorcode.get(e.errno, str(e.errno))}))
+"""
+
+
+class Actor:
+    """Someone acting on mounts: root (user None) or a named user. Every
+    call runs in a process of that user's, as a person at a shell would."""
+
+    def __init__(self, user=None, home=None):
+        self.user = user
+        self.home = home
+
+    def __repr__(self):
+        return self.user or "root"
+
+    @property
+    def ids(self):
+        """(uid, gid, name)."""
+        entry = pwd.getpwuid(0) if self.user is None else pwd.getpwnam(self.user)
+        return entry.pw_uid, entry.pw_gid, entry.pw_name
+
+    def env(self):
+        env = dict(os.environ)
+        if self.home is not None:
+            env["HOME"] = str(self.home)
+        return env
+
+    def run(self, *argv, timeout=60):
+        return subprocess.run(as_user(self.user, argv), capture_output=True, text=True, timeout=timeout,
+                              env=self.env())
+
+    def mediafs(self, *args, timeout=60):
+        return self.run(MEDIAFS_BIN, *args, timeout=timeout)
+
+    def fsop(self, op, path, *rest):
+        """{"ok": value} or {"errno": "ENAME"} (see FSOP)."""
+        r = self.run("python3", "-c", FSOP, op, path, *rest)
+        if r.returncode != 0:
+            raise RuntimeError(f"{op} {path} as {self}: {r.stderr}")
+        return json.loads(r.stdout)
+
+    def ok(self, op, path, *rest):
+        """The value of an op that must succeed."""
+        result = self.fsop(op, path, *rest)
+        assert "ok" in result, f"{op} {path} {rest} as {self}: {result}"
+        return result["ok"]
+
+    def xget(self, path, key):
+        return self.ok("getxattr", path, XATTR_PREFIX + key)
+
+    def xset(self, path, key, value):
+        return self.ok("setxattr", path, XATTR_PREFIX + key, value)

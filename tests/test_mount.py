@@ -49,15 +49,17 @@ def ffprobe_duration(path):
 
 # ---------------------------------------------------------------- listing
 
-def test_ls_shows_each_url_read_only_with_remote_size_and_mtime(mount, server, source):
+def test_ls_shows_each_url_as_the_owners_file_with_remote_size_and_mtime(mount, server, source):
     m = mount(*urls(server, *MAIN_FILES))
     listing = ls_l(m.mountpoint)
     assert sorted(listing) == sorted(MAIN_FILES)
     for name in MAIN_FILES:
         src = source(name).stat()
-        assert listing[name] == ("-r--r--r--", src.st_size, int(src.st_mtime)), name
+        # The owner's write bit lets the owner administer (xattrs); writes still fail (test_owners.py).
+        assert listing[name] == ("-rw-r--r--", src.st_size, int(src.st_mtime)), name
         st = os.stat(m.path(name))
-        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o444, name
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o644, name
+        assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid()), name
         assert (st.st_size, int(st.st_mtime)) == (src.st_size, int(src.st_mtime)), name
 
 
@@ -163,7 +165,7 @@ def warm_cache(mount, server, source, cache_dir):
 
 
 def reread_cached(m, source):
-    assert ls_l(m.mountpoint)["big.bin"] == ("-r--r--r--", BIG_SIZE, int(source("big.bin").stat().st_mtime))
+    assert ls_l(m.mountpoint)["big.bin"] == ("-rw-r--r--", BIG_SIZE, int(source("big.bin").stat().st_mtime))
     assert m.path("small.bin").read_bytes() == source("small.bin").read_bytes()
     src = source("big.bin").read_bytes()
     for offset, size in map(lambda r: inner(*r), BIG_RANGES):

@@ -30,6 +30,13 @@ public enum AdminAttributes {
         return String(name.dropFirst(prefix.count))
     }
 
+    /// A write of any other name is refused as a file system without
+    /// arbitrary xattrs refuses it, not with "no data".
+    private static func writableKey(_ name: String) throws -> String {
+        guard name.hasPrefix(prefix) else { throw MediaError(ENOTSUP, "no writable attribute \(name)") }
+        return String(name.dropFirst(prefix.count))
+    }
+
     /// Reads a file's attribute; ENODATA for names it does not have.
     public static func read(_ name: String, of loader: FileLoader) throws -> String {
         let status = loader.status()
@@ -62,7 +69,7 @@ public enum AdminAttributes {
     /// Writes a file's attribute: `purge` (any value) or `preload` (`1`:
     /// the whole file, `0`: stop, or a byte count such as `4M`).
     public static func write(_ name: String, value: String, to loader: FileLoader, at path: String) throws -> Effect {
-        switch try key(name) {
+        switch try writableKey(name) {
         case "purge":
             loader.purge()
             return .invalidate([path])
@@ -86,7 +93,7 @@ public enum AdminAttributes {
     }
 
     public static func writeRoot(_ name: String, value: String, to catalog: Catalog) throws -> Effect {
-        switch try key(name) {
+        switch try writableKey(name) {
         case "purge":
             catalog.purgeAll()
             return .invalidate(catalog.allLoaders.map(\.source.name))

@@ -29,6 +29,16 @@ private func pathString(_ path: UnsafePointer<CChar>?) -> String {
     String(cString: path!)
 }
 
+/// Administration (the writable xattrs) belongs to the mount's owner and
+/// root. The kernel already refuses others through the mode bits
+/// (`default_permissions`); this holds even if those change.
+private func requireAdministrator(_ fs: MediaFS) throws {
+    let caller = fuse_get_context()!.pointee.uid
+    if caller != 0 && caller != fs.owner.uid {
+        throw MediaError(EACCES, "only the mount's owner (uid \(fs.owner.uid)) and root may administer it")
+    }
+}
+
 /// Copies a value out the way getxattr and listxattr must: its size when
 /// the caller asks with size 0, ERANGE when the buffer is too small.
 private func copyOut(_ bytes: [UInt8], to buffer: UnsafeMutablePointer<CChar>?, size: Int) throws -> Int32 {
@@ -56,11 +66,14 @@ func makeOperations() -> fuse_operations {
     ops.getattr = { path, stat, _ in
         reply("getattr") {
             let fs = adapter()
+            // The owner's write bit is what lets the kernel pass the owner's
+            // user.* xattr writes (administration) to us under
+            // `default_permissions`; every write to content still gets EROFS.
             stat!.pointee = Glibc.stat()
             stat!.pointee.st_uid = fs.owner.uid
             stat!.pointee.st_gid = fs.owner.gid
             guard case .file(let loader) = try fs.catalog.node(at: pathString(path)) else {
-                stat!.pointee.st_mode = S_IFDIR | 0o555
+                stat!.pointee.st_mode = S_IFDIR | 0o755
                 stat!.pointee.st_nlink = 2
                 stat!.pointee.st_mtim = timespec(tv_sec: fs.mountedAt, tv_nsec: 0)
                 stat!.pointee.st_ctim = stat!.pointee.st_mtim
@@ -68,7 +81,7 @@ func makeOperations() -> fuse_operations {
                 return 0
             }
             let attributes = try loader.attributes()
-            stat!.pointee.st_mode = S_IFREG | 0o444
+            stat!.pointee.st_mode = S_IFREG | 0o644
             stat!.pointee.st_nlink = 1
             stat!.pointee.st_size = off_t(attributes.size)
             // Rounded up without `size + 511`, which overflows for a size near Int64.max.
@@ -95,7 +108,10 @@ func makeOperations() -> fuse_operations {
 
     ops.open = { path, info in
         reply("open") {
-            if info!.pointee.flags & O_ACCMODE != O_RDONLY { throw MediaError(EROFS, "read-only") }
+            // O_TRUNC arrives here, not as a truncate, under atomic_o_trunc (libfuse's default).
+            if info!.pointee.flags & O_ACCMODE != O_RDONLY || info!.pointee.flags & O_TRUNC != 0 {
+                throw MediaError(EROFS, "read-only")
+            }
             let catalog = adapter().catalog
             let name = pathString(path)
             if try catalog.willOpen(name) {
@@ -179,10 +195,7 @@ func makeOperations() -> fuse_operations {
     ops.setxattr = { path, name, value, size, _ in
         reply("setxattr") {
             let fs = adapter()
-            let caller = fuse_get_context()!.pointee.uid
-            if caller != 0 && caller != fs.owner.uid {
-                throw MediaError(EACCES, "only the mount's owner and root may change the cache")
-            }
+            try requireAdministrator(fs)
             let attribute = String(cString: name!)
             let text = String(decoding: UnsafeRawBufferPointer(start: value, count: size), as: UTF8.self)
             let where_ = pathString(path)
@@ -200,9 +213,15 @@ func makeOperations() -> fuse_operations {
         }
     }
 
-    ops.removexattr = { _, _ in -ENOTSUP }
+    ops.removexattr = { _, _ in
+        reply("removexattr") {
+            try requireAdministrator(adapter())
+            throw MediaError(ENOTSUP, "attributes cannot be removed")
+        }
+    }
 
     // The mount is read-only; without these the kernel would report ENOSYS.
+    // The owner's write bits let every one of them reach us: each must refuse.
     ops.mknod = { _, _, _ in -EROFS }
     ops.mkdir = { _, _ in -EROFS }
     ops.unlink = { _ in -EROFS }

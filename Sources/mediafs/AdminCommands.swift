@@ -1,5 +1,6 @@
-// `mediafs purge` and `mediafs preload`: thin wrappers over the writable
-// xattrs, so scripts need not know attribute names.
+// `mediafs purge`, `preload`, `add` and `remove`: thin wrappers over the
+// writable xattrs, so scripts need not know attribute names, and a refusal
+// says who may administer the mount.
 import MediaCache
 #if canImport(Glibc)
 import Glibc
@@ -27,14 +28,45 @@ enum AdminCommands {
             }
         }
         guard let mountpoint, !values.isEmpty else { throw UsageError(usage) }
-        try Xattr.requireMount(mountpoint)
-        for value in values {
-            do {
-                try Xattr.set(mountpoint, key, value)
-            } catch let error as MediaError {
-                throw MediaError(error.errno, "\(key) '\(value)': \(String(cString: strerror(error.errno)))")
+        try administering(mountpoint, "\(key) \(flag.dropFirst(2))") {
+            try Xattr.requireMount(mountpoint)
+            for value in values {
+                do {
+                    try Xattr.set(mountpoint, key, value)
+                } catch let error as MediaError where error.errno != EACCES && error.errno != EPERM {
+                    throw MediaError(error.errno, "\(key) '\(value)': \(String(cString: strerror(error.errno)))")
+                }
             }
         }
+    }
+
+    /// Runs one command on `path`, turning the kernel's or the mount's
+    /// refusal into a message that names who may: the mount's owner and root.
+    private static func administering(_ path: String, _ verb: String, _ body: () throws -> Void) throws {
+        var info = stat()
+        // Without allow_other, no one but the owner can even look at the mount.
+        let owner: uid_t? = stat(path, &info) == 0 ? info.st_uid : nil
+        if owner == nil && errno == EACCES { throw denied(path, verb, owner: nil) }
+        do {
+            try body()
+        } catch let error as MediaError where error.errno == EACCES || error.errno == EPERM {
+            throw MediaError(error.errno, denied(path, verb, owner: owner).message)
+        }
+    }
+
+    private static func denied(_ path: String, _ verb: String, owner: uid_t?) -> MediaError {
+        let you = "you are \(userName(geteuid()))"
+        guard let owner else {
+            return MediaError(EACCES, "cannot \(verb) \(path): permission denied: a mount made without "
+                              + "-o allow_other is reachable by its owner only; \(you)")
+        }
+        return MediaError(EACCES, "cannot \(verb) \(path): permission denied: a mediafs mount is administered by "
+                          + "its owner (\(userName(owner))) and root only; \(you)")
+    }
+
+    private static func userName(_ uid: uid_t) -> String {
+        guard let entry = getpwuid(uid) else { return "uid \(uid)" }
+        return "\(String(cString: entry.pointee.pw_name)), uid \(uid)"
     }
     static let preloadUsage = "usage: mediafs preload [--bytes N] PATH..."
 
@@ -42,7 +74,9 @@ enum AdminCommands {
         guard !arguments.isEmpty, !arguments.contains(where: { $0.hasPrefix("-") }) else {
             throw UsageError(purgeUsage)
         }
-        for path in arguments { try Xattr.command(path, "purge", "1") }
+        for path in arguments {
+            try administering(path, "purge") { try Xattr.command(path, "purge", "1") }
+        }
     }
 
     static func preload(_ arguments: [String]) throws {
@@ -62,6 +96,8 @@ enum AdminCommands {
             }
         }
         guard !paths.isEmpty else { throw UsageError(preloadUsage) }
-        for path in paths { try Xattr.command(path, "preload", value) }
+        for path in paths {
+            try administering(path, "preload") { try Xattr.command(path, "preload", value) }
+        }
     }
 }
