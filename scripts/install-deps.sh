@@ -6,6 +6,9 @@ set -euo pipefail
 # What mediafs links against, serves its tests with, and probes media with.
 PROJECT_PACKAGES=(fuse3 libfuse3-dev libcurl4-openssl-dev nginx-light ffmpeg attr
                   pkg-config ca-certificates)
+# What the proxy, TLS and cache-tier tests need besides: openssl makes the
+# private CA's certificate. nginx-light already has the ssl and slice modules.
+PROJECT_PACKAGES+=(openssl)
 # What the Swift toolchain in /opt/swift needs to compile and link on Debian 12.
 SWIFT_PACKAGES=(binutils libc6-dev libgcc-12-dev libstdc++-12-dev zlib1g-dev
                 libsqlite3-0 libncurses6 libxml2 libedit2 tzdata)

@@ -53,6 +53,16 @@ final class CurlHop {
         _ = mediafs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, CurlFetcher.receiveBufferSize)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         _ = mediafs_easy_setopt_string(easy, CURLOPT_USERAGENT, "mediafs/\(MediaCacheVersion.string)")
+        // Unset, libcurl takes the proxy from the environment, as users
+        // expect. A password in the proxy URL becomes Proxy-Authorization
+        // for the proxy alone: libcurl keeps proxy and server headers apart.
+        if let proxy = options.proxy {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_PROXY, proxy)
+        }
+        if let caFile = options.caFile {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_PROXY_CAINFO, caFile)
+        }
         if request.method == .head {
             _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
         }

@@ -1,7 +1,7 @@
 // What every request carries besides its range: headers for all hosts
-// (`--header`), headers per host (`--config FILE`), and whether credentials
-// come from ~/.netrc; and which of them a redirect hop may carry (CurlHop
-// asks here, for every hop of every request).
+// (`--header`), headers per host (`--config FILE`), whether credentials
+// come from ~/.netrc, the proxy and the CA bundle; and which of them a
+// redirect hop may carry (CurlHop asks here, for every hop of every request).
 import Foundation
 
 public struct HTTPOptions: Sendable, Equatable {
@@ -21,6 +21,13 @@ public struct HTTPOptions: Sendable, Equatable {
     public var headers: [String] = []
     public var sections: [Section] = []
     public var netrc = false
+    /// `--proxy`: every hop goes through it, in place of the proxy the
+    /// environment names (http_proxy, https_proxy, all_proxy); no_proxy
+    /// still applies. nil: libcurl reads the environment.
+    public var proxy: String?
+    /// `--cacert`: an absolute path of PEM CAs that verify servers and an
+    /// https proxy. nil: libcurl's default bundle.
+    public var caFile: String?
 
     /// Header names that carry credentials: a `--header` line naming one
     /// goes to the origin of the URL asked for only, like a section's lines.

@@ -46,6 +46,13 @@ struct MountCommand {
           --config FILE        per-host headers: [host] or [host:port] sections of
                                'Name: value' lines (never sent to another host)
           --netrc              take credentials from ~/.netrc
+          --proxy URL          send every request through this proxy: http://,
+                               https://, socks5://, socks5h:// (names resolved by
+                               the proxy), socks4://, socks4a://; user:pass@ goes
+                               to the proxy only. Wins over http_proxy,
+                               https_proxy and all_proxy; no_proxy still applies
+          --cacert FILE        verify https servers (and an https proxy) with the
+                               PEM CA certificates in FILE, for private CAs
           --preload-next N[:SIZE]  on open, preload SIZE (default 4M) leading
                                bytes of the next N files
           --revalidate never|open|DURATION  when to check that a file is
@@ -75,6 +82,8 @@ struct MountCommand {
             case "--header": try addHeader(inline ?? value(option))
             case "--config": try loadConfig(inline ?? value(option))
             case "--netrc": http.netrc = true
+            case "--proxy": try setProxy(inline ?? value(option))
+            case "--cacert": try setCAFile(inline ?? value(option))
             case "--no-passthrough": passthrough = false
             case "--retries": try setRetries(inline ?? value(option))
             case "-o":
@@ -111,6 +120,10 @@ struct MountCommand {
             try loadConfig(value ?? "")
         case "netrc":
             http.netrc = true
+        case "proxy":
+            try setProxy(value ?? "")
+        case "cacert":
+            try setCAFile(value ?? "")
         case "no_passthrough", "no-passthrough":
             passthrough = false
         case "retries":
@@ -141,6 +154,18 @@ struct MountCommand {
     private mutating func loadConfig(_ path: String) throws {
         guard !path.isEmpty else { throw UsageError("--config needs a file") }
         try http.load(config: path)
+    }
+
+    private mutating func setProxy(_ text: String) throws {
+        do {
+            http.proxy = try HTTPOptions.checkedProxy(text)
+        } catch let error as MediaError {
+            throw UsageError(error.message)
+        }
+    }
+
+    private mutating func setCAFile(_ path: String) throws {
+        http.caFile = try HTTPOptions.checkedCAFile(path, relativeTo: FileManager.default.currentDirectoryPath)
     }
 
     private mutating func setRetries(_ text: String) throws {
