@@ -1,7 +1,7 @@
 // Learns a URL's ContentInfo: HEAD first; where HEAD fails or gives no
 // length, GET with `Range: bytes=0-0` (stopped after the head). A server
 // that cannot be reached gets no second try here. Runs on the fetcher's
-// thread and reports once.
+// thread and reports once, and how long it took to the fetcher's statistics.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,6 +15,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     /// Touched only on the fetcher's thread.
     private var head: ResponseHead?
     private var usingGet = false
+    private let started = Histogram.now()
 
     private init(url: String, fetcher: Fetching, completion: @escaping Completion) {
         self.url = url
@@ -37,7 +38,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
 
     func transfer(_ id: TransferID, completeWith error: MediaError?) {
         if let head, let info = Self.info(from: head) {
-            return completion(.success(info))
+            return report(.success(info))
         }
         let failure = head.map(Self.error(for:)) ?? MediaError.io(error?.message ?? "no response")
         if !usingGet && head != nil && failure.errno != ENOENT {
@@ -47,7 +48,12 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
             fetcher.start(FetchRequest(url: url, range: 0..<1), delegate: self)
             return
         }
-        completion(.failure(failure))
+        report(.failure(failure))
+    }
+
+    private func report(_ result: Result<ContentInfo, MediaError>) {
+        fetcher.statistics?.probeDuration.observe(since: started)
+        completion(result)
     }
 
     static func info(from head: ResponseHead) -> ContentInfo? {
