@@ -149,6 +149,9 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                     finish(transfer, error: error as? MediaError ?? MediaError.io("\(error)"))
                 }
             }
+            // Again after the round: the sleep that follows must not count as
+            // time with these transfers running when none is left.
+            limit?.refill(now: Histogram.now(), running: Set(active.values.map(\.priority)))
             curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
         for transfer in Array(active.values) + queued {
