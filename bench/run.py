@@ -29,7 +29,7 @@ RESULTS = os.path.join(ROOT, "results.json")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 MB = 1_000_000
-SCENARIOS = ("seq", "random", "ffprobe", "seek")
+SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit")
 TOOLS = ("mediafs", "curl", "rclone")
 BUF = 1 * MiB
 RANDOM_READS = 200
@@ -408,10 +408,10 @@ class Bench:
     def mountpoint(self, tool):
         return os.path.join(WORK, f"mnt-{tool}")
 
-    def mount(self, tool, sources, cache, tag):
+    def mount(self, tool, sources, cache, tag, extra=()):
         mp = self.mountpoint(tool)
         if tool == "mediafs":
-            argv = [self.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30"]
+            argv = [self.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30", *extra]
             argv += [self.nginx.url(s) for s in sources] + [mp]
         else:
             argv = ["rclone", "mount", ":http:", mp, "--http-url", f"http://127.0.0.1:{self.nginx.port}/",
@@ -688,6 +688,33 @@ class Bench:
         self.media("seek", "seek", [self.mp4],
                    lambda f: ["ffmpeg", "-nostdin", "-v", "error", "-ss", "90", "-i", f, "-t", "1", "-f", "null", "-"])
 
+    # -- scenario 7: --bwlimit (mediafs only)
+    def bwlimit(self):
+        """The first 32 MiB of the big file, cold, under --bwlimit 8M: the
+        rate the reader sees (readahead beyond 32 MiB shares the limit)."""
+        want = 32 * MiB
+
+        def run():
+            self.warm_source(self.big)
+            cache = self.fresh_dir("cache-bwlimit")
+            with self.mount("mediafs", [self.big], cache, "bwlimit", extra=["--bwlimit", "8M"]) as mnt:
+                path = os.path.join(mnt.mp, os.path.basename(self.big))
+                total = 0
+                t0 = time.perf_counter()
+                with open(path, "rb", buffering=0) as f:
+                    while total < want:
+                        chunk = f.read(min(BUF, want - total))
+                        if not chunk:
+                            raise RuntimeError(f"short read at {total}")
+                        total += len(chunk)
+                self.put("bwlimit_8m_mibps", "mediafs", total / (time.perf_counter() - t0) / MiB)
+            shutil.rmtree(cache, ignore_errors=True)
+
+        if os.path.getsize(self.big) < want:
+            self.notes.append("bwlimit: the file is under 32 MiB; scenario skipped")
+            return
+        self.guarded("bwlimit", "mediafs", run)
+
     # -- run + report
     def run(self):
         if os.geteuid() != 0:
@@ -714,7 +741,7 @@ class Bench:
             self.nginx.start()
             log(f"nginx on 127.0.0.1:{self.nginx.port}, tools: {', '.join(self.tools)}")
             for name, fn in (("seq", self.seq), ("random", self.random_reads),
-                             ("ffprobe", self.ffprobe), ("seek", self.seek)):
+                             ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit)):
                 if name in only:
                     log(f"scenario {name}")
                     fn()
@@ -764,6 +791,8 @@ class Bench:
             ("5 seek 90s + 1s decode server bytes", "seek_mp4_bytes", "B", "ffmpeg over http", "≤4 MiB",
              lambda x: le(x, 4 * MiB)),
             ("6 peak RSS MiB (VmHWM)", "peak_rss_mib", "{:.1f}", "-", "≤100 MiB", lambda x: le(x, 100)),
+            ("7 --bwlimit 8M cold 32 MiB, MiB/s", "bwlimit_8m_mibps", "{:.2f}", "-", "8 ±10%",
+             lambda x: None if x is None else 7.2 <= x <= 8.8),
         ]
         out = []
         for label, key, fmt, curl_label, goal, check in rows:
@@ -798,6 +827,8 @@ class Bench:
             scen = "random"
         elif key.startswith(("ffprobe_", "seek_")):
             scen = "_".join(key.split("_")[:2])
+        elif key.startswith("bwlimit"):
+            scen = "bwlimit"
         else:
             return False
         return tool in self.results.get("error:" + scen, {})

@@ -51,6 +51,18 @@ else
     python3 -c 'import pytest' || { say "pytest still not importable by $(command -v python3)"; exit 1; }
 fi
 
+# The tests parse /metrics with a real Prometheus exposition parser.
+if python3 -c 'import prometheus_client.parser' 2>/dev/null; then
+    say "prometheus_client: present"
+else
+    say "installing prometheus_client"
+    python3 -m pip install --quiet prometheus_client \
+        || python3 -m pip install --quiet --break-system-packages prometheus_client \
+        || { export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y python3-prometheus-client; }
+    python3 -c 'import prometheus_client.parser' \
+        || { say "prometheus_client still not importable by $(command -v python3)"; exit 1; }
+fi
+
 if command -v swift >/dev/null 2>&1; then
     say "swift: $(command -v swift)"
 elif [ -x "$SWIFT_BIN/swift" ]; then

@@ -65,7 +65,7 @@ public final class Catalog: @unchecked Sendable {
         case directory(Directory)
     }
 
-    public let statistics = Statistics()
+    public let statistics: Statistics
     public let store: CacheStore
     private let fetcher: Fetching
     private let settings: LoaderSettings
@@ -93,7 +93,8 @@ public final class Catalog: @unchecked Sendable {
 
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                 http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
-                revalidateAfter: Double? = 60) {
+                revalidateAfter: Double? = 60, statistics: Statistics = Statistics()) {
+        self.statistics = statistics
         self.store = store
         self.fetcher = fetcher
         self.settings = settings
@@ -157,7 +158,9 @@ public final class Catalog: @unchecked Sendable {
                 lock.lock()
                 let byURL = loaders
                 lock.unlock()
-                evictor?.run(mounted: byURL, budget: budget)
+                if let report = evictor?.run(mounted: byURL, budget: budget) {
+                    statistics.countEvictions(report.evictedEntries)
+                }
                 stopping.lock()
                 if !stopped && budget?.isPressed != true {
                     _ = stopping.wait(until: flushDue)

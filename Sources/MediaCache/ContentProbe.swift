@@ -1,7 +1,7 @@
 // Learns a URL's ContentInfo: HEAD first; where HEAD fails or gives no
 // length, GET with `Range: bytes=0-0` (stopped after the head). A server
 // that cannot be reached gets no second try here. Runs on the fetcher's
-// thread and reports once.
+// thread and reports once, and how long it took to the fetcher's statistics.
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -19,6 +19,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     /// The running request and its priority; a lookup waiting on a
     /// background probe makes it a read (`promote`).
     private let current = Mutex<(id: TransferID, priority: FetchRequest.Priority)>((0, .read))
+    private let started = Histogram.now()
 
     private init(url: String, fetcher: Fetching, completion: @escaping Completion) {
         self.url = url
@@ -64,7 +65,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
 
     func transfer(_ id: TransferID, completeWith error: MediaError?) {
         if let head, let info = Self.info(from: head) {
-            return completion(.success(info))
+            return report(.success(info))
         }
         let failure = head.map(Self.error(for:)) ?? MediaError.io(error?.message ?? "no response")
         if !usingGet && head != nil && failure.errno != ENOENT {
@@ -74,7 +75,12 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
             send(FetchRequest(url: url, range: 0..<1, priority: .probe))
             return
         }
-        completion(.failure(failure))
+        report(.failure(failure))
+    }
+
+    private func report(_ result: Result<ContentInfo, MediaError>) {
+        fetcher.statistics?.probeDuration.observe(since: started)
+        completion(result)
     }
 
     static func info(from head: ResponseHead) -> ContentInfo? {

@@ -4,7 +4,9 @@
 // Background transfers (readahead, preload) are capped below the connection
 // limit, so a reader's request always finds a free connection; memory in
 // flight is bounded by connections × receive buffer, however many files.
-// A transfer's handles, one per redirect hop, come from CurlHop.
+// A transfer's handles, one per redirect hop, come from CurlHop. With
+// `--bwlimit`, a transfer whose piece the BandwidthLimit refuses is paused
+// from its write callback and resumed by this thread when its share is due.
 import CCurl
 import Synchronization
 #if canImport(Glibc)
@@ -45,9 +47,15 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private var thread: pthread_t?
 
     private let options: HTTPOptions
+    /// Counts responses by status class; nil in tests that do not look.
+    public let statistics: Statistics?
+    /// Touched only by the network thread.
+    private let limit: BandwidthLimit?
 
-    public init(options: HTTPOptions = HTTPOptions()) {
+    public init(options: HTTPOptions = HTTPOptions(), statistics: Statistics? = nil, limit: BandwidthLimit? = nil) {
         self.options = options
+        self.statistics = statistics
+        self.limit = limit
         CurlFetcher.globalInit
         multi = curl_multi_init()!
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, Int(Self.maxConnectionsPerHost))
@@ -81,7 +89,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         let id = pending.withLock { state -> TransferID in
             let id = state.nextID
             state.nextID += 1
-            state.starts.append(CurlTransfer(id: id, request: request, delegate: delegate, options: options))
+            state.starts.append(CurlTransfer(id: id, request: request, delegate: delegate, options: options,
+                                             statistics: statistics, limit: limit))
             return id
         }
         curl_multi_wakeup(multi)
@@ -123,6 +132,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             }
             admitQueued()
             yieldToReads()
+            resumeThrottled()
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             // Hand over what this round received, so readers never wait on
@@ -141,6 +151,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                     if let next = try transfer.redirect(after: code) {
                         // Out of the multi before the next hop replaces (and frees) the handle.
                         curl_multi_remove_handle(multi, easy)
+                        transfer.countResponse(failed: false)
                         curl_multi_add_handle(multi, transfer.attach(next))
                         continue
                     }
@@ -149,7 +160,10 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                     finish(transfer, error: error as? MediaError ?? MediaError.io("\(error)"))
                 }
             }
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            // Again after the round: the sleep that follows must not count as
+            // time with these transfers running when none is left.
+            limit?.refill(now: Histogram.now(), running: Set(active.values.map(\.priority)))
+            curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
         for transfer in Array(active.values) + Array(waiting.values) {
             finish(transfer, error: MediaError(ECANCELED, "shutting down"))
@@ -220,14 +234,36 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private func yieldToReads() {
         let reading = active.values.contains { $0.priority == .read }
         for transfer in active.values {
-            let pause = reading && transfer.priority == .preload
-            guard transfer.paused != pause, let easy = transfer.easy else { continue }
-            transfer.paused = pause
-            curl_easy_pause(easy, pause ? CURLPAUSE_RECV : CURLPAUSE_CONT)
+            transfer.yielding = reading && transfer.priority == .preload
+            transfer.applyPause()
         }
     }
 
+    /// Under `--bwlimit`: adds the share the time since the last round
+    /// earned, and resumes paused transfers it now covers, most urgent
+    /// first (a resumed one takes its share at once, in `curl_easy_pause`).
+    private func resumeThrottled() {
+        guard let limit else { return }
+        limit.refill(now: Histogram.now(), running: Set(active.values.map(\.priority)))
+        let paused = active.values.filter { $0.throttled && !$0.yielding }
+        for transfer in paused.sorted(by: { ($0.priority, $0.id) < ($1.priority, $1.id) })
+        where limit.mayResume(transfer.priority) {
+            transfer.throttled = false
+            transfer.applyPause()
+        }
+    }
+
+    /// How long the thread may sleep: until the next share is due for a
+    /// throttled transfer; else libcurl's sockets and wake-ups say when.
+    private func pollTimeout() -> Int32 {
+        guard let limit else { return 1000 }
+        let waits = active.values.filter { $0.throttled && !$0.yielding }.map { limit.wait(for: $0.priority) }
+        guard let soonest = waits.min() else { return 1000 }
+        return Int32(min(max((soonest * 1000).rounded(.up), 1), 1000))
+    }
+
     private func finish(_ transfer: CurlTransfer, error: MediaError?) {
+        transfer.countResponse(failed: error.map { $0.errno != ECANCELED } ?? false)
         if let easy = transfer.easy { curl_multi_remove_handle(multi, easy) }
         _ = transfer.flush()
         active[transfer.id] = nil
@@ -240,7 +276,16 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 final class CurlTransfer: @unchecked Sendable {
     let id: TransferID
     var priority: FetchRequest.Priority
-    var paused = false
+    /// Paused so that reads go first (a preload while reads run).
+    var yielding = false
+    /// Paused by the write callback: the bandwidth limit refused a piece.
+    var throttled = false
+    /// Whether libcurl has the transfer paused now.
+    private var curlPaused = false
+    /// Whether the current hop's response (or its failure) was counted.
+    private var counted = false
+    private let statistics: Statistics?
+    private let limit: BandwidthLimit?
     private let request: FetchRequest
     private let delegate: TransferDelegate
     private let options: HTTPOptions
@@ -255,11 +300,14 @@ final class CurlTransfer: @unchecked Sendable {
     private let body = UnsafeMutableRawPointer.allocate(byteCount: CurlFetcher.receiveBufferSize, alignment: 64)
     private var bodyCount = 0
 
-    init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions) {
+    init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
+         statistics: Statistics? = nil, limit: BandwidthLimit? = nil) {
         self.id = id
         self.request = request
         self.delegate = delegate
         self.options = options
+        self.statistics = statistics
+        self.limit = limit
         priority = request.priority
         errorBuffer[0] = 0
     }
@@ -290,7 +338,10 @@ final class CurlTransfer: @unchecked Sendable {
     func attach(_ next: CurlHop) -> UnsafeMutableRawPointer {
         hop = next
         head = ResponseHead(status: 0, headers: [:])
-        paused = false
+        yielding = false
+        throttled = false
+        curlPaused = false
+        counted = false
         errorBuffer[0] = 0
         let easy = next.easy
         let this = Unmanaged.passUnretained(self).toOpaque()
@@ -308,15 +359,49 @@ final class CurlTransfer: @unchecked Sendable {
         _ = mediafs_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION) { ptr, size, count, user in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
             let length = size * count
+            if transfer.mustWait(for: length) { return Int(CURL_WRITEFUNC_PAUSE) }
             return transfer.receive(UnsafeRawBufferPointer(start: ptr, count: length)) ? length : 0
         }
         return easy
+    }
+
+    /// Pauses or resumes the transfer in libcurl to match `yielding` and
+    /// `throttled`. Resuming may deliver bytes libcurl kept, at once.
+    func applyPause() {
+        let pause = yielding || throttled
+        guard pause != curlPaused, let easy else { return }
+        // Before the call: resuming runs the write callback, which may pause again.
+        curlPaused = pause
+        curl_easy_pause(easy, pause ? CURLPAUSE_RECV : CURLPAUSE_CONT)
+    }
+
+    /// Whether the bandwidth limit refuses `count` more bytes now; then
+    /// libcurl keeps them and the transfer stays paused until resumed.
+    /// A redirect's body passes: it is not the file's, and is dropped.
+    private func mustWait(for count: Int) -> Bool {
+        guard let limit, headDelivered || hop?.isRedirect != true else { return false }
+        if limit.take(count, priority: priority) { return false }
+        throttled = true
+        curlPaused = true
+        return true
+    }
+
+    /// Counts the current hop's response by its status class once, or as
+    /// an error when it `failed` without a status. A hop stopped by the
+    /// cache before any answer is not counted.
+    func countResponse(failed: Bool) {
+        guard !counted, let statistics else { return }
+        let status = hop?.status ?? 0
+        guard status != 0 || failed else { return }
+        counted = true
+        statistics.countResponse(Statistics.ResponseClass(status: status))
     }
 
     private func deliverHead() -> Bool {
         if headDelivered { return true }
         headDelivered = true
         if let status = hop?.status, status != 0 { head.status = status }
+        countResponse(failed: false)
         if !delegate.transfer(id, receiveHead: head) {
             stoppedByDelegate = true
             return false

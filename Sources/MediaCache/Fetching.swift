@@ -51,4 +51,10 @@ public protocol Fetching: AnyObject, Sendable {
     func promote(_ id: TransferID)
     /// Ends every transfer (their delegates hear of it) and stops.
     func shutdown()
+    /// Where the mount's counters are kept, for those that time requests.
+    var statistics: Statistics? { get }
+}
+
+extension Fetching {
+    public var statistics: Statistics? { nil }
 }

@@ -452,6 +452,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                                             + (lastError?.message ?? "transfer ended early"))
                     }
                     attempts.retries += 1
+                    statistics.countRetry()
                 }
                 let start = point
                 point = startTransfer(at: start, end: max(hole.upperBound, point + window), owner: owner, info: info,

@@ -1,5 +1,6 @@
-// Counters for the whole mount, shown by the root's `user.mediafs.stats`.
-// Atomics, since every reader and the network thread bump them.
+// Counters for the whole mount, shown by the root's `user.mediafs.stats`
+// and by `--metrics`. Atomics, since every reader and the network thread
+// bump them; the histograms take one short lock per observation.
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -12,6 +13,16 @@ public final class Statistics: Sendable {
     let transfersInFlight = Atomic<Int64>(0)
     /// Opens whose reads the kernel serves from the cache itself (passthrough).
     let kernelReadOpens = Atomic<Int64>(0)
+    /// Transfers started again for bytes an earlier one failed to bring.
+    let retries = Atomic<Int64>(0)
+    /// Cache entries the limits removed.
+    let evictions = Atomic<Int64>(0)
+    /// HTTP responses by status class, and hops that ended without one.
+    private let responses = Mutex([Int64](repeating: 0, count: ResponseClass.allCases.count))
+    /// How long FUSE reads took, from the call to the bytes in the buffer.
+    public let readWait = Histogram()
+    /// How long learning a file's length and validators took (HEAD, or GET 0-0 after it).
+    public let probeDuration = Histogram()
     /// Seconds since the epoch until which the cache is not written.
     private let cacheWritesPausedUntil = Atomic<Int64>(0)
     /// After a failed cache write, reads pass through for this long.
@@ -42,12 +53,48 @@ public final class Statistics: Sendable {
         kernelReadOpens.add(1, ordering: .relaxed)
     }
 
+    /// A transfer (or probe) was started again after a failure.
+    public func countRetry() {
+        retries.add(1, ordering: .relaxed)
+    }
+
+    public func countEvictions(_ count: Int) {
+        evictions.add(Int64(count), ordering: .relaxed)
+    }
+
+    public enum ResponseClass: Int, CaseIterable, Sendable {
+        case success, redirect, clientError, serverError, error
+
+        /// The label Prometheus shows: "2xx" … "5xx", or "error" for a hop
+        /// that got no status (connection refused, reset, timeout).
+        public var label: String { ["2xx", "3xx", "4xx", "5xx", "error"][rawValue] }
+
+        /// The class of an HTTP status; a status outside 200-599 counts as an error.
+        public init(status: Int) {
+            switch status {
+            case 200..<300: self = .success
+            case 300..<400: self = .redirect
+            case 400..<500: self = .clientError
+            case 500..<600: self = .serverError
+            default: self = .error
+            }
+        }
+    }
+
+    func countResponse(_ kind: ResponseClass) {
+        responses.withLock { $0[kind.rawValue] &+= 1 }
+    }
+
     public struct Snapshot: Sendable, Equatable {
         public var bytesFromCache: Int64
         public var bytesFromNetwork: Int64
         public var requests: Int64
         public var transfersInFlight: Int64
         public var kernelReadOpens: Int64
+        public var retries: Int64 = 0
+        public var evictions: Int64 = 0
+        /// By `ResponseClass.rawValue`.
+        public var responses: [Int64] = []
     }
 
     public var snapshot: Snapshot {
@@ -55,6 +102,9 @@ public final class Statistics: Sendable {
                  bytesFromNetwork: bytesFromNetwork.load(ordering: .relaxed),
                  requests: requests.load(ordering: .relaxed),
                  transfersInFlight: transfersInFlight.load(ordering: .relaxed),
-                 kernelReadOpens: kernelReadOpens.load(ordering: .relaxed))
+                 kernelReadOpens: kernelReadOpens.load(ordering: .relaxed),
+                 retries: retries.load(ordering: .relaxed),
+                 evictions: evictions.load(ordering: .relaxed),
+                 responses: responses.withLock { $0 })
     }
 }

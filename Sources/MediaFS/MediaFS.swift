@@ -1,7 +1,7 @@
 // The mount's life, in libfuse's setup order: new, mount, daemonize, signal
 // handlers, loop; then unwound in reverse. Threads (the network thread, the
-// flusher) start only after daemonizing, since fork keeps just one thread,
-// and are all joined after the loop, before `fuse_destroy`.
+// flusher, the metrics responder) start only after daemonizing, since fork
+// keeps just one thread, and are all joined after the loop, before `fuse_destroy`.
 import CFuse
 import Foundation
 import Synchronization
@@ -21,6 +21,8 @@ public final class MediaFS: @unchecked Sendable {
         /// Let the kernel read complete files from the cache itself (FUSE
         /// passthrough) where it and the privileges allow.
         public var passthrough = true
+        /// `--metrics`: bound before mounting, served from the daemon.
+        public var metrics: MetricsServer?
 
         public init(mountpoint: String) {
             self.mountpoint = mountpoint
@@ -116,6 +118,7 @@ public final class MediaFS: @unchecked Sendable {
             let catalog = makeCatalog()
             started = catalog
             catalog.start { [weak self] path in self?.invalidate([path]) }
+            options.metrics?.start(serving: catalog)
             Log.info("mounted \(catalog.names.count) files at \(options.mountpoint)")
 
             let loopConfig = fuse_loop_cfg_create()
@@ -127,6 +130,7 @@ public final class MediaFS: @unchecked Sendable {
             // let go, so pending invalidations are moot; then every other
             // thread is joined and the metadata persisted.
             invalidations.stop(drain: false)
+            options.metrics?.stop()
             catalog.stop()
             if status != 0 && status != -EINTR && status != SIGINT && status != SIGTERM {
                 Log.warning("FUSE loop ended with status \(status)")

@@ -144,6 +144,8 @@ func makeOperations() -> fuse_operations {
         reply("read") {
             let file = OpenFile.borrow(info!.pointee.fh)
             let target = UnsafeMutableRawBufferPointer(start: buffer, count: size)
+            let started = Histogram.now()
+            defer { adapter().catalog.statistics.readWait.observe(since: started) }
             do {
                 return Int32(try file.loader.read(into: target, at: Int64(offset), pattern: file.pattern))
             } catch let error as MediaError {

@@ -21,6 +21,9 @@ struct MountCommand {
     var http = HTTPOptions()
     var retries = 3
     var passthrough = true
+    /// `--bwlimit`, bytes per second.
+    var bandwidthLimit: Int64?
+    var metrics: MetricsAddress?
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
@@ -60,6 +63,11 @@ struct MountCommand {
                                more than a minute ago)
           --no-passthrough     always read through the daemon, never let the
                                kernel read complete files from the cache itself
+          --bwlimit RATE       download at most RATE bytes per second for the
+                               whole mount, e.g. 8M (K/M/G: 1024); reads go
+                               first, then readahead, then preload
+          --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics,
+                               e.g. 127.0.0.1:9101 (loopback: this machine only)
           -d, --debug          log every request
           -h, --help           show this help
           -V, --version        show the version
@@ -86,6 +94,8 @@ struct MountCommand {
             case "--cacert": try setCAFile(inline ?? value(option))
             case "--no-passthrough": passthrough = false
             case "--retries": try setRetries(inline ?? value(option))
+            case "--bwlimit": try setBandwidthLimit(inline ?? value(option))
+            case "--metrics": try setMetrics(inline ?? value(option))
             case "-o":
                 for key in try value(option).split(separator: ",") { try mountOption(String(key)) }
             case "--timeout": try setTimeout(inline ?? value(option))
@@ -128,6 +138,10 @@ struct MountCommand {
             passthrough = false
         case "retries":
             try setRetries(value ?? "")
+        case "bwlimit":
+            try setBandwidthLimit(value ?? "")
+        case "metrics":
+            try setMetrics(value ?? "")
         case "timeout":
             try setTimeout(value ?? "")
         case "preload_next", "preload-next":
@@ -173,6 +187,22 @@ struct MountCommand {
             throw UsageError("--retries needs a number from 0 to 100, not '\(text)'")
         }
         retries = count
+    }
+
+    private mutating func setBandwidthLimit(_ text: String) throws {
+        guard let rate = Units.bytes(text), BandwidthLimit(bytesPerSecond: rate) != nil else {
+            throw UsageError("--bwlimit needs a rate of at least \(BandwidthLimit.minRate / 1024)K per second "
+                             + "such as 8M, not '\(text)'")
+        }
+        bandwidthLimit = rate
+    }
+
+    private mutating func setMetrics(_ text: String) throws {
+        guard let address = MetricsAddress(text) else {
+            throw UsageError("--metrics needs ADDR:PORT such as 127.0.0.1:9101 or [::1]:9101 "
+                             + "(a numeric address or localhost), not '\(text)'")
+        }
+        metrics = address
     }
 
     private mutating func setRevalidate(_ text: String) throws {
@@ -226,14 +256,27 @@ struct MountCommand {
         options.foreground = foreground
         options.fuseOptions = fuseOptions
         options.passthrough = passthrough
-        let preloadNext = self.preloadNext
         let limits = cache.limits
+        let bandwidthLimit = self.bandwidthLimit
+        // Bound now, so an address in use fails before anything is mounted.
+        options.metrics = try metrics.map { address in
+            if !address.isLoopback {
+                Log.warning("--metrics \(address) is reachable from other machines; 127.0.0.1 keeps it local")
+            }
+            return try MetricsServer(address: address, exposition: MetricsExposition(
+                cacheLimit: limits.maxSize, bandwidthLimit: bandwidthLimit))
+        }
+        let statistics = Statistics()
+        let preloadNext = self.preloadNext
         let revalidateAfter = self.revalidateAfter
         let fs = MediaFS(options: options) {
             // Runs in the daemon: the pid that took the lock has exited.
             lock.recordHolder()
-            return Catalog(sources: parsed, store: store, fetcher: CurlFetcher(options: http), settings: settings,
-                           http: http, preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter)
+            let fetcher = CurlFetcher(options: http, statistics: statistics,
+                                      limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
+            return Catalog(sources: parsed, store: store, fetcher: fetcher, settings: settings, http: http,
+                           preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
+                           statistics: statistics)
         }
         // The lock is held until the process exits, after the last flush.
         try withExtendedLifetime(lock) {

@@ -1,0 +1,90 @@
+// The Prometheus text format (version 0.0.4) of a mount's counters: names
+// `mediafs_…` with the unit in the name and `_total` on counters, each with
+// HELP and TYPE lines. Built on demand from Statistics and the catalog.
+
+public struct MetricsExposition: Sendable {
+    /// `--cache-max-size`, shown as the limit next to the bytes used.
+    public var cacheLimit: Int64?
+    /// `--bwlimit` in bytes per second.
+    public var bandwidthLimit: Int64?
+
+    public init(cacheLimit: Int64? = nil, bandwidthLimit: Int64? = nil) {
+        self.cacheLimit = cacheLimit
+        self.bandwidthLimit = bandwidthLimit
+    }
+
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    public func text(for catalog: Catalog) -> String {
+        let statistics = catalog.statistics
+        let counters = statistics.snapshot
+        let usage = catalog.allLoaders.map { $0.status().cachedBytes }
+        var out = Output()
+        out.metric("mediafs_network_received_bytes_total", .counter,
+                   "File bytes received from the servers (response bodies).", counters.bytesFromNetwork)
+        out.metric("mediafs_cache_read_bytes_total", .counter,
+                   "Bytes reads through the daemon took from the cache.", counters.bytesFromCache)
+        out.metric("mediafs_passthrough_opens_total", .counter,
+                   "Opens whose reads the kernel serves from the cache itself (FUSE passthrough).",
+                   counters.kernelReadOpens)
+        out.header("mediafs_http_responses_total", .counter,
+                   "HTTP responses by status class; error: a request that got no response.")
+        for kind in Statistics.ResponseClass.allCases {
+            let count = kind.rawValue < counters.responses.count ? counters.responses[kind.rawValue] : 0
+            out.sample("mediafs_http_responses_total{class=\"\(kind.label)\"}", count)
+        }
+        out.metric("mediafs_transfers_total", .counter, "File transfers started.", counters.requests)
+        out.metric("mediafs_retries_total", .counter,
+                   "Transfers started again for bytes an earlier transfer failed to bring.", counters.retries)
+        out.metric("mediafs_transfers_in_flight", .gauge, "File transfers running or queued now.",
+                   counters.transfersInFlight)
+        out.metric("mediafs_cache_used_bytes", .gauge, "Bytes the mount's files hold in the cache.",
+                   usage.reduce(Int64(0)) { $0.addingSaturating($1) })
+        if let cacheLimit {
+            out.metric("mediafs_cache_limit_bytes", .gauge, "The cache size limit (--cache-max-size).", cacheLimit)
+        }
+        out.metric("mediafs_cache_entries", .gauge, "Files of the mount with bytes in the cache.",
+                   Int64(usage.filter { $0 > 0 }.count))
+        out.metric("mediafs_evictions_total", .counter, "Cache entries removed to keep the cache limits.",
+                   counters.evictions)
+        if let bandwidthLimit {
+            out.metric("mediafs_bandwidth_limit_bytes_per_second", .gauge,
+                       "The mount's download limit (--bwlimit).", bandwidthLimit)
+        }
+        out.histogram("mediafs_read_wait_seconds",
+                      "How long reads through the daemon took, from the request to the bytes in its buffer.",
+                      statistics.readWait.snapshot)
+        out.histogram("mediafs_probe_duration_seconds",
+                      "How long learning a file's length and validators took (HEAD, or GET bytes=0-0).",
+                      statistics.probeDuration.snapshot)
+        return out.text
+    }
+
+    enum Kind: String { case counter, gauge, histogram }
+
+    struct Output {
+        var text = ""
+
+        mutating func header(_ name: String, _ kind: Kind, _ help: String) {
+            text += "# HELP \(name) \(help)\n# TYPE \(name) \(kind.rawValue)\n"
+        }
+
+        mutating func sample(_ name: String, _ value: Int64) {
+            text += "\(name) \(value)\n"
+        }
+
+        mutating func metric(_ name: String, _ kind: Kind, _ help: String, _ value: Int64) {
+            header(name, kind, help)
+            sample(name, value)
+        }
+
+        mutating func histogram(_ name: String, _ help: String, _ snapshot: Histogram.Snapshot) {
+            header(name, .histogram, help)
+            for (bound, count) in snapshot.buckets {
+                let le = bound.isInfinite ? "+Inf" : "\(bound)"
+                text += "\(name)_bucket{le=\"\(le)\"} \(count)\n"
+            }
+            text += "\(name)_sum \(snapshot.sum)\n\(name)_count \(snapshot.count)\n"
+        }
+    }
+}
