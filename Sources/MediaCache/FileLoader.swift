@@ -83,6 +83,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var nextWait = 0
     var lastAccess: Int64 = 0
     var lastValidated: Int64 = 0
+    /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
+    var pinned = false
     var dirty = false
     var lastError: MediaError? {
         didSet { lastErrorAt = Self.now() }
@@ -140,6 +142,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             present = meta.present
             lastAccess = meta.lastAccess
             lastValidated = meta.lastValidated
+            pinned = meta.pinned
         } catch {
             Log.warning("cache entry for \(source.displayURL) unusable: \(error)")
         }
@@ -564,7 +567,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     func metaSnapshot() -> (meta: EntryMeta, file: DataFile)? {
         guard let info, let dataFile else { return nil }
         return (EntryMeta(url: key, info: info, present: present, lastAccess: lastAccess,
-                          lastValidated: lastValidated), dataFile)
+                          lastValidated: lastValidated, pinned: pinned), dataFile)
     }
 
     /// Makes the claimed bytes durable, then the metadata that claims them.

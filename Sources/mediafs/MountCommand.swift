@@ -21,12 +21,14 @@ struct MountCommand {
     var http = HTTPOptions()
     var retries = 3
     var passthrough = true
+    var dirCacheTime = Catalog.defaultDirCacheTime
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
                mediafs status MOUNTPOINT [--json] [--watch]
                mediafs purge PATH...
                mediafs preload [--bytes N] PATH...
+               mediafs pin|unpin PATH...
                mediafs cache ls|gc|clear [--cache-dir DIR] [LIMITS] [URL...]
                mediafs add URL... --to MOUNTPOINT
                mediafs remove NAME... --from MOUNTPOINT
@@ -51,6 +53,10 @@ struct MountCommand {
           --revalidate never|open|DURATION  when to check that a file is
                                unchanged on open (default 1m: if last checked
                                more than a minute ago)
+          --dir-cache-time DURATION  how long a directory listing is believed
+                               before it is fetched again, in the background
+                               (default 5m; setfattr -n user.mediafs.refresh
+                               on a directory re-lists it now)
           --no-passthrough     always read through the daemon, never let the
                                kernel read complete files from the cache itself
           -d, --debug          log every request
@@ -72,6 +78,7 @@ struct MountCommand {
             case "-d", "--debug": debug = true
             case _ where try cache.take(option, value: { try inline ?? value(option) }): break
             case "--revalidate": try setRevalidate(inline ?? value(option))
+            case "--dir-cache-time": try setDirCacheTime(inline ?? value(option))
             case "--header": try addHeader(inline ?? value(option))
             case "--config": try loadConfig(inline ?? value(option))
             case "--netrc": http.netrc = true
@@ -107,6 +114,8 @@ struct MountCommand {
             _ = try cache.take(option) { value }
         case "revalidate":
             try setRevalidate(value ?? "")
+        case "dir_cache_time", "dir-cache-time":
+            try setDirCacheTime(value ?? "")
         case "config":
             try loadConfig(value ?? "")
         case "netrc":
@@ -162,6 +171,13 @@ struct MountCommand {
         }
     }
 
+    private mutating func setDirCacheTime(_ text: String) throws {
+        guard let seconds = Units.seconds(text) else {
+            throw UsageError("--dir-cache-time needs a duration such as 90s, 5m or 1h, not '\(text)'")
+        }
+        dirCacheTime = seconds
+    }
+
     private mutating func setTimeout(_ text: String) throws {
         guard let seconds = Units.seconds(text), seconds > 0 else {
             throw UsageError("--timeout needs a positive duration such as 30 or 2m, not '\(text)'")
@@ -203,11 +219,13 @@ struct MountCommand {
         let preloadNext = self.preloadNext
         let limits = cache.limits
         let revalidateAfter = self.revalidateAfter
+        let dirCacheTime = self.dirCacheTime
         let fs = MediaFS(options: options) {
             // Runs in the daemon: the pid that took the lock has exited.
             lock.recordHolder()
             return Catalog(sources: parsed, store: store, fetcher: CurlFetcher(options: http), settings: settings,
-                           http: http, preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter)
+                           http: http, preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
+                           dirCacheTime: dirCacheTime)
         }
         // The lock is held until the process exits, after the last flush.
         try withExtendedLifetime(lock) {
