@@ -296,7 +296,7 @@ final class ParserFuzzTests: XCTestCase {
             var options = HTTPOptions()
             do {
                 try options.load(config: path)
-                XCTAssertTrue(options.hostHeaders.values.joined().allSatisfy(HTTPOptions.validHeader), "step \(step)")
+                XCTAssertTrue(options.sections.flatMap(\.headers).allSatisfy(HTTPOptions.validHeader), "step \(step)")
             } catch {
                 XCTAssertEqual((error as? MediaError)?.errno, EINVAL, "step \(step) config: \(error)")
             }
