@@ -30,11 +30,11 @@ KiB, MiB = 1024, 1024 * 1024
 PREFIX = harness.XATTR_PREFIX
 FILE_READABLE = ["url", "content_type", "etag", "last_modified", "size",
                  "cached_bytes", "cached_ranges", "complete", "state"]
-FILE_WRITABLE = ["purge", "preload"]
+FILE_WRITABLE = ["purge", "preload", "pin"]
 ROOT_ATTRS = ["stats", "purge", "add", "remove"]
 STATS_KEYS = {"entries", "cached_bytes", "bytes_from_cache", "bytes_from_network",
               "requests", "transfers_in_flight", "kernel_read_opens"}
-COMMANDS = ["mount", "status", "purge", "preload"]
+COMMANDS = ["mount", "status", "purge", "preload", "pin", "unpin"]
 WAIT = 30.0  # upper bound for anything asynchronous
 
 
@@ -658,13 +658,13 @@ def test_man_page_mentions_every_xattr_and_command():
     source_text = MAN.read_text(errors="replace").replace("\\-", "-").replace("\\&", "").replace("\\fB", "") \
         .replace("\\fI", "").replace("\\fR", "").replace("\\fP", "")
     missing = []
-    for key in sorted(set(FILE_READABLE + FILE_WRITABLE + ["stats"])):
+    for key in sorted(set(FILE_READABLE + FILE_WRITABLE + ["stats", "refresh"])):
         if PREFIX + key not in text and PREFIX + key not in source_text:
             missing.append(PREFIX + key)
     for cmd in COMMANDS:
         if f"mediafs {cmd}" not in text and f"mediafs {cmd}" not in source_text:
             missing.append(f"command `mediafs {cmd}`")
-    for option in ("--preload-next", "cache_dir", "preload_next"):
+    for option in ("--preload-next", "cache_dir", "preload_next", "--dir-cache-time", "dir_cache_time"):
         if option not in text and option not in source_text:
             missing.append(f"option {option}")
     assert not missing, "man/mediafs.1 does not mention: " + ", ".join(missing)

@@ -134,7 +134,7 @@ def read_all(path):
     return n, h.hexdigest()
 
 
-LS_LINE = re.compile(r"^(?P<size>.+?)\s+(?P<pct>[\d.]+)%\s+(?P<complete>\S+)\s+(?P<access>\S+)\s+"
+LS_LINE = re.compile(r"^(?P<size>.+?)\s+(?P<pct>[\d.]+)%\s+(?P<complete>\S+)\s+(?P<pinned>\S+)\s+(?P<access>\S+)\s+"
                      r"(?P<url>\S+://\S+)$")
 
 

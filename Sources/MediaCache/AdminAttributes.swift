@@ -10,9 +10,11 @@ public enum AdminAttributes {
 
     public static let fileReadable = ["url", "content_type", "etag", "last_modified", "size",
                                       "cached_bytes", "cached_ranges", "complete", "state"]
-    public static let fileWritable = ["purge", "preload"]
+    public static let fileWritable = ["purge", "preload", "pin"]
     public static let rootReadable = ["stats"]
     public static let rootWritable = ["purge", "add", "remove"]
+    /// On a listed directory (not the root, which is not listed).
+    public static let directoryWritable = ["refresh"]
 
     /// What the adapter must do after a write.
     public enum Effect: Equatable, Sendable {
@@ -23,6 +25,10 @@ public enum AdminAttributes {
 
     public static func list(root: Bool) -> [String] {
         (root ? rootReadable + rootWritable : fileReadable + fileWritable).map { prefix + $0 }
+    }
+
+    public static func listDirectory() -> [String] {
+        directoryWritable.map { prefix + $0 }
     }
 
     private static func key(_ name: String) throws -> String {
@@ -51,6 +57,7 @@ public enum AdminAttributes {
         case "cached_ranges": return status.present.description
         case "complete": return status.isComplete ? "1" : "0"
         case "state": return status.stateText
+        case "pin": return status.pinned ? "1" : "0"
         // Write-only, but listed: reading them gives an empty value so that
         // `getfattr -d` shows every attribute without an error.
         case "purge", "preload": return ""
@@ -85,10 +92,37 @@ public enum AdminAttributes {
             }
             try loader.preload(limit: limit)
             return .none
+        case "pin":
+            switch value.trimmingSpaces {
+            case "1": loader.setPinned(true)
+            case "0": loader.setPinned(false)
+            default: throw MediaError(EINVAL, "pin takes 1 (keep the file's cached bytes) or 0, not '\(value)'")
+            }
+            return .none
         case let other where fileReadable.contains(other):
             throw MediaError(EPERM, "\(name) is read-only")
         default:
             throw MediaError(ENOTSUP, "no writable attribute \(name)")
+        }
+    }
+
+    /// Reads a (non-root) directory's attribute: `refresh` is write-only,
+    /// and reads empty so that `getfattr -d` lists it without an error.
+    public static func readDirectory(_ name: String) throws -> String {
+        guard directoryWritable.contains(try key(name)) else { throw MediaError(ENODATA, "no attribute \(name)") }
+        return ""
+    }
+
+    /// Writes a directory's attribute: `refresh` (any value) lists it again
+    /// now, and returns once the new listing is in place.
+    public static func writeDirectory(_ name: String, value: String, to catalog: Catalog, at path: String) throws
+        -> Effect {
+        switch try key(name) {
+        case "refresh":
+            try catalog.refresh(path)
+            return .none
+        default:
+            throw MediaError(ENOTSUP, "no writable attribute \(name) on a directory")
         }
     }
 

@@ -3,7 +3,9 @@
 // unfinished and finished downloads do in the mobile caches this grew from).
 // Least recently used goes first. Entries of the running mount are evicted
 // through their loader, which refuses while a transfer runs or a read waits;
-// others are renamed into trash/ and deleted in the background.
+// others are renamed into trash/ and deleted in the background. Pinned
+// entries are never evicted or trimmed, but count against the size limit:
+// when they alone fill it, the rest goes and new bytes pass uncached.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,6 +26,11 @@ public struct CacheEvictor: Sendable {
         public var evictedEntries = 0
         public var freedBytes: Int64 = 0
         public var usedBytes: Int64 = 0
+        /// Disk blocks held by pinned entries, counted in `usedBytes`.
+        public var pinnedBytes: Int64 = 0
+        /// Pinned entries alone take more than the size limit: everything
+        /// else is gone, and new bytes pass uncached.
+        public var pinnedOverLimit = false
     }
 
     private struct Item {
@@ -31,6 +38,7 @@ public struct CacheEvictor: Sendable {
         var allocated: Int64
         var lastAccess: Int64
         var complete: Bool
+        var pinned: Bool
         var loader: FileLoader?
     }
 
@@ -63,10 +71,12 @@ public struct CacheEvictor: Sendable {
             if let loader = mountedDirectories[entry.directory] {
                 let usage = loader.usage()
                 items.append(Item(directory: entry.directory, allocated: entry.allocatedBytes,
-                                  lastAccess: usage.lastAccess, complete: usage.isComplete, loader: loader))
+                                  lastAccess: usage.lastAccess, complete: usage.isComplete,
+                                  pinned: usage.isPinned, loader: loader))
             } else if let meta = entry.meta {
                 items.append(Item(directory: entry.directory, allocated: entry.allocatedBytes,
-                                  lastAccess: meta.lastAccess, complete: meta.isComplete, loader: nil))
+                                  lastAccess: meta.lastAccess, complete: meta.isComplete,
+                                  pinned: meta.pinned, loader: nil))
             } else {
                 // No metadata and not ours: a crash's leftovers; nothing in it is trusted.
                 store.remove(directory: entry.directory)
@@ -103,7 +113,7 @@ public struct CacheEvictor: Sendable {
         }
         // What is left is in use: a file larger than the cache plays on with
         // its played bytes dropped.
-        for item in survivors.reversed() where need > 0 {
+        for item in survivors.reversed() where need > 0 && !item.pinned {
             guard let loader = item.loader else { continue }
             let before = loader.usage().allocatedBytes
             loader.trim(to: max(loader.status().cachedBytes - need, 0))
@@ -113,6 +123,8 @@ public struct CacheEvictor: Sendable {
             report.freedBytes += freed
         }
         report.usedBytes = used
+        report.pinnedBytes = survivors.reduce(Int64(0)) { $0.addingSaturating($1.pinned ? $1.allocated : 0) }
+        report.pinnedOverLimit = report.pinnedBytes > limits.maxSize
         if let budget {
             let freed = report.freedBytes
             let room = min(limits.maxSize - used, free.addingSaturating(freed) - limits.minFree)
@@ -123,6 +135,7 @@ public struct CacheEvictor: Sendable {
     }
 
     private func evict(_ item: Item) -> Bool {
+        if item.pinned { return false }
         if let loader = item.loader { return loader.evict() }
         store.remove(directory: item.directory)
         return true

@@ -1,13 +1,16 @@
 // What the mount shows: a tree of names. The root holds the sources; a
 // source URL ending in `/` is a directory whose HTTP index is fetched on
-// first lookup and again after `listingTTL`. Every file is a FileLoader,
-// one per URL however many names lead to it (two loaders on one cache
-// entry would fight). The FUSE adapter talks only to this type. It also
-// owns the background thread that persists metadata and applies the cache
-// limits.
+// first lookup (the one lookup that waits for it) and again, in the
+// background on the listings worker, once `dirCacheTime` has passed or the
+// user asks: meanwhile, and while its server is down, lookups answer from
+// the last listing. Every file is a FileLoader, one per URL however many
+// names lead to it (two loaders on one cache entry would fight). The FUSE
+// adapter talks only to this type. It also owns the background thread that
+// persists metadata and applies the cache limits.
 //
-// Lock: `lock` guards the tree (`root` and every Directory below it). Never
-// held while fetching a listing or calling into a loader that may wait.
+// Lock: `lock` guards the tree (`root` and every Directory below it) and the
+// last eviction report. Never held while fetching a listing or calling into
+// a loader that may wait.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -16,8 +19,12 @@ import Glibc
 public final class Catalog: @unchecked Sendable {
     /// How often changed metadata is written and the cache limits applied.
     public static let flushInterval: Double = 5
-    /// How long a directory listing is believed before it is fetched again.
-    public static let listingTTL: Double = 300
+    /// How long a directory listing is believed before it is fetched again,
+    /// unless the mount says otherwise (`--dir-cache-time`).
+    public static let defaultDirCacheTime: Double = 300
+    /// A listing that failed to refresh is tried again after this long (or
+    /// the directory cache time, when shorter); its old listing is served.
+    public static let listingRetry: Double = 30
 
     /// What opening a file preloads of the files after it, in source order.
     public struct PreloadNext: Sendable, Equatable {
@@ -37,15 +44,22 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// A directory of the mount: its names in order, and for a listed one,
-    /// the URL and when it was listed.
-    final class Directory {
+    /// the URL, when it was listed and when it is listed again. Sendable
+    /// because every var is touched only under the catalog's `lock`, so the
+    /// listings worker may hold one.
+    final class Directory: @unchecked Sendable {
         let url: String?
         /// Its path in the mount, "" for the root.
         let path: String
         var order: [String] = []
         var children: [String: Child] = [:]
         var naming = FileNaming()
+        /// When the listing in use was fetched; nil: never (a lookup waits).
         var listedAt: Double?
+        /// When a lookup should have it fetched again, in the background.
+        var refreshAt = 0.0
+        /// A background refresh is queued or running.
+        var refreshing = false
 
         init(url: String?, path: String) {
             self.url = url
@@ -78,11 +92,16 @@ public final class Catalog: @unchecked Sendable {
     private let openFiles = OpenDataFiles(capacity: OpenDataFiles.defaultCapacity)
     /// Validators older than this are checked on open; nil: never.
     private let revalidateAfter: Double?
+    /// How long a listing is believed before it is fetched again.
+    private let dirCacheTime: Double
 
     private let lock = NSLock()
     private let root = Directory(url: nil, path: "")
     private var loaders: [String: FileLoader] = [:]
     private var changeHandler: @Sendable (String) -> Void = { _ in }
+    /// The last pass of the cache limits, for `stats` and to log a change
+    /// in whether pinned bytes alone exceed the limit.
+    private var lastEviction = CacheEvictor.Report()
 
     /// Guards `stopped` and `flusherRunning`; the flusher waits on it.
     private let stopping = NSCondition()
@@ -90,10 +109,13 @@ public final class Catalog: @unchecked Sendable {
     private var flusherRunning = false
     /// Preloads of the next files, off the opener's thread.
     private let preloads = Worker(name: "mediafs-preload")
+    /// Refreshes of listings, off the lookups' threads: one at a time.
+    private let listings = Worker(name: "mediafs-listings")
 
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                 http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
-                revalidateAfter: Double? = 60, statistics: Statistics = Statistics()) {
+                revalidateAfter: Double? = 60, dirCacheTime: Double = Catalog.defaultDirCacheTime,
+                statistics: Statistics = Statistics()) {
         self.statistics = statistics
         self.store = store
         self.fetcher = fetcher
@@ -101,6 +123,7 @@ public final class Catalog: @unchecked Sendable {
         self.http = http
         self.preloadNext = preloadNext
         self.revalidateAfter = revalidateAfter
+        self.dirCacheTime = dirCacheTime
         evictor = limits.map { CacheEvictor(store: store, limits: $0) }
         let stopping = self.stopping
         budget = limits.map { _ in
@@ -160,6 +183,7 @@ public final class Catalog: @unchecked Sendable {
                 lock.unlock()
                 if let report = evictor?.run(mounted: byURL, budget: budget) {
                     statistics.countEvictions(report.evictedEntries)
+                    noteEviction(report)
                 }
                 stopping.lock()
                 if !stopped && budget?.isPressed != true {
@@ -182,6 +206,8 @@ public final class Catalog: @unchecked Sendable {
         stopping.broadcast()
         while flusherRunning { stopping.wait() }
         stopping.unlock()
+        // A refresh under way finishes (its fetch is bounded by the timeout).
+        listings.stop(drain: false)
         preloads.stop(drain: false)
         fetcher.shutdown()
         flushAll()
@@ -223,24 +249,52 @@ public final class Catalog: @unchecked Sendable {
         return current
     }
 
-    /// Fetches a listed directory's index when it never was, or is older
-    /// than the TTL. A failed refresh keeps the old listing.
+    /// Lists a directory never listed, waiting for it; has a listed one
+    /// refreshed in the background when it is due, answering from the old
+    /// listing meanwhile.
     private func listIfDue(_ directory: Directory) throws {
-        guard let url = directory.url else { return }
+        guard directory.url != nil else { return }
         lock.lock()
-        let listedAt = directory.listedAt
+        let listed = directory.listedAt != nil
+        let due = listed && !directory.refreshing && Date().timeIntervalSince1970 >= directory.refreshAt
+        if due { directory.refreshing = true }
         lock.unlock()
-        let now = Date().timeIntervalSince1970
-        if let listedAt, now - listedAt < Self.listingTTL { return }
+        if !listed {
+            try fetchListing(of: directory)
+        } else if due {
+            let queued = listings.submit { [self] in
+                try? fetchListing(of: directory)
+                lock.lock()
+                directory.refreshing = false
+                lock.unlock()
+            }
+            if !queued {
+                lock.lock()
+                directory.refreshing = false
+                lock.unlock()
+            }
+        }
+    }
+
+    /// Fetches a directory's index and replaces its names. On failure the
+    /// old listing stays, and is tried again after `listingRetry`.
+    private func fetchListing(of directory: Directory) throws {
+        guard let url = directory.url else { return }
         let entries: [DirectoryListing.Entry]
         do {
             entries = DirectoryListing.parse(html: try TextFetch.get(url, options: http,
                                                                      timeout: Int(settings.timeout)), base: url)
-        } catch let error as MediaError {
-            Log.error("listing \(MediaError.redacted(url)): \(error.message)")
-            if listedAt != nil { return }
-            throw error
+        } catch {
+            let failure = error as? MediaError ?? MediaError.io("\(error)")
+            lock.lock()
+            let listed = directory.listedAt != nil
+            directory.refreshAt = Date().timeIntervalSince1970 + min(dirCacheTime, Self.listingRetry)
+            lock.unlock()
+            Log.error("listing \(MediaError.redacted(url)): \(failure.message)"
+                      + (listed ? "; serving its last listing" : ""))
+            throw failure
         }
+        let now = Date().timeIntervalSince1970
         lock.lock()
         defer { lock.unlock() }
         let old = directory.children
@@ -256,7 +310,46 @@ public final class Catalog: @unchecked Sendable {
             }
         }
         directory.listedAt = now
+        directory.refreshAt = now + dirCacheTime
         Log.debug("listed \(MediaError.redacted(url)): \(entries.count) entries")
+    }
+
+    /// `user.mediafs.refresh` on a listed directory: lists it again now, on
+    /// the listings worker (after any refresh already queued), and returns
+    /// once it is done. Lookups meanwhile answer from the old listing; a
+    /// failure keeps it and is thrown.
+    public func refresh(_ path: String) throws {
+        let directory = try directory(at: components(path))
+        guard directory.url != nil else {
+            throw MediaError(EINVAL, "\(path.isEmpty ? "/" : path) is not a listed directory")
+        }
+        let done = NSCondition()
+        nonisolated(unsafe) var outcome: Result<Void, MediaError>?
+        let queued = listings.submit { [self] in
+            let result: Result<Void, MediaError>
+            do {
+                try fetchListing(of: directory)
+                result = .success(())
+            } catch {
+                result = .failure(error as? MediaError ?? MediaError.io("\(error)"))
+            }
+            done.lock()
+            outcome = result
+            done.broadcast()
+            done.unlock()
+        }
+        guard queued else { throw MediaError(ESHUTDOWN, "the mount is stopping") }
+        // The refresh ahead of it, then its own: each bounded by the timeout.
+        let deadline = Date(timeIntervalSinceNow: 2 * settings.timeout + 1)
+        done.lock()
+        while outcome == nil && done.wait(until: deadline) {}
+        let result = outcome
+        done.unlock()
+        switch result {
+        case .success?: Log.info("refreshed the listing of \(path)")
+        case .failure(let error)?: throw error
+        case nil: throw MediaError(ETIMEDOUT, "the listing of \(path) is still being fetched")
+        }
     }
 
     /// What a path names: the root, a directory or a file.
@@ -411,6 +504,22 @@ public final class Catalog: @unchecked Sendable {
 
     // MARK: The whole mount
 
+    /// Keeps the last pass's report, and says once when pinned bytes alone
+    /// come to exceed the size limit, and once when they fit again.
+    private func noteEviction(_ report: CacheEvictor.Report) {
+        lock.lock()
+        let was = lastEviction.pinnedOverLimit
+        lastEviction = report
+        lock.unlock()
+        guard was != report.pinnedOverLimit, let limit = evictor?.limits.maxSize else { return }
+        if report.pinnedOverLimit {
+            Log.warning("pinned files take \(report.pinnedBytes) bytes, more than the cache limit of \(limit): "
+                        + "every unpinned byte is evicted and new bytes pass uncached; unpin some files")
+        } else {
+            Log.info("pinned files fit under the cache limit again (\(report.pinnedBytes) of \(limit) bytes)")
+        }
+    }
+
     public func purgeAll() {
         for loader in allLoaders { loader.purge() }
     }
@@ -427,7 +536,12 @@ public final class Catalog: @unchecked Sendable {
         let counters = statistics.snapshot
         let all = allLoaders
         let cached = all.reduce(Int64(0)) { $0.addingSaturating($1.status().cachedBytes) }
+        lock.lock()
+        let eviction = lastEviction
+        lock.unlock()
         return "{\"entries\":\(all.count),\"cached_bytes\":\(cached),"
+            + "\"cache_max_size\":\(evictor?.limits.maxSize ?? 0),\"pinned_bytes\":\(eviction.pinnedBytes),"
+            + "\"pinned_over_limit\":\(eviction.pinnedOverLimit),"
             + "\"bytes_from_cache\":\(counters.bytesFromCache),\"bytes_from_network\":\(counters.bytesFromNetwork),"
             + "\"requests\":\(counters.requests),\"transfers_in_flight\":\(counters.transfersInFlight),"
             + "\"kernel_read_opens\":\(counters.kernelReadOpens)}"

@@ -11,14 +11,17 @@ public struct EntryMeta: Equatable, Sendable {
     public var lastAccess: Int64
     /// Unix seconds when the server last confirmed the validators.
     public var lastValidated: Int64
+    /// Kept whatever the limits say: never evicted or trimmed.
+    public var pinned: Bool
 
     public init(url: String, info: ContentInfo, present: ByteRangeSet,
-                lastAccess: Int64, lastValidated: Int64) {
+                lastAccess: Int64, lastValidated: Int64, pinned: Bool = false) {
         self.url = url
         self.info = info
         self.present = present
         self.lastAccess = lastAccess
         self.lastValidated = lastValidated
+        self.pinned = pinned
     }
 
     public var isComplete: Bool { present.contains(0..<info.length) }

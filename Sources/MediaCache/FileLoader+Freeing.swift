@@ -55,17 +55,20 @@ extension FileLoader {
 
     /// Call with `lock` held.
     func stopAllTransfers() {
+        stops += 1
         for (id, transfer) in transfers where !transfer.cancelled {
             transfers[id]!.cancelled = true
             fetcher.cancel(id)
         }
     }
 
-    /// Evicts every cached byte unless a transfer runs, a read waits or the
-    /// kernel reads the file; returns whether it did.
+    /// Evicts every cached byte unless the file is pinned, a transfer runs,
+    /// a read waits or the kernel reads the file; returns whether it did.
     public func evict() -> Bool {
         lock.lock()
-        guard transfers.isEmpty, waits.isEmpty, !kernelReading else { lock.unlock(); return false }
+        // A pinned file's bytes are kept whatever the limits say; only a
+        // purge (the user's own word) drops them.
+        guard !pinned, transfers.isEmpty, waits.isEmpty, !kernelReading else { lock.unlock(); return false }
         guard !present.isEmpty else { lock.unlock(); return true }
         markReset()
         lock.unlock()
@@ -81,8 +84,9 @@ extension FileLoader {
     public func trim(to target: Int64) {
         lock.lock()
         var excess = present.byteCount - target
-        // Bytes the kernel reads in place stay until its handles close.
-        guard excess > 0, hasEntry, !kernelReading else { lock.unlock(); return }
+        // Bytes the kernel reads in place stay until its handles close;
+        // a pinned file's bytes stay, however far over the limit.
+        guard excess > 0, hasEntry, !kernelReading, !pinned else { lock.unlock(); return }
         let behind = present.ranges.filter { $0.upperBound <= lastReadOffset }
         let ahead = Array(present.ranges.filter { $0.upperBound > lastReadOffset }.reversed())
         var doomed = ByteRangeSet()

@@ -23,7 +23,7 @@ extension FileLoader {
         } else {
             state = .idle
         }
-        return FileStatus(url: source.url, info: info, present: present, state: state)
+        return FileStatus(url: source.url, info: info, present: present, state: state, pinned: pinned)
     }
 
     /// What the evictor needs to know of this file.
@@ -33,6 +33,8 @@ extension FileLoader {
         public var isComplete: Bool
         /// Transfers running or reads waiting: not to be evicted now.
         public var isBusy: Bool
+        /// Never to be evicted or trimmed; counts against the limits all the same.
+        public var isPinned: Bool
     }
 
     public func usage() -> Usage {
@@ -44,7 +46,7 @@ extension FileLoader {
         defer { lock.unlock() }
         return Usage(allocatedBytes: hasEntry ? allocated : 0, lastAccess: lastAccess,
                      isComplete: info.map { present.contains(0..<$0.length) } ?? false,
-                     isBusy: !transfers.isEmpty || !waits.isEmpty || kernelReading)
+                     isBusy: !transfers.isEmpty || !waits.isEmpty || kernelReading, isPinned: pinned)
     }
 
     // MARK: Revalidation

@@ -93,6 +93,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var nextWait = 0
     var lastAccess: Int64 = 0
     var lastValidated: Int64 = 0
+    /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
+    var pinned = false
     var dirty = false
     var lastError: MediaError? {
         didSet { lastErrorAt = Self.now() }
@@ -117,6 +119,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var resetsDone = 0
     /// Ranges being punched out by a trim: unclaimed, not yet freed.
     var trimming = ByteRangeSet()
+    /// Bumped each time the cache stops every transfer (purge, change), so
+    /// a read does not count those as the server's failures.
+    var stops = 0
     /// Bumped when the remote content changes; a read that began before
     /// fails instead of mixing versions.
     var generation = 0
@@ -152,6 +157,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         present = meta.present
         lastAccess = meta.lastAccess
         lastValidated = meta.lastValidated
+        pinned = meta.pinned
         hasEntry = true
     }
 
@@ -355,7 +361,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         lastAccess = Int64(Self.now())
         lastReadOffset = wanted.lowerBound
         let startGeneration = generation
-        var attempts = Attempts()
+        var attempts = Attempts(stops: stops)
         if present.contains(wanted) {
             // Reading cached bytes sends no request: readahead starts from a
             // read that had to fetch, and goes on while this handle streams.
@@ -411,6 +417,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     struct Attempts {
         var asked = ByteRangeSet()
         var retries = 0
+        /// `stops` when these were asked: transfers the cache stopped
+        /// itself (a purge, a change) say nothing of the server.
+        var stops: Int
     }
 
     /// Makes sure a transfer is on its way for every byte of `holes`: joins
@@ -444,6 +453,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                     throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
                 if Self.now() < retryAt { return }
+                if attempts.stops != stops { attempts = Attempts(stops: stops) }
                 if attempts.asked.contains(point..<point + 1) {
                     guard attempts.retries + 1 < settings.maxAttempts else {
                         unavailableUntil = Self.now() + settings.unavailableFor
@@ -608,7 +618,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             file = opened
         }
         return (EntryMeta(url: key, info: info, present: present, lastAccess: lastAccess,
-                          lastValidated: lastValidated), file)
+                          lastValidated: lastValidated, pinned: pinned), file)
     }
 
     /// Makes the claimed bytes durable, then the metadata that claims them.

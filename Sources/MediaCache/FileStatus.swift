@@ -10,6 +10,7 @@ public struct FileStatus: Sendable, Equatable {
     public var info: ContentInfo?
     public var present: ByteRangeSet
     public var state: State
+    public var pinned = false
 
     public var cachedBytes: Int64 { present.byteCount }
     public var isComplete: Bool { info.map { present.contains(0..<$0.length) } ?? false }

@@ -26,6 +26,9 @@ enum MetaFormat {
         line("accept-ranges", m.info.acceptsRanges ? "1" : "0")
         line("present", m.present.description)
         line("complete", m.isComplete ? "1" : "0")
+        // Only when set: an unpinned entry keeps the bytes older versions
+        // write, and metadata without the line decodes as unpinned.
+        if m.pinned { line("pinned", "1") }
         line("accessed", String(m.lastAccess))
         line("validated", String(m.lastValidated))
         var bytes = Array(text.utf8)
@@ -96,7 +99,8 @@ enum MetaFormat {
                                lastModified: fields["last-modified"], acceptsRanges: try flag("accept-ranges"))
         let meta = EntryMeta(url: try required("url"), info: info, present: present,
                              lastAccess: try number("accessed", in: Limits.unixSeconds),
-                             lastValidated: try number("validated", in: Limits.unixSeconds))
+                             lastValidated: try number("validated", in: Limits.unixSeconds),
+                             pinned: fields["pinned"] == nil ? false : try flag("pinned"))
         guard try flag("complete") == meta.isComplete else {
             throw failure("bad field 'complete': disagrees with present ranges and length")
         }
@@ -105,7 +109,7 @@ enum MetaFormat {
 
     private static let knownKeys: Set<String> = [
         "url", "length", "type", "etag", "last-modified", "accept-ranges",
-        "present", "complete", "accessed", "validated",
+        "present", "complete", "accessed", "validated", "pinned",
     ]
 
     private static func failure(_ reason: String) -> MediaError {

@@ -176,7 +176,7 @@ func makeOperations() -> fuse_operations {
             case .directory where pathString(path) == "/":
                 text = try AdminAttributes.readRoot(attribute, of: catalog)
             case .directory:
-                throw MediaError(ENODATA, "no attribute \(attribute)")
+                text = try AdminAttributes.readDirectory(attribute)
             }
             return try copyOut(Array(text.utf8), to: value, size: size)
         }
@@ -188,7 +188,7 @@ func makeOperations() -> fuse_operations {
             switch try adapter().catalog.node(at: pathString(path)) {
             case .file: names = AdminAttributes.list(root: false)
             case .directory where pathString(path) == "/": names = AdminAttributes.list(root: true)
-            case .directory: names = []
+            case .directory: names = AdminAttributes.listDirectory()
             }
             return try copyOut(names.flatMap { Array($0.utf8) + [0] }, to: list, size: size)
         }
@@ -208,7 +208,7 @@ func makeOperations() -> fuse_operations {
             case .directory where where_ == "/":
                 effect = try AdminAttributes.writeRoot(attribute, value: text, to: fs.catalog)
             case .directory:
-                throw MediaError(ENOTSUP, "no writable attribute \(attribute) on a directory")
+                effect = try AdminAttributes.writeDirectory(attribute, value: text, to: fs.catalog, at: where_)
             }
             if case .invalidate(let paths) = effect { fs.invalidate(paths, wait: true) }
             return 0

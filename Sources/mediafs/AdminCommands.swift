@@ -1,6 +1,6 @@
-// `mediafs purge`, `preload`, `add` and `remove`: thin wrappers over the
-// writable xattrs, so scripts need not know attribute names, and a refusal
-// says who may administer the mount.
+// `mediafs purge`, `preload`, `pin`, `unpin`, `add` and `remove`: thin
+// wrappers over the writable xattrs, so scripts need not know attribute
+// names, and a refusal says who may administer the mount.
 import MediaCache
 #if canImport(Glibc)
 import Glibc
@@ -8,6 +8,7 @@ import Glibc
 
 enum AdminCommands {
     static let purgeUsage = "usage: mediafs purge PATH..."
+    static let pinUsage = "usage: mediafs pin|unpin PATH..."
     static let addUsage = "usage: mediafs add URL... --to MOUNTPOINT"
     static let removeUsage = "usage: mediafs remove NAME... --from MOUNTPOINT"
 
@@ -77,6 +78,14 @@ enum AdminCommands {
         for path in arguments {
             try administering(path, "purge") { try Xattr.command(path, "purge", "1") }
         }
+    }
+
+    /// `mediafs pin PATH...` (`on`) and `mediafs unpin PATH...`.
+    static func pin(_ arguments: [String], on: Bool) throws {
+        guard !arguments.isEmpty, !arguments.contains(where: { $0.hasPrefix("-") }) else {
+            throw UsageError(pinUsage)
+        }
+        for path in arguments { try Xattr.command(path, "pin", on ? "1" : "0") }
     }
 
     static func preload(_ arguments: [String]) throws {

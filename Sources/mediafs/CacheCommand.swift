@@ -42,6 +42,10 @@ struct CacheCommand {
                 let report = CacheEvictor(store: store, limits: cache.limits).run()
                 print("removed \(report.evictedEntries) entries, freed \(StatusCommand.human(report.freedBytes)); "
                       + "\(StatusCommand.human(report.usedBytes)) in use")
+                if report.pinnedOverLimit {
+                    print("pinned entries take \(StatusCommand.human(report.pinnedBytes)), more than the limit of "
+                          + "\(StatusCommand.human(cache.limits.maxSize)); they are kept (unpin them on a mount)")
+                }
             } else {
                 try clear(store)
             }
@@ -57,10 +61,10 @@ struct CacheCommand {
             Log.warning("\(error)")
         }
         let entries = store.entries().sorted { ($0.meta?.lastAccess ?? 0) > ($1.meta?.lastAccess ?? 0) }
-        print("SIZE        CACHED  COMPLETE  LAST ACCESS           URL")
+        print("SIZE        CACHED  COMPLETE  PINNED  LAST ACCESS           URL")
         for entry in entries {
             guard let meta = entry.meta else {
-                print("?           ?       ?         ?                     (damaged entry \(entry.directory))")
+                print("?           ?       ?         ?       ?                     (damaged entry \(entry.directory))")
                 continue
             }
             let share = meta.info.length > 0 ? Double(meta.present.byteCount) * 100 / Double(meta.info.length) : 100
@@ -68,6 +72,7 @@ struct CacheCommand {
             let columns = [StatusCommand.human(meta.info.length).padding(toLength: 11, withPad: " ", startingAt: 0),
                            (String(format: "%.1f", share) + "%").padding(toLength: 7, withPad: " ", startingAt: 0),
                            (meta.isComplete ? "yes" : "no").padding(toLength: 9, withPad: " ", startingAt: 0),
+                           (meta.pinned ? "yes" : "no").padding(toLength: 7, withPad: " ", startingAt: 0),
                            accessed.padding(toLength: 21, withPad: " ", startingAt: 0),
                            MediaError.redacted(meta.url)]
             print(columns.joined(separator: " "))

@@ -24,12 +24,14 @@ struct MountCommand {
     /// `--bwlimit`, bytes per second.
     var bandwidthLimit: Int64?
     var metrics: MetricsAddress?
+    var dirCacheTime = Catalog.defaultDirCacheTime
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
                mediafs status MOUNTPOINT [--json] [--watch]
                mediafs purge PATH...
                mediafs preload [--bytes N] PATH...
+               mediafs pin|unpin PATH...
                mediafs cache ls|gc|clear [--cache-dir DIR] [LIMITS] [URL...]
                mediafs add URL... --to MOUNTPOINT
                mediafs remove NAME... --from MOUNTPOINT
@@ -61,6 +63,10 @@ struct MountCommand {
           --revalidate never|open|DURATION  when to check that a file is
                                unchanged on open (default 1m: if last checked
                                more than a minute ago)
+          --dir-cache-time DURATION  how long a directory listing is believed
+                               before it is fetched again, in the background
+                               (default 5m; setfattr -n user.mediafs.refresh
+                               on a directory re-lists it now)
           --no-passthrough     always read through the daemon, never let the
                                kernel read complete files from the cache itself
           --bwlimit RATE       download at most RATE bytes per second for the
@@ -87,6 +93,7 @@ struct MountCommand {
             case "-d", "--debug": debug = true
             case _ where try cache.take(option, value: { try inline ?? value(option) }): break
             case "--revalidate": try setRevalidate(inline ?? value(option))
+            case "--dir-cache-time": try setDirCacheTime(inline ?? value(option))
             case "--header": try addHeader(inline ?? value(option))
             case "--config": try loadConfig(inline ?? value(option))
             case "--netrc": http.netrc = true
@@ -126,6 +133,8 @@ struct MountCommand {
             _ = try cache.take(option) { value }
         case "revalidate":
             try setRevalidate(value ?? "")
+        case "dir_cache_time", "dir-cache-time":
+            try setDirCacheTime(value ?? "")
         case "config":
             try loadConfig(value ?? "")
         case "netrc":
@@ -217,6 +226,13 @@ struct MountCommand {
         }
     }
 
+    private mutating func setDirCacheTime(_ text: String) throws {
+        guard let seconds = Units.seconds(text) else {
+            throw UsageError("--dir-cache-time needs a duration such as 90s, 5m or 1h, not '\(text)'")
+        }
+        dirCacheTime = seconds
+    }
+
     private mutating func setTimeout(_ text: String) throws {
         guard let seconds = Units.seconds(text), seconds > 0 else {
             throw UsageError("--timeout needs a positive duration such as 30 or 2m, not '\(text)'")
@@ -269,6 +285,7 @@ struct MountCommand {
         let statistics = Statistics()
         let preloadNext = self.preloadNext
         let revalidateAfter = self.revalidateAfter
+        let dirCacheTime = self.dirCacheTime
         let fs = MediaFS(options: options) {
             // Runs in the daemon: the pid that took the lock has exited.
             lock.recordHolder()
@@ -276,7 +293,7 @@ struct MountCommand {
                                       limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
             return Catalog(sources: parsed, store: store, fetcher: fetcher, settings: settings, http: http,
                            preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
-                           statistics: statistics)
+                           dirCacheTime: dirCacheTime, statistics: statistics)
         }
         // The lock is held until the process exits, after the last flush.
         try withExtendedLifetime(lock) {

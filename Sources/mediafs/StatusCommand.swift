@@ -1,5 +1,6 @@
 // `mediafs status MOUNTPOINT [--json] [--watch]`: per file the cached share,
-// state and rate, and totals, all read from the mount's xattrs.
+// state, pin and rate, and totals (with a warning when pinned files alone
+// exceed the cache limit), all read from the mount's xattrs.
 import Foundation
 import MediaCache
 
@@ -14,6 +15,7 @@ struct StatusCommand {
         var cached: Int64
         var complete: Bool
         var state: String
+        var pinned: Bool
     }
 
     var mountpoint = ""
@@ -47,7 +49,7 @@ struct StatusCommand {
             let path = mountpoint + "/" + name
             let get = { (key: String) in (try? Xattr.get(path, key)) ?? "" }
             return Row(name: name, size: Limits.length(get("size")) ?? 0, cached: Limits.length(get("cached_bytes")) ?? 0,
-                       complete: get("complete") == "1", state: get("state"))
+                       complete: get("complete") == "1", state: get("state"), pinned: get("pin") == "1")
         }
     }
 
@@ -60,6 +62,7 @@ struct StatusCommand {
             } else {
                 if watch { print("\u{1B}[H\u{1B}[2J", terminator: "") }
                 print(table(rows, previous: watch ? previous : nil))
+                if let warning = pinnedWarning() { print(warning) }
             }
             previous = Dictionary(uniqueKeysWithValues: rows.map { ($0.name, $0.cached) })
             if watch { Thread.sleep(forTimeInterval: Self.watchInterval) }
@@ -68,7 +71,8 @@ struct StatusCommand {
 
     func jsonText(_ rows: [Row]) throws -> String {
         let files: [[String: Any]] = rows.map {
-            ["name": $0.name, "size": $0.size, "cached_bytes": $0.cached, "complete": $0.complete, "state": $0.state]
+            ["name": $0.name, "size": $0.size, "cached_bytes": $0.cached, "complete": $0.complete, "state": $0.state,
+             "pinned": $0.pinned]
         }
         let stats = try JSONSerialization.jsonObject(with: Data(Xattr.get(mountpoint, "stats").utf8))
         let object: [String: Any] = ["mountpoint": mountpoint, "files": files, "totals": stats]
@@ -83,7 +87,8 @@ struct StatusCommand {
             let share = min(1, row.size > 0 ? Double(row.cached) / Double(row.size) : (row.complete ? 1 : 0))
             let filled = Int((share * Double(Self.barWidth)).rounded(.down))
             let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: Self.barWidth - filled)
-            var line = "[\(bar)] \(String(format: "%5.1f%%", share * 100)) \(Self.human(row.cached))/\(Self.human(row.size)) \(row.state)"
+            var line = "[\(bar)] \(String(format: "%5.1f%%", share * 100)) \(Self.human(row.cached))/\(Self.human(row.size)) "
+                + (row.pinned ? "pinned " : "") + row.state
             if let before = previous?[row.name], row.cached > before {
                 line += " \(Self.human(Int64(Double(row.cached - before) / Self.watchInterval)))/s"
             }
@@ -95,6 +100,17 @@ struct StatusCommand {
         lines.append("total: \(rows.count) files, \(Self.human(cached)) of \(Self.human(size)) cached, "
                      + "\(rows.filter(\.complete).count) complete")
         return lines.joined(separator: "\n")
+    }
+
+    /// What the mount's stats say when pinned files alone exceed the cache limit.
+    func pinnedWarning() -> String? {
+        guard let text = try? Xattr.get(mountpoint, "stats"),
+              let stats = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              stats["pinned_over_limit"] as? Bool == true,
+              let pinned = (stats["pinned_bytes"] as? NSNumber)?.int64Value,
+              let limit = (stats["cache_max_size"] as? NSNumber)?.int64Value else { return nil }
+        return "warning: pinned files take \(Self.human(pinned)), more than the cache limit of \(Self.human(limit)): "
+            + "nothing else is kept, new bytes pass uncached"
     }
 
     static func human(_ bytes: Int64) -> String {

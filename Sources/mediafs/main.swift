@@ -17,6 +17,8 @@ do {
     case "status": try StatusCommand(arguments: Array(arguments.dropFirst())).run()
     case "purge": try AdminCommands.purge(Array(arguments.dropFirst()))
     case "preload": try AdminCommands.preload(Array(arguments.dropFirst()))
+    case "pin": try AdminCommands.pin(Array(arguments.dropFirst()), on: true)
+    case "unpin": try AdminCommands.pin(Array(arguments.dropFirst()), on: false)
     case "cache": try CacheCommand(arguments: Array(arguments.dropFirst())).run()
     case "add":
         try AdminCommands.change(Array(arguments.dropFirst()), key: "add", flag: "--to", usage: AdminCommands.addUsage)

@@ -38,6 +38,54 @@ final class MetaFormatTests: XCTestCase {
         XCTAssertEqual(try MetaFormat.decode(Array(pinned.utf8)), full)
     }
 
+    private var pinnedEntry: EntryMeta {
+        var m = full
+        m.present = ByteRangeSet([0..<12345])
+        m.pinned = true
+        return m
+    }
+
+    // A pinned entry's bytes, checksum computed independently (Python): the
+    // `pinned` line is part of format 1, so changing it must be deliberate.
+    private let pinnedEntryBytes = """
+        mediafs-meta 1
+        url https://example.com/a.mp4
+        length 12345
+        type video/mp4
+        etag "abc"
+        last-modified Mon, 01 Jan 2024 00:00:00 GMT
+        accept-ranges 1
+        present 0-12344
+        complete 1
+        pinned 1
+        accessed 1700000000
+        validated 1700000100
+        checksum bd80c019536df2e7
+
+        """
+
+    func testEncode_ofAPinnedEntry_matchesItsPinnedBytes() {
+        XCTAssertEqual(String(decoding: MetaFormat.encode(pinnedEntry), as: UTF8.self), pinnedEntryBytes)
+    }
+
+    func testDecode_ofAPinnedEntrysBytes_givesItPinned() throws {
+        XCTAssertEqual(try MetaFormat.decode(Array(pinnedEntryBytes.utf8)), pinnedEntry)
+    }
+
+    func testDecode_ofMetadataWithoutAPinnedLine_isUnpinned() throws {
+        XCTAssertFalse(try MetaFormat.decode(Array(pinned.utf8)).pinned)
+        XCTAssertFalse(pinned.contains("pinned"), "an unpinned entry is encoded as before pinning existed")
+    }
+
+    func testDecode_ofAPinnedLineOtherThan0Or1_throws() {
+        let damaged = Self.resealed(pinnedEntryBytes.replacingOccurrences(of: "pinned 1", with: "pinned yes"))
+        XCTAssertThrowsError(try MetaFormat.decode(damaged)) { error in
+            XCTAssertTrue("\(error)".contains("pinned"), "\(error)")
+        }
+        let unpinned = Self.resealed(pinnedEntryBytes.replacingOccurrences(of: "pinned 1", with: "pinned 0"))
+        XCTAssertEqual(try MetaFormat.decode(unpinned).pinned, false)
+    }
+
     func testRoundTrip_withAllOptionalFields_preservesEntry() throws {
         XCTAssertEqual(try MetaFormat.decode(MetaFormat.encode(full)), full)
     }

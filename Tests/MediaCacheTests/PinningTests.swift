@@ -1,0 +1,140 @@
+// Pinned files against eviction, trimming, the limits and a remount: loaders
+// filled through a FakeFetcher, the evictor run by hand, with and without
+// the mount's loaders (the offline `cache gc`).
+import Foundation
+import XCTest
+@testable import MediaCache
+
+final class PinningTests: XCTestCase {
+    private var base = ""
+    private var store: CacheStore!
+    private var fetcher: FakeFetcher!
+    private let pinnedURL = "https://media.example/keep.mp4"
+    private let otherURL = "https://media.example/other.mp4"
+    private static let size = 300_000
+
+    override func setUpWithError() throws {
+        base = try TemporaryDirectory.make("pinning")
+        store = try CacheStore(root: base)
+        fetcher = FakeFetcher()
+        fetcher.add(pinnedURL, bytes: [UInt8](repeating: 1, count: Self.size))
+        fetcher.add(otherURL, bytes: [UInt8](repeating: 2, count: Self.size))
+    }
+
+    override func tearDownWithError() throws {
+        fetcher.shutdown()
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    private func makeLoader(_ url: String, budget: CacheBudget? = nil) -> FileLoader {
+        var settings = LoaderSettings()
+        settings.timeout = 5
+        return FileLoader(source: Source(name: url, url: url), store: store, fetcher: fetcher, settings: settings,
+                          budget: budget)
+    }
+
+    /// Reads the whole file and waits for its transfer to end (a read
+    /// returns as its bytes arrive), then saves its metadata.
+    private func fill(_ loader: FileLoader) throws {
+        var buffer = [UInt8](repeating: 0, count: Self.size)
+        let count = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: 0, pattern: ReadPattern()) }
+        XCTAssertEqual(count, Self.size)
+        XCTAssertTrue(fetcher.waitUntil { _ in loader.status().state == .idle })
+        loader.flush()
+    }
+
+    private func limits(maxSize: Int64) -> CacheLimits {
+        var limits = CacheLimits()
+        limits.maxSize = maxSize
+        limits.minFree = 0
+        return limits
+    }
+
+    func testAPinnedFile_refusesEvictionAndTrimming_butAPurgeStillFreesIt() throws {
+        let loader = makeLoader(pinnedURL)
+        try fill(loader)
+        loader.setPinned(true)
+        XCTAssertFalse(loader.evict())
+        loader.trim(to: 0)
+        XCTAssertTrue(loader.status().isComplete, "a pinned file lost bytes to eviction or trimming")
+        loader.purge()
+        XCTAssertEqual(loader.status().cachedBytes, 0)
+        XCTAssertTrue(loader.isPinned, "a purge drops the bytes, not the pin")
+    }
+
+    func testUnpinning_letsTheFileBeEvicted() throws {
+        let loader = makeLoader(pinnedURL)
+        try fill(loader)
+        loader.setPinned(true)
+        XCTAssertFalse(loader.evict())
+        loader.setPinned(false)
+        XCTAssertTrue(loader.evict())
+        XCTAssertEqual(loader.status().cachedBytes, 0)
+    }
+
+    func testThePin_isSavedAtOnce_andOutlivesTheLoader() throws {
+        let first = makeLoader(pinnedURL)
+        try fill(first)
+        first.setPinned(true)
+        // No flush after the pin: setPinned saves it itself.
+        XCTAssertEqual(store.loadMeta(forKey: pinnedURL)?.pinned, true)
+        let remounted = makeLoader(pinnedURL)
+        XCTAssertTrue(remounted.isPinned)
+        XCTAssertTrue(remounted.status().isComplete)
+        remounted.setPinned(false)
+        XCTAssertFalse(makeLoader(pinnedURL).isPinned)
+    }
+
+    func testTheEvictor_overTheSizeLimit_evictsUnpinnedFilesAndNeverThePinnedOne() throws {
+        let pinned = makeLoader(pinnedURL)
+        let other = makeLoader(otherURL)
+        try fill(pinned)
+        pinned.setPinned(true)
+        try fill(other)
+        // The pinned file is the least recently used: LRU alone would take it first.
+        pinned.lock.lock()
+        pinned.lastAccess -= 100
+        pinned.lock.unlock()
+        let evictor = CacheEvictor(store: store, limits: limits(maxSize: Int64(Self.size) * 3 / 2))
+        let report = evictor.run(mounted: [pinnedURL: pinned, otherURL: other], now: Int64(time(nil)) + 10)
+        XCTAssertTrue(pinned.status().isComplete)
+        XCTAssertEqual(other.status().cachedBytes, 0)
+        XCTAssertGreaterThanOrEqual(report.pinnedBytes, Int64(Self.size))
+        XCTAssertFalse(report.pinnedOverLimit)
+    }
+
+    func testPinnedBytesAloneOverTheLimit_areKept_saySo_andLeaveNoRoomForNewBytes() throws {
+        let budget = CacheBudget {}
+        let pinned = makeLoader(pinnedURL, budget: budget)
+        let other = makeLoader(otherURL, budget: budget)
+        let evictor = CacheEvictor(store: store, limits: limits(maxSize: Int64(Self.size) / 2))
+        // Room enough, measured on an empty cache, for the pinned file to fill.
+        CacheEvictor(store: store, limits: limits(maxSize: 4 * Int64(Self.size))).run(budget: budget)
+        try fill(pinned)
+        pinned.setPinned(true)
+        let report = evictor.run(mounted: [pinnedURL: pinned, otherURL: other], budget: budget)
+        XCTAssertTrue(report.pinnedOverLimit)
+        XCTAssertTrue(pinned.status().isComplete)
+        XCTAssertEqual(budget.reserve(upTo: 1), 0, "new bytes must pass uncached while pinned bytes fill the limit")
+        // A read of another file still gets its bytes, from the network alone.
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = try buffer.withUnsafeMutableBytes { try other.read(into: $0, at: 0, pattern: ReadPattern()) }
+        XCTAssertEqual(count, 4096)
+        XCTAssertEqual(buffer, [UInt8](repeating: 2, count: 4096))
+        XCTAssertEqual(other.status().cachedBytes, 0)
+    }
+
+    func testTheOfflineEvictor_keepsAPinnedEntryPastItsAgeAndSizeLimits() throws {
+        let pinned = makeLoader(pinnedURL)
+        let other = makeLoader(otherURL)
+        try fill(pinned)
+        pinned.setPinned(true)
+        try fill(other)
+        let evictor = CacheEvictor(store: store, limits: limits(maxSize: 1))
+        let report = evictor.run(now: Int64(time(nil)) + 365 * 86_400)
+        XCTAssertEqual(report.evictedEntries, 1)
+        XCTAssertEqual(store.loadMeta(forKey: pinnedURL)?.isComplete, true)
+        XCTAssertNil(store.loadMeta(forKey: otherURL))
+        XCTAssertTrue(report.pinnedOverLimit)
+    }
+}

@@ -1,0 +1,123 @@
+"""Listed directories after their first listing: `--dir-cache-time` says when
+a listing is fetched again, in the background; `user.mediafs.refresh` on a
+directory re-lists it now; while a refresh is under way, or the server is
+down, lookups answer from the last listing and never wait on it.
+
+The listing is served by an in-process FaultServer, which can stop or stall
+it. Timeouts are hang guards only; where a test shows that a lookup did not
+wait, it does so by order (the listing request still in flight when the
+lookup has returned), not by a clock.
+"""
+
+import errno
+import os
+import time
+
+import pytest
+
+from harness import data_of, guarded, read_whole, xget, xset
+
+WAIT = 30.0
+MOUNT_ARGS = ["--timeout", "10"]
+
+
+def index_html(names):
+    rows = "\n".join(f'<a href="{n}">{n}</a>' for n in names)
+    return f"<html><body><h1>Index of /media/</h1><pre><a href=\"../\">../</a>\n{rows}\n</pre></body></html>\n"
+
+
+def serve_listing(srv, files):
+    for name, data in files.items():
+        srv.add(f"media/{name}", data)
+    srv.add("media/", index_html(sorted(files)).encode(), content_type="text/html")
+
+
+def listing_gets(srv):
+    return [r for r in srv.requests if r.method == "GET" and r.path == "/media/"]
+
+
+def test_writing_refresh_on_a_directory_lists_it_again_at_once(mount, srv):
+    files = {"a.bin": data_of(10_000, 1)}
+    serve_listing(srv, files)
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    assert sorted(os.listdir(m.path("media"))) == ["a.bin"]
+    assert "user.mediafs.refresh" in os.listxattr(m.path("media"))
+    files["b.bin"] = data_of(20_000, 2)
+    serve_listing(srv, files)
+    # Within the default 5 minutes, the old listing is believed.
+    assert sorted(os.listdir(m.path("media"))) == ["a.bin"]
+    xset(m.path("media"), "refresh", "1")
+    assert sorted(os.listdir(m.path("media"))) == ["a.bin", "b.bin"], m.stderr()
+    assert read_whole(m.path("media/b.bin")) == files["b.bin"]
+    assert xget(m.path("media"), "refresh") == ""
+
+
+def test_refresh_of_a_listing_whose_server_fails_keeps_the_old_listing_and_says_so(mount, srv):
+    files = {"a.bin": data_of(10_000, 3)}
+    serve_listing(srv, files)
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    assert os.listdir(m.path("media")) == ["a.bin"]
+    srv.set_fault("media/", "status", status=503)
+    with pytest.raises(OSError) as failure:
+        xset(m.path("media"), "refresh", "1")
+    assert failure.value.errno == errno.EIO
+    assert os.listdir(m.path("media")) == ["a.bin"]
+    assert "serving its last listing" in m.stderr()
+
+
+def test_refresh_is_refused_on_the_root_and_on_files(mount, srv):
+    serve_listing(srv, {"a.bin": data_of(1_000, 4)})
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    with pytest.raises(OSError) as failure:
+        xset(m.mountpoint, "refresh", "1")
+    assert failure.value.errno == errno.ENOTSUP
+    with pytest.raises(OSError) as failure:
+        xset(m.path("media/a.bin"), "refresh", "1")
+    assert failure.value.errno == errno.ENOTSUP
+
+
+def test_a_directory_whose_server_stopped_still_lists_after_its_cache_time(mount, srv):
+    files = {"a.bin": data_of(50_000, 5), "b.bin": data_of(60_000, 6)}
+    serve_listing(srv, files)
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS + ["--dir-cache-time", "1s"])
+    assert sorted(os.listdir(m.path("media"))) == ["a.bin", "b.bin"]
+    assert read_whole(m.path("media/a.bin")) == files["a.bin"]
+    srv.stop()
+    time.sleep(1.5)  # past the directory cache time, so a refresh is due
+    for _ in range(3):
+        listed = guarded(lambda: sorted(os.listdir(m.path("media"))), what="ls")
+        assert listed == ["a.bin", "b.bin"], m.stderr()
+        time.sleep(0.5)
+    assert guarded(lambda: read_whole(m.path("media/a.bin"))) == files["a.bin"]
+    assert "serving its last listing" in m.stderr()
+
+
+def test_a_slow_listing_refresh_does_not_block_stat_of_a_known_entry(mount, srv):
+    files = {"a.bin": data_of(50_000, 7)}
+    serve_listing(srv, files)
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS + ["--dir-cache-time", "1s"])
+    assert os.listdir(m.path("media")) == ["a.bin"]
+    assert os.stat(m.path("media/a.bin")).st_size == 50_000
+    # The next listing is answered after 8 s (within the mount's 10 s timeout):
+    # a lookup that waited for it would return only once it is done.
+    srv.set_fault("media/", "drip", delay=8)
+    srv.clear_log()
+    time.sleep(1.5)  # past the directory cache time, and the kernel's 1 s entry cache
+    assert guarded(lambda: os.listdir(m.path("media")), what="ls") == ["a.bin"]
+    srv.wait_for(lambda rs: any(r.path == "/media/" for r in rs), timeout=WAIT)
+    time.sleep(1.1)  # the kernel forgets the entry, so stat asks mediafs
+    size = guarded(lambda: os.stat(m.path("media/a.bin")).st_size, what="stat")
+    listed = guarded(lambda: os.listdir(m.path("media")), what="ls")
+    in_flight = [r for r in listing_gets(srv) if not r.done]
+    assert size == 50_000 and listed == ["a.bin"]
+    assert in_flight, "stat and ls returned only after the listing refresh ended: they waited on it"
+    assert len(listing_gets(srv)) == 1, "more than one refresh of one directory at a time"
+
+
+def test_dir_cache_time_needs_a_duration(fuse, tmp_path):
+    from harness import mediafs
+    mp = tmp_path / "mnt"
+    mp.mkdir()
+    r = mediafs("mount", "-f", "--cache-dir", tmp_path / "c", "--dir-cache-time", "soon",
+                "http://127.0.0.1:9/media/", mp)
+    assert r.returncode == 2 and "--dir-cache-time" in r.stderr, r.stderr
