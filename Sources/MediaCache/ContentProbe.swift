@@ -2,7 +2,6 @@
 // length, GET with `Range: bytes=0-0` (stopped after the head). A server
 // that cannot be reached gets no second try here. Runs on the fetcher's
 // thread and reports once, and how long it took to the fetcher's statistics.
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +17,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     private var usingGet = false
     /// The running request and its priority; a lookup waiting on a
     /// background probe makes it a read (`promote`).
-    private let current = Mutex<(id: TransferID, priority: FetchRequest.Priority)>((0, .read))
+    private let current = Locked<(id: TransferID, priority: FetchRequest.Priority)>((0, .read))
     private let started = Histogram.now()
 
     private init(url: String, fetcher: Fetching, completion: @escaping Completion) {

@@ -8,7 +8,6 @@
 // `--bwlimit`, a transfer whose piece the BandwidthLimit refuses is paused
 // from its write callback and resumed by this thread when its share is due.
 import CCurl
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,7 +35,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     }
 
     private let multi: UnsafeMutableRawPointer
-    private let pending = Mutex(Pending())
+    private let pending = Locked(Pending())
     /// Touched only by the network thread.
     private var active: [TransferID: CurlTransfer] = [:]
     /// Transfers waiting for a place: one FIFO per priority (a promoted or

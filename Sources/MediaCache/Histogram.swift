@@ -1,7 +1,6 @@
 // A Prometheus-style histogram of durations: fixed bucket bounds, counts
 // kept per bucket and made cumulative only when read, so an observation is
 // one short lock and a snapshot is consistent (its +Inf bucket is its count).
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +12,7 @@ public final class Histogram: Sendable {
         var counts: [Int64]
         var sum = 0.0
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// From a quick cached read (well under a millisecond) to a stalled one
     /// near the default 30 s timeout.
@@ -22,7 +21,7 @@ public final class Histogram: Sendable {
 
     public init(bounds: [Double] = Histogram.secondsBounds) {
         self.bounds = bounds
-        state = Mutex(State(counts: Array(repeating: 0, count: bounds.count + 1)))
+        state = Locked(State(counts: Array(repeating: 0, count: bounds.count + 1)))
     }
 
     /// Records one value; NaN and negatives count as 0 (a clock step back).

@@ -18,7 +18,7 @@ public final class Statistics: Sendable {
     /// Cache entries the limits removed.
     let evictions = Atomic<Int64>(0)
     /// HTTP responses by status class, and hops that ended without one.
-    private let responses = Mutex([Int64](repeating: 0, count: ResponseClass.allCases.count))
+    private let responses = Locked([Int64](repeating: 0, count: ResponseClass.allCases.count))
     /// How long FUSE reads took, from the call to the bytes in the buffer.
     public let readWait = Histogram()
     /// How long learning a file's length and validators took (HEAD, or GET 0-0 after it).
