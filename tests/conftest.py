@@ -331,6 +331,20 @@ def source(data_root):
 
 # ---------------------------------------------------------------- mediafs
 
+def unmount_all(mounts):
+    """Unmounts every mount a fixture made, newest first, whatever fails."""
+    problems = []
+    for m in reversed(mounts):
+        try:
+            m.unmount()
+        except Exception as e:  # keep unmounting the others
+            problems.append(f"{m.mountpoint}: {e!r}")
+        if harness.is_mounted(m.mountpoint):
+            problems.append(f"{m.mountpoint} still mounted after teardown")
+    if problems:
+        pytest.fail("teardown: " + "; ".join(problems))
+
+
 @pytest.fixture(scope="session")
 def mediafs_bin():
     if not harness.MEDIAFS_BIN.exists():
@@ -384,16 +398,7 @@ def mount(fuse, mediafs_bin, tmp_path):
         return m
 
     yield make
-    problems = []
-    for m in reversed(mounts):
-        try:
-            m.unmount()
-        except Exception as e:  # keep unmounting the others
-            problems.append(f"{m.mountpoint}: {e!r}")
-        if harness.is_mounted(m.mountpoint):
-            problems.append(f"{m.mountpoint} still mounted after teardown")
-    if problems:
-        pytest.fail("teardown: " + "; ".join(problems))
+    unmount_all(mounts)
 
 
 # ---------------------------------------------------------------- owners who are not root
@@ -499,13 +504,4 @@ def mount_as(fuse, mediafs_bin, shared_tmp):
         return m
 
     yield make
-    problems = []
-    for m in reversed(mounts):
-        try:
-            m.unmount()
-        except Exception as e:  # keep unmounting the others
-            problems.append(f"{m.mountpoint}: {e!r}")
-        if harness.is_mounted(m.mountpoint):
-            problems.append(f"{m.mountpoint} still mounted after teardown")
-    if problems:
-        pytest.fail("teardown: " + "; ".join(problems))
+    unmount_all(mounts)

@@ -471,3 +471,15 @@ class Actor:
 
     def xset(self, path, key, value):
         return self.ok("setxattr", path, XATTR_PREFIX + key, value)
+
+
+def disk_usage(cache_dir):
+    """Bytes a cache directory occupies on disk (st_blocks), trash included."""
+    total = 0
+    for root, _dirs, files in os.walk(cache_dir):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_blocks * 512
+            except FileNotFoundError:
+                pass
+    return total

@@ -27,7 +27,7 @@ import pytest
 
 import harness
 from faultserver import FaultServer
-from harness import data_of, mediafs, read_range, read_whole, xget
+from harness import data_of, disk_usage, mediafs, read_range, read_whole, xget
 
 KiB, MiB = 1024, 1024 * 1024
 SLACK = 64 * KiB          # metadata files and directories on top of a limit
@@ -73,18 +73,6 @@ def sha(b):
 def entry_dir(cache_dir, url):
     h = hashlib.sha256(url.encode()).hexdigest()
     return Path(cache_dir) / "v1" / h[:2] / h
-
-
-def disk_usage(cache_dir):
-    """Bytes the cache directory occupies on disk (st_blocks), trash included."""
-    total = 0
-    for root, _dirs, files in os.walk(cache_dir):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_blocks * 512
-            except FileNotFoundError:
-                pass
-    return total
 
 
 def cached_bytes(path):

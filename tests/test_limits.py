@@ -8,7 +8,7 @@ import hashlib
 import os
 import threading
 
-from harness import read_whole
+from harness import disk_usage, read_whole
 
 MiB = 1024 * 1024
 LIMIT = 64 * MiB
@@ -17,17 +17,6 @@ LIMIT = 64 * MiB
 # extent-tree blocks of a sparse file); seen here: up to 0.4 MiB.
 SLACK = 1 * MiB
 DEBUG = ["-d"] if os.environ.get("MEDIAFS_TEST_DEBUG") else []
-
-
-def disk_usage(cache_dir):
-    total = 0
-    for root, _dirs, files in os.walk(cache_dir):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_blocks * 512
-            except FileNotFoundError:
-                pass
-    return total
 
 
 def test_a_stream_larger_than_the_cache_never_takes_more_than_the_limit(mount, server, source):

@@ -10,10 +10,9 @@ are hang guards only.
 
 import hashlib
 import json
-import os
 import threading
 
-from harness import data_of, gets, mediafs, read_whole, wait_until, xget, xset
+from harness import data_of, disk_usage, gets, mediafs, read_whole, wait_until, xget, xset
 
 KiB, MiB = 1024, 1024 * 1024
 # On top of a limit: metadata files, the lock, directories, and file-system
@@ -22,17 +21,6 @@ SLACK = 1 * MiB
 WAIT = 30.0
 MOUNT_ARGS = ["--timeout", "10", "--no-passthrough", "--cache-min-free", "0"]
 WARNING = "more than the cache limit"
-
-
-def disk_usage(cache_dir):
-    total = 0
-    for root, _dirs, files in os.walk(cache_dir):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_blocks * 512
-            except FileNotFoundError:
-                pass
-    return total
 
 
 def serve(srv, files):
