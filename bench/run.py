@@ -24,12 +24,14 @@ import traceback
 
 ROOT = "/tmp/mediafs-bench"
 DATA = os.path.join(ROOT, "data")
-WORK = os.path.join(ROOT, "run")
-RESULTS = os.path.join(ROOT, "results.json")
+# Engineers sharing a machine share the generated data but each needs a run
+# directory of their own (a run starts by emptying it).
+WORK = os.environ.get("MEDIAFS_BENCH_RUN") or os.path.join(ROOT, "run")
+RESULTS = os.path.join(WORK if os.environ.get("MEDIAFS_BENCH_RUN") else ROOT, "results.json")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 MB = 1_000_000
-SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit")
+SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan")
 TOOLS = ("mediafs", "curl", "rclone")
 BUF = 1 * MiB
 RANDOM_READS = 200
@@ -379,6 +381,7 @@ class Bench:
         self.errors = []
         self.notes = []
         self.demand = {}
+        self.wan_bench = None
         self.ceilings = {}  # machine limits measured in this run (seq scenario)
         self.binary = os.environ.get("MEDIAFS_BIN") or os.path.join(REPO, ".build", "release", "mediafs")
         self.tools = ["mediafs", "curl"]
@@ -408,13 +411,15 @@ class Bench:
     def mountpoint(self, tool):
         return os.path.join(WORK, f"mnt-{tool}")
 
-    def mount(self, tool, sources, cache, tag, extra=()):
+    def mount(self, tool, sources, cache, tag, extra=(), base=None):
+        """`base` ("http://host:port/") points the mount elsewhere than nginx, e.g. at a link emulator."""
         mp = self.mountpoint(tool)
+        base = base or f"http://127.0.0.1:{self.nginx.port}/"
         if tool == "mediafs":
             argv = [self.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30", *extra]
-            argv += [self.nginx.url(s) for s in sources] + [mp]
+            argv += [base + os.path.basename(s) for s in sources] + [mp]
         else:
-            argv = ["rclone", "mount", ":http:", mp, "--http-url", f"http://127.0.0.1:{self.nginx.port}/",
+            argv = ["rclone", "mount", ":http:", mp, "--http-url", base,
                     "--vfs-cache-mode", "full", "--cache-dir", cache, "--read-only"]
         return Mount(tool, argv, mp, f"{tool}-{tag}.log", self)
 
@@ -715,6 +720,12 @@ class Bench:
             return
         self.guarded("bwlimit", "mediafs", run)
 
+    # -- WAN rows behind a link emulator (bench/wan.py)
+    def wan(self):
+        import wan
+        self.wan_bench = wan.WanBench(self, quick=self.args.wan_quick)
+        self.wan_bench.run()
+
     # -- run + report
     def run(self):
         if os.geteuid() != 0:
@@ -741,7 +752,8 @@ class Bench:
             self.nginx.start()
             log(f"nginx on 127.0.0.1:{self.nginx.port}, tools: {', '.join(self.tools)}")
             for name, fn in (("seq", self.seq), ("random", self.random_reads),
-                             ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit)):
+                             ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit),
+                             ("wan", self.wan)):
                 if name in only:
                     log(f"scenario {name}")
                     fn()
@@ -887,15 +899,18 @@ class Bench:
         print(f"mediafs bench — file {human(size)}, mp4 {human(os.path.getsize(self.mp4))}, "
               f"mkv {human(os.path.getsize(self.mkv))}; MB = 10^6 bytes; took {elapsed:.0f} s")
         print(f"binary: {self.build_info()}")
-        print(line(headers))
-        print("-+-".join("-" * w for w in widths))
-        for cells in table:
-            print(line(cells))
-        print()
-        print("curl column: rows 1 = `curl -o /dev/null`; 2 = the source file read locally "
-              "(page cache / after drop_caches); 3 = Python http.client keep-alive Range GETs; "
-              "4-5 = ffprobe/ffmpeg reading the http:// URL directly.")
+        if table:
+            print(line(headers))
+            print("-+-".join("-" * w for w in widths))
+            for cells in table:
+                print(line(cells))
+            print()
+            print("curl column: rows 1 = `curl -o /dev/null`; 2 = the source file read locally "
+                  "(page cache / after drop_caches); 3 = Python http.client keep-alive Range GETs; "
+                  "4-5 = ffprobe/ffmpeg reading the http:// URL directly.")
         self.report_ceilings()
+        if self.wan_bench:
+            self.wan_bench.report()
         print()
         print("server side (nginx access log) per scenario:")
         for key, s in self.server.items():
@@ -957,6 +972,7 @@ class Bench:
             "random_offsets": self.offsets(size),
             "reader_demand": self.demand,
             "ceilings": self.ceilings,
+            "wan": self.wan_bench.json() if self.wan_bench else None,
             "notes": self.notes,
             "errors": self.errors,
         }
@@ -967,6 +983,8 @@ class Bench:
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", help=f"comma-separated subset of: {', '.join(SCENARIOS)}")
+    p.add_argument("--wan-quick", action="store_true",
+                   help="WAN scenarios at 100 ms / 50 Mbit/s only (default: also 40 ms / 200 Mbit/s)")
     p.add_argument("--skip-rclone", action="store_true", help="do not run the rclone column")
     p.add_argument("--size-mib", type=int, default=1024, help="size of the random file (default 1024)")
     p.add_argument("--requests", type=int, default=0, metavar="N",
