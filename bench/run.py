@@ -24,12 +24,14 @@ import traceback
 
 ROOT = "/tmp/mediafs-bench"
 DATA = os.path.join(ROOT, "data")
-WORK = os.path.join(ROOT, "run")
-RESULTS = os.path.join(ROOT, "results.json")
+# Engineers sharing a machine share the generated data but each needs a run
+# directory of their own (a run starts by emptying it).
+WORK = os.environ.get("MEDIAFS_BENCH_RUN") or os.path.join(ROOT, "run")
+RESULTS = os.path.join(WORK if os.environ.get("MEDIAFS_BENCH_RUN") else ROOT, "results.json")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 MB = 1_000_000
-SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit")
+SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan")
 TOOLS = ("mediafs", "curl", "rclone")
 BUF = 1 * MiB
 RANDOM_READS = 200
@@ -379,6 +381,7 @@ class Bench:
         self.errors = []
         self.notes = []
         self.demand = {}
+        self.wan_bench = None
         self.ceilings = {}  # machine limits measured in this run (seq scenario)
         self.binary = os.environ.get("MEDIAFS_BIN") or os.path.join(REPO, ".build", "release", "mediafs")
         self.tools = ["mediafs", "curl"]
@@ -408,13 +411,15 @@ class Bench:
     def mountpoint(self, tool):
         return os.path.join(WORK, f"mnt-{tool}")
 
-    def mount(self, tool, sources, cache, tag, extra=()):
+    def mount(self, tool, sources, cache, tag, extra=(), base=None):
+        """`base` ("http://host:port/") points the mount elsewhere than nginx, e.g. at a link emulator."""
         mp = self.mountpoint(tool)
+        base = base or f"http://127.0.0.1:{self.nginx.port}/"
         if tool == "mediafs":
             argv = [self.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30", *extra]
-            argv += [self.nginx.url(s) for s in sources] + [mp]
+            argv += [base + os.path.basename(s) for s in sources] + [mp]
         else:
-            argv = ["rclone", "mount", ":http:", mp, "--http-url", f"http://127.0.0.1:{self.nginx.port}/",
+            argv = ["rclone", "mount", ":http:", mp, "--http-url", base,
                     "--vfs-cache-mode", "full", "--cache-dir", cache, "--read-only"]
         return Mount(tool, argv, mp, f"{tool}-{tag}.log", self)
 
@@ -630,13 +635,14 @@ class Bench:
                         total += int(ret)
         return total
 
-    def mp4_seek_floor(self, mp4, seek_s=90.0, dur_s=1.0):
-        """Least bytes any reader needs for `-ss 90 -t 1`: non-mdat boxes + the packet span from the
-        last video keyframe at or before 90 s to the last packet before 91 s (from the packet index)."""
+    def seek_floor(self, path, seek_s=90.0, dur_s=1.0):
+        """Least bytes any reader needs for `-ss 90 -t 1`: the container's own bytes (an mp4's non-mdat
+        boxes; an mkv's bytes before the first and after the last packet: header, SeekHead, Cues) + the
+        packet span from the last video keyframe at or before 90 s to the last packet before 91 s."""
         import struct
-        boxes, off, n = 0, 0, os.path.getsize(mp4)
-        with open(mp4, "rb") as f:
-            while off < n:
+        boxes, off, n = 0, 0, os.path.getsize(path)
+        with open(path, "rb") as f:
+            while path.endswith(".mp4") and off < n:
                 f.seek(off)
                 head = f.read(16)
                 size, kind = struct.unpack(">I4s", head[:8])
@@ -648,9 +654,11 @@ class Bench:
                     boxes += size
                 off += size
         out = subprocess.run(["ffprobe", "-v", "error", "-show_entries",
-                              "packet=stream_index,pts_time,pos,size,flags", "-of", "json", mp4],
+                              "packet=stream_index,pts_time,pos,size,flags", "-of", "json", path],
                              check=True, capture_output=True, text=True, timeout=300).stdout
         packets = [p for p in json.loads(out)["packets"] if "pos" in p and "pts_time" in p]
+        if not path.endswith(".mp4"):
+            boxes = min(int(p["pos"]) for p in packets) + n - max(int(p["pos"]) + int(p["size"]) for p in packets)
         vstream = min(int(p["stream_index"]) for p in packets if "K" in p.get("flags", "")
                       and float(p["pts_time"]) > 0)  # the video stream has keyframes after t=0
         keys = [float(p["pts_time"]) for p in packets if int(p["stream_index"]) == vstream
@@ -672,10 +680,12 @@ class Bench:
                     d[f"ffprobe_{os.path.splitext(src)[1][1:]}_app_read"] = self.app_read_bytes(
                         ["ffprobe", "-v", "error", "-show_format", "-show_streams", src], src)
             if "seek" in only:
-                d["seek_mp4_app_read"] = self.app_read_bytes(
-                    ["ffmpeg", "-nostdin", "-v", "error", "-ss", "90", "-i", self.mp4, "-t", "1", "-f", "null", "-"],
-                    self.mp4)
-                d["seek_mp4_floor"] = self.mp4_seek_floor(self.mp4)
+                for src in (self.mp4, self.mkv):
+                    kind = os.path.splitext(src)[1][1:]
+                    d[f"seek_{kind}_app_read"] = self.app_read_bytes(
+                        ["ffmpeg", "-nostdin", "-v", "error", "-ss", "90", "-i", src, "-t", "1", "-f", "null", "-"],
+                        src)
+                    d[f"seek_{kind}_floor"] = self.seek_floor(src)
         except Exception as e:  # noqa: BLE001 - informational only
             self.notes.append(f"reader-demand measurement failed: {type(e).__name__}: {e}")
         self.demand = d
@@ -685,7 +695,7 @@ class Bench:
                    lambda f: ["ffprobe", "-v", "error", "-show_format", "-show_streams", f])
 
     def seek(self):
-        self.media("seek", "seek", [self.mp4],
+        self.media("seek", "seek", [self.mp4, self.mkv],
                    lambda f: ["ffmpeg", "-nostdin", "-v", "error", "-ss", "90", "-i", f, "-t", "1", "-f", "null", "-"])
 
     # -- scenario 7: --bwlimit (mediafs only)
@@ -715,6 +725,12 @@ class Bench:
             return
         self.guarded("bwlimit", "mediafs", run)
 
+    # -- WAN rows behind a link emulator (bench/wan.py)
+    def wan(self):
+        import wan
+        self.wan_bench = wan.WanBench(self, quick=self.args.wan_quick)
+        self.wan_bench.run()
+
     # -- run + report
     def run(self):
         if os.geteuid() != 0:
@@ -741,7 +757,8 @@ class Bench:
             self.nginx.start()
             log(f"nginx on 127.0.0.1:{self.nginx.port}, tools: {', '.join(self.tools)}")
             for name, fn in (("seq", self.seq), ("random", self.random_reads),
-                             ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit)):
+                             ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit),
+                             ("wan", self.wan)):
                 if name in only:
                     log(f"scenario {name}")
                     fn()
@@ -789,6 +806,9 @@ class Bench:
              lambda x: le(x, MiB)),
             ("5 seek 90s + 1s decode mp4 s", "seek_mp4_s", "{:.3f}", "ffmpeg over http", "(info)", None),
             ("5 seek 90s + 1s decode server bytes", "seek_mp4_bytes", "B", "ffmpeg over http", "≤4 MiB",
+             lambda x: le(x, 4 * MiB)),
+            ("5 seek 90s + 1s decode mkv s", "seek_mkv_s", "{:.3f}", "ffmpeg over http", "(info)", None),
+            ("5 seek mkv server bytes", "seek_mkv_bytes", "B", "ffmpeg over http", "≤4 MiB",
              lambda x: le(x, 4 * MiB)),
             ("6 peak RSS MiB (VmHWM)", "peak_rss_mib", "{:.1f}", "-", "≤100 MiB", lambda x: le(x, 100)),
             ("7 --bwlimit 8M cold 32 MiB, MiB/s", "bwlimit_8m_mibps", "{:.2f}", "-", "8 ±10%",
@@ -887,15 +907,18 @@ class Bench:
         print(f"mediafs bench — file {human(size)}, mp4 {human(os.path.getsize(self.mp4))}, "
               f"mkv {human(os.path.getsize(self.mkv))}; MB = 10^6 bytes; took {elapsed:.0f} s")
         print(f"binary: {self.build_info()}")
-        print(line(headers))
-        print("-+-".join("-" * w for w in widths))
-        for cells in table:
-            print(line(cells))
-        print()
-        print("curl column: rows 1 = `curl -o /dev/null`; 2 = the source file read locally "
-              "(page cache / after drop_caches); 3 = Python http.client keep-alive Range GETs; "
-              "4-5 = ffprobe/ffmpeg reading the http:// URL directly.")
+        if table:
+            print(line(headers))
+            print("-+-".join("-" * w for w in widths))
+            for cells in table:
+                print(line(cells))
+            print()
+            print("curl column: rows 1 = `curl -o /dev/null`; 2 = the source file read locally "
+                  "(page cache / after drop_caches); 3 = Python http.client keep-alive Range GETs; "
+                  "4-5 = ffprobe/ffmpeg reading the http:// URL directly.")
         self.report_ceilings()
+        if self.wan_bench:
+            self.wan_bench.report()
         print()
         print("server side (nginx access log) per scenario:")
         for key, s in self.server.items():
@@ -909,21 +932,27 @@ class Bench:
         if self.demand:
             print()
             print("reader demand (local files, no server; strace -y sums read() returns):")
-            for key in ("ffprobe_mp4_app_read", "ffprobe_mkv_app_read", "seek_mp4_app_read"):
+            for key in ("ffprobe_mp4_app_read", "ffprobe_mkv_app_read", "seek_mp4_app_read", "seek_mkv_app_read"):
                 if key in self.demand:
                     print(f"  {key:<22} {human(self.demand[key]) if self.demand[key] is not None else 'strace missing'}")
-            fl = self.demand.get("seek_mp4_floor")
-            if fl:
-                print(f"  seek_mp4 floor         {human(fl['bytes'])}: keyframe at {fl['keyframe_before_seek_s']:.2f} s "
+            for kind in ("mp4", "mkv"):
+                fl = self.demand.get(f"seek_{kind}_floor")
+                if not fl:
+                    continue
+                print(f"  seek_{kind} floor         {human(fl['bytes'])}: keyframe at {fl['keyframe_before_seek_s']:.2f} s "
                       f"(max keyframe interval {fl['keyframe_interval_s']:.2f} s), packets "
-                      f"{fl['span_start']}-{fl['span_end']} + {human(fl['non_mdat_bytes'])} of moov/ftyp")
+                      f"{fl['span_start']}-{fl['span_end']} + {human(fl['non_mdat_bytes'])} of container")
+                got = self.results.get(f"seek_{kind}_bytes", {}).get("mediafs")
+                if got is not None:
+                    print(f"    mediafs fetched {human(got)}: floor + {human(got - fl['bytes'])} "
+                          f"(issue 12 goal: ≤ floor + 1 MiB) {'PASS' if got <= fl['bytes'] + MiB else 'MISS'}")
                 if fl["bytes"] > 4 * MiB:
-                    print("  note: with this file no reader can meet the ≤4 MiB seek goal (GOP too long)")
+                    print(f"  note: with this file no reader can meet the ≤4 MiB seek goal (GOP too long)")
         if self.args.requests:
             print()
             print(f"requests (first {self.args.requests} per scenario; all of them are in the JSON):")
             for key, s in self.server.items():
-                if key.split("/")[1] not in ("mediafs", "rclone") and key.split("/")[0] != "seek_mp4":
+                if key.split("/")[1] not in ("mediafs", "rclone") and not key.startswith("seek_"):
                     continue
                 print(f"  {key}:")
                 for e in s["log"][:self.args.requests]:
@@ -957,6 +986,7 @@ class Bench:
             "random_offsets": self.offsets(size),
             "reader_demand": self.demand,
             "ceilings": self.ceilings,
+            "wan": self.wan_bench.json() if self.wan_bench else None,
             "notes": self.notes,
             "errors": self.errors,
         }
@@ -967,6 +997,8 @@ class Bench:
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", help=f"comma-separated subset of: {', '.join(SCENARIOS)}")
+    p.add_argument("--wan-quick", action="store_true",
+                   help="WAN scenarios at 100 ms / 50 Mbit/s only (default: also 40 ms / 200 Mbit/s)")
     p.add_argument("--skip-rclone", action="store_true", help="do not run the rclone column")
     p.add_argument("--size-mib", type=int, default=1024, help="size of the random file (default 1024)")
     p.add_argument("--requests", type=int, default=0, metavar="N",

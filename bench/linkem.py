@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""A link emulator for the bench: a TCP proxy on 127.0.0.1 that adds a one-way
+delay in each direction and paces all downstream bytes through one shared rate,
+so every client behind it sees the same round trip time and shares one link.
+
+    python3 bench/linkem.py --upstream 127.0.0.1:8080 --delay-ms 50 --rate-mbit 50 [--port 0]
+
+Prints the listening port on the first line of stdout, then serves until
+SIGTERM/SIGINT or until --lifetime seconds have passed. Python 3 standard
+library only (asyncio, one thread).
+
+The model (see bench/README.md, "WAN scenarios"):
+- A byte the client sends reaches the server `delay` later, and a byte the
+  server sends reaches the client `delay` after it leaves the bottleneck, so a
+  request/response costs 2 × delay more than on loopback.
+- Connection setup costs one round trip: the kernel completes the client's
+  connect() at once, so the client's first bytes are held as if they had been
+  sent when the SYN-ACK would have arrived (accept + 2 × delay).
+- Downstream bytes of all connections leave through one FIFO pacer at `rate`
+  (a token bucket one chunk deep: a link has no burst above its rate). Each
+  connection holds at most one chunk waiting for the pacer and at most
+  IN_FLIGHT_CAP bytes on the delay line, so backpressure reaches the server's
+  socket as on a real link, and nginx's $body_bytes_sent stays honest.
+- Not modelled: TCP slow start, loss, an upstream rate cap, a bounded
+  bottleneck queue.
+"""
+import argparse
+import asyncio
+import collections
+import os
+import signal
+import sys
+
+CHUNK = 16 * 1024              # read size: the pacer's granularity (0.65 ms at 200 Mbit/s)
+IN_FLIGHT_CAP = 4 * 1024 * 1024  # bytes one direction may hold on the delay line (a receive window)
+PACER_LEAD = 0.004             # s: a connection queues its next chunk this long before the link frees
+
+
+class Link:
+    """The shared bottleneck: the time at which it is next free."""
+
+    def __init__(self, rate_bytes_per_s):
+        self.rate = rate_bytes_per_s
+        self.free_at = 0.0
+
+    def reserve(self, now, nbytes):
+        """The time the last of `nbytes` leaves the bottleneck, queued after everything reserved before."""
+        if self.rate is None:
+            return now
+        start = max(now, self.free_at)
+        self.free_at = start + nbytes / self.rate
+        return self.free_at
+
+
+class DelayLine:
+    """One direction of one connection: chunks delivered to `writer` in order,
+    each no earlier than its due time. None is the end of the stream;
+    on_done(failed) runs when the line stops."""
+
+    def __init__(self, loop, writer, on_done):
+        self.loop = loop
+        self.writer = writer
+        self.on_done = on_done
+        self.queue = collections.deque()
+        self.queued_bytes = 0
+        self.wakeup = asyncio.Event()
+        self.room = asyncio.Event()
+        self.room.set()
+        self.task = loop.create_task(self.run())
+
+    def put(self, due, data):
+        self.queue.append((due, data))
+        if data:
+            self.queued_bytes += len(data)
+            if self.queued_bytes >= IN_FLIGHT_CAP:
+                self.room.clear()
+        self.wakeup.set()
+
+    async def run(self):
+        failed = False
+        try:
+            while True:
+                while not self.queue:
+                    self.wakeup.clear()
+                    await self.wakeup.wait()
+                due, data = self.queue[0]
+                wait = due - self.loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                self.queue.popleft()
+                if data is None:
+                    if self.writer.can_write_eof():
+                        self.writer.write_eof()
+                    break
+                self.writer.write(data)
+                await self.writer.drain()
+                self.queued_bytes -= len(data)
+                if self.queued_bytes < IN_FLIGHT_CAP:
+                    self.room.set()
+        except (ConnectionError, OSError):
+            failed = True
+        finally:
+            self.on_done(failed)
+
+
+class Proxy:
+    def __init__(self, upstream, delay_s, rate_bytes_per_s):
+        self.upstream = upstream
+        self.delay = delay_s
+        self.link = Link(rate_bytes_per_s)
+        self.connections = set()
+
+    async def handle(self, c_reader, c_writer):
+        loop = asyncio.get_running_loop()
+        accepted = loop.time()
+        try:
+            s_reader, s_writer = await asyncio.open_connection(*self.upstream)
+        except OSError:
+            c_writer.close()
+            return
+        done = asyncio.Event()
+        # The client closing ends the exchange once its close has crossed the
+        # link (the server then sees a reset, as when a real client closes
+        # mid-response); a failed write to the client ends it at once.
+        up = DelayLine(loop, s_writer, lambda failed: done.set())
+        down = DelayLine(loop, c_writer, lambda failed: failed and done.set())
+        conn = (c_writer, s_writer)
+        self.connections.add(conn)
+        pumps = [loop.create_task(self.pump_up(c_reader, up, accepted)),
+                 loop.create_task(self.pump_down(s_reader, down))]
+        try:
+            await done.wait()
+        except asyncio.CancelledError:
+            pass  # the proxy is stopping
+        finally:
+            for t in pumps + [up.task, down.task]:
+                t.cancel()
+            for w in (c_writer, s_writer):
+                w.transport.abort()
+            self.connections.discard(conn)
+
+    async def pump_up(self, reader, line, accepted):
+        loop = asyncio.get_running_loop()
+        # The client's first bytes cannot leave before the handshake's round trip.
+        sent_floor = accepted + 2 * self.delay
+        try:
+            while True:
+                data = await reader.read(CHUNK)
+                line.put(max(loop.time(), sent_floor) + self.delay, data or None)
+                if not data:
+                    return
+                await line.room.wait()
+        except (ConnectionError, OSError):
+            line.put(loop.time() + self.delay, None)
+
+    async def pump_down(self, reader, line):
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                data = await reader.read(CHUNK)
+                if not data:
+                    line.put(loop.time() + self.delay, None)
+                    return
+                leaves = self.link.reserve(loop.time(), len(data))
+                line.put(leaves + self.delay, data)
+                # Read the next chunk just before this one has left the
+                # bottleneck: the server's socket then fills as it would behind
+                # a real link, connections share the pacer in turn, and a lone
+                # connection keeps the link busy despite the timer's slack.
+                wait = leaves - loop.time() - PACER_LEAD
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                await line.room.wait()
+        except (ConnectionError, OSError):
+            line.put(loop.time() + self.delay, None)
+
+
+async def serve(args):
+    host, _, port = args.upstream.rpartition(":")
+    rate = args.rate_mbit * 1e6 / 8 if args.rate_mbit else None
+    proxy = Proxy((host or "127.0.0.1", int(port)), args.delay_ms / 1000, rate)
+    server = await asyncio.start_server(proxy.handle, "127.0.0.1", args.port, backlog=1024)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if args.lifetime:
+        loop.call_later(args.lifetime, stop.set)
+    # Stop with the parent too: the bench holds our stdin open while it lives.
+    if args.stdin_watch:
+        loop.add_reader(sys.stdin.fileno(), lambda: os.read(sys.stdin.fileno(), 4096) or stop.set())
+    await stop.wait()
+    server.close()
+    for c_writer, s_writer in list(proxy.connections):
+        c_writer.transport.abort()
+        s_writer.transport.abort()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--upstream", required=True, help="HOST:PORT to forward to")
+    p.add_argument("--delay-ms", type=float, default=0.0, help="one-way delay, each direction (RTT = 2×)")
+    p.add_argument("--rate-mbit", type=float, default=0.0,
+                   help="downstream rate shared by all connections, Mbit/s (0: unlimited)")
+    p.add_argument("--port", type=int, default=0, help="port to listen on (0: any free one)")
+    p.add_argument("--lifetime", type=float, default=3600.0, help="exit after this many seconds (0: never)")
+    p.add_argument("--stdin-watch", action="store_true", help="exit when stdin reaches end of file")
+    args = p.parse_args()
+    if args.delay_ms < 0 or args.rate_mbit < 0 or args.lifetime < 0:
+        p.error("--delay-ms, --rate-mbit and --lifetime must be ≥ 0")
+    asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    main()
