@@ -292,8 +292,8 @@ def test_a_read_of_another_file_is_not_queued_behind_one_files_deep_queue(mount,
     assert os.stat(path_a).st_size == size and os.stat(path_b).st_size == size
     srv.wait_idle(SERVER_WAIT)
     srv.clear_log()
-    # About two seconds a transfer, so the first places stay taken while the rest queue.
-    srv.set_fault("a.bin", "drip", bytes_per_sec=32 * KiB, chunk=4 * KiB)
+    # About four seconds a transfer, so the first places stay taken while the rest queue.
+    srv.set_fault("a.bin", "drip", bytes_per_sec=16 * KiB, chunk=4 * KiB)
 
     readers, length = 12, 64 * KiB
     offsets = [i * MiB for i in range(readers)]
@@ -313,6 +313,7 @@ def test_a_read_of_another_file_is_not_queued_behind_one_files_deep_queue(mount,
     order = [r.name for r in gets(srv)]
     assert order.count("a.bin") == readers, describe(srv.requests)
     ahead = order.index("b.bin") - seen_before
-    assert seen_before == PER_ORIGIN and ahead <= 1, (
-        f"b.bin's GET came after {seen_before + ahead} of a.bin's; expected after the first "
-        f"{PER_ORIGIN} (+1 at most), not behind a.bin's queue\n{describe(srv.requests)}")
+    behind = order[order.index("b.bin"):].count("a.bin")
+    assert ahead <= 1 and behind >= readers - PER_ORIGIN - 1, (
+        f"b.bin's GET came after {seen_before + ahead} of a.bin's ({seen_before} were sent when it "
+        f"was asked for); expected at the next free place, ahead of a.bin's queue\n{describe(srv.requests)}")
