@@ -281,8 +281,9 @@ def test_a_read_of_another_file_is_not_queued_behind_one_files_deep_queue(mount,
     (more than the origin's places: the rest queue); then a read of b.bin
     from the same origin. The server must see b.bin's GET as soon as a place
     frees, before a.bin's queued GETs: counted by arrival order, not time.
-    Twelve, not more: each waiting read holds one of the daemon's 16 FUSE
-    threads, and b.bin's read needs one free."""
+    Twelve: with more, not every read of a.bin reached the daemon here at
+    once (24 stalled below it, with 64 FUSE threads free), which is a limit
+    of this setup, not of the fetcher's queue."""
     size = 16 * MiB
     data_a, data_b = data_of(size, 31), data_of(size, 32)
     srv.add("a.bin", data_a)

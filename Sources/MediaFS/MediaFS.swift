@@ -16,8 +16,11 @@ public final class MediaFS: @unchecked Sendable {
         public var foreground = false
         /// Extra `-o` options for FUSE, each "key" or "key=value".
         public var fuseOptions: [String] = []
-        /// Max threads serving FUSE requests; reads block while waiting.
-        public var maxThreads: UInt32 = 16
+        /// Max threads serving FUSE requests. A read waiting for bytes holds
+        /// one, so this is well above the reads expected to wait at once:
+        /// with all of them taken, no other request (a read of another
+        /// file, a stat, an xattr) reaches the daemon.
+        public var maxThreads: UInt32 = 64
         /// Let the kernel read complete files from the cache itself (FUSE
         /// passthrough) where it and the privileges allow.
         public var passthrough = true
