@@ -11,12 +11,11 @@ import random
 import stat
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 import harness
-from conftest import BIG_SIZE, DATA_FILES
+from conftest import BIG_SIZE
 from harness import guarded, read_range, wait_for_stderr
 
 MAIN_FILES = ["big.bin", "small.bin", "sample.mp4", "empty.bin"]

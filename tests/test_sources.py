@@ -17,7 +17,6 @@ import shutil
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
