@@ -389,6 +389,8 @@ def mount(fuse, mediafs_bin, tmp_path):
         if cache_dir is None:
             cache_dir = tmp_path / f"cache{n}"
         env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg-cache"))
+        if os.environ.get("MEDIAFS_TEST_DEBUG"):
+            extra = [*extra, "-d"]
         try:
             m = harness.start_mount([*extra, *sources], mountpoint, cache_dir,
                                     tmp_path / f"mediafs{n}.stderr", env=env)

@@ -162,15 +162,25 @@ public final class Catalog: @unchecked Sendable {
     public func start(onChange: @escaping @Sendable (String) -> Void = { _ in }) {
         lock.lock()
         changeHandler = onChange
+        let byURL = loaders
         lock.unlock()
+        // The first pass before any request: until the room under the
+        // limits is measured there is none, and reads would wait for it,
+        // readahead and preload would fetch nothing.
+        if let report = evictor?.run(mounted: byURL, budget: budget) {
+            statistics.countEvictions(report.evictedEntries)
+            noteEviction(report)
+        }
         stopping.lock()
         flusherRunning = true
         stopping.unlock()
         let thread = Thread { [self] in
             store.emptyTrash()
             stopping.lock()
-            var flushDue = Date()
+            var flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
             while !stopped {
+                if budget?.isPressed != true { _ = stopping.wait(until: flushDue) }
+                if stopped { break }
                 stopping.unlock()
                 // Woken early when a write found no room: make room at once,
                 // and flush only when a flush is due.
@@ -186,9 +196,6 @@ public final class Catalog: @unchecked Sendable {
                     noteEviction(report)
                 }
                 stopping.lock()
-                if !stopped && budget?.isPressed != true {
-                    _ = stopping.wait(until: flushDue)
-                }
             }
             flusherRunning = false
             stopping.broadcast()

@@ -342,7 +342,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// Pauses or resumes the transfer in libcurl to match `yielding` and
     /// `throttled`. Resuming may deliver bytes libcurl kept, at once.
     func applyPause() {
-        let pause = yielding || throttled
+        // Yielding waits for the body: a transfer paused while its headers
+        // arrive can, once resumed, hand over the status line again and not
+        // the headers after it (seen as 206 answers without Content-Range).
+        let pause = (yielding && headDelivered) || throttled
         guard pause != curlPaused, let easy else { return }
         // Before the call: resuming runs the write callback, which may pause again.
         curlPaused = pause

@@ -16,11 +16,11 @@ public final class MediaFS: @unchecked Sendable {
         public var foreground = false
         /// Extra `-o` options for FUSE, each "key" or "key=value".
         public var fuseOptions: [String] = []
-        /// Max threads serving FUSE requests. A read waiting for bytes holds
-        /// one, so this is well above the reads expected to wait at once:
-        /// with all of them taken, no other request (a read of another
-        /// file, a stat, an xattr) reaches the daemon.
-        public var maxThreads: UInt32 = 64
+        /// Max threads serving FUSE requests; a read waiting for bytes holds
+        /// one. (64 let the kernel's readahead of a handle race its own
+        /// seeks more often, so a cancelled transfer's bytes were fetched
+        /// again: kept at 16 until a seek cancels with that in mind.)
+        public var maxThreads: UInt32 = 16
         /// Let the kernel read complete files from the cache itself (FUSE
         /// passthrough) where it and the privileges allow.
         public var passthrough = true
