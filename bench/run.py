@@ -759,9 +759,14 @@ class Bench:
     def ls_l(self, path, n, expected_dir=True):
         """`ls -l` of `path`: seconds, and a check that every one of the `n` entries is there with its size."""
         t0 = time.perf_counter()
-        out = subprocess.run(["ls", "-l", "--time-style=+%s", path], check=True, capture_output=True,
-                             text=True, timeout=MOUNT_DEADLINE).stdout
+        done = subprocess.run(["ls", "-l", "--time-style=+%s", path], capture_output=True, text=True,
+                              timeout=MOUNT_DEADLINE)
         dt = time.perf_counter() - t0
+        errors = done.stderr.splitlines()
+        if done.returncode != 0:
+            raise RuntimeError(f"ls -l {path} failed after {dt:.0f} s, {len(errors)} errors, first: "
+                               + "; ".join(errors[:3]))
+        out = done.stdout
         sizes = {}
         for line in out.splitlines()[1:]:
             fields = line.split(None, 6)
