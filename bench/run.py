@@ -12,6 +12,7 @@ import http.client
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -31,12 +32,14 @@ RESULTS = os.path.join(WORK if os.environ.get("MEDIAFS_BENCH_RUN") else ROOT, "r
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 MB = 1_000_000
-SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan")
+SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan", "scale")
 TOOLS = ("mediafs", "curl", "rclone")
 BUF = 1 * MiB
 RANDOM_READS = 200
 RANDOM_SIZE = 4096
 MOUNT_DEADLINE = 600  # seconds a single mount may live before the watchdog aborts it
+SCALE_NOFILE = 1024  # the daemon's descriptor limit (soft and hard) in the scale scenario
+SCALE_READS = 300    # random files read and checked per scale mount
 
 
 def log(msg):
@@ -288,20 +291,28 @@ def vm_hwm_kib(pid):
 class Mount:
     """A FUSE daemon started in the foreground; context manager that always unmounts."""
 
-    def __init__(self, tool, argv, mountpoint, logname, bench):
+    def __init__(self, tool, argv, mountpoint, logname, bench, nofile=None, exit_wait=15):
         self.tool, self.argv, self.mp, self.bench = tool, argv, mountpoint, bench
         self.log_path = os.path.join(WORK, logname)
         self.proc = None
         self.hwm_kib = None
         self.watchdog = None
+        self.nofile = nofile
+        self.exit_wait = exit_wait  # seconds the daemon may take to exit after unmount
+        self.mount_s = None      # from start to the mountpoint in mountinfo
+        self.unmount_s = None    # from fusermount3 -u to the daemon's exit
 
     def __enter__(self):
         if is_mounted(self.mp):
             fuse_unmount(self.mp, lazy=True)
         os.makedirs(self.mp, exist_ok=True)
         self.logf = open(self.log_path, "w")
+        limit = None
+        if self.nofile:
+            limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))  # noqa: E731
+        t0 = time.perf_counter()
         self.proc = subprocess.Popen(self.argv, stdout=self.logf, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=limit)
         deadline = time.time() + 30
         while not is_mounted(self.mp):
             if self.proc.poll() is not None:
@@ -310,7 +321,8 @@ class Mount:
             if time.time() > deadline:
                 self._stop()
                 raise RuntimeError(f"{self.tool} did not mount within 30 s: " + self.log_tail())
-            time.sleep(0.02)
+            time.sleep(0.005)
+        self.mount_s = time.perf_counter() - t0
         # A FUSE read can block forever if the daemon hangs; killing the daemon
         # aborts the connection and the blocked read returns ENOTCONN.
         self.watchdog = threading.Timer(MOUNT_DEADLINE, self._abort)
@@ -339,6 +351,7 @@ class Mount:
             if self.hwm_kib is not None:
                 self.bench.rss_samples.append({"tool": self.tool, "mount": os.path.basename(self.log_path),
                                                "vm_hwm_kib": self.hwm_kib})
+        t0 = time.perf_counter()
         for attempt in range(20):
             if not is_mounted(self.mp):
                 break
@@ -349,15 +362,16 @@ class Mount:
         else:
             fuse_unmount(self.mp, lazy=True)
         try:
-            self.proc.wait(15)
+            self.proc.wait(self.exit_wait)
         except subprocess.TimeoutExpired:
-            log(f"{self.tool} pid {self.proc.pid} did not exit 15 s after unmount; terminating")
+            log(f"{self.tool} pid {self.proc.pid} did not exit {self.exit_wait} s after unmount; terminating")
             self.proc.terminate()
             try:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.unmount_s = time.perf_counter() - t0
         if is_mounted(self.mp):
             fuse_unmount(self.mp, lazy=True)
         self.logf.close()
@@ -383,6 +397,8 @@ class Bench:
         self.demand = {}
         self.wan_bench = None
         self.ceilings = {}  # machine limits measured in this run (seq scenario)
+        self.scale_figures = {}  # "scale_<kind>_<n>" -> {tool: figures}
+        self.scale_entries = [int(x) for x in args.scale_entries.split(",")]
         self.binary = os.environ.get("MEDIAFS_BIN") or os.path.join(REPO, ".build", "release", "mediafs")
         self.tools = ["mediafs", "curl"]
         if args.skip_rclone:
@@ -731,6 +747,201 @@ class Bench:
         self.wan_bench = wan.WanBench(self, quick=self.args.wan_quick)
         self.wan_bench.run()
 
+    # -- scenario 8: many entries (list file and directory listing)
+    @staticmethod
+    def scale_size(i):
+        return 64 + (i * 37) % 2000
+
+    @staticmethod
+    def scale_content(i):
+        name = f"f{i:06d}.bin\n".encode()
+        size = Bench.scale_size(i)
+        return (name * (size // len(name) + 1))[:size]
+
+    def scale_data(self, n):
+        """`n` small files of distinct sizes and contents in DATA/scale-N/ (kept between runs)."""
+        d = os.path.join(DATA, f"scale-{n}")
+        done = d + ".done"
+        if not os.path.exists(done):
+            log(f"generating {n} small files in {d}")
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            for i in range(n):
+                with open(os.path.join(d, f"f{i:06d}.bin"), "wb") as f:
+                    f.write(self.scale_content(i))
+            open(done, "w").close()
+        return d
+
+    def ls_l(self, path, n, expected_dir=True):
+        """`ls -l` of `path`: seconds, and a check that every one of the `n` entries is there with its size."""
+        t0 = time.perf_counter()
+        done = subprocess.run(["ls", "-l", "--time-style=+%s", path], capture_output=True, text=True,
+                              timeout=MOUNT_DEADLINE)
+        dt = time.perf_counter() - t0
+        errors = done.stderr.splitlines()
+        if done.returncode != 0:
+            raise RuntimeError(f"ls -l {path} failed after {dt:.0f} s, {len(errors)} errors, first: "
+                               + "; ".join(errors[:3]))
+        out = done.stdout
+        sizes = {}
+        for line in out.splitlines()[1:]:
+            fields = line.split(None, 6)
+            if len(fields) == 7:
+                sizes[fields[6]] = int(fields[4])
+        wrong = [i for i in range(n) if sizes.get(f"f{i:06d}.bin") != self.scale_size(i)]
+        if wrong or len(sizes) != n:
+            first = f" (first: f{wrong[0]:06d}.bin)" if wrong else ""
+            raise RuntimeError(f"ls -l {path}: {len(sizes)} entries of {n}, {len(wrong)} missing or with a "
+                               f"wrong size{first}")
+        return dt
+
+    def scale_reads(self, path, n):
+        rng = random.Random(n)
+        for i in rng.sample(range(n), min(SCALE_READS, n)):
+            with open(os.path.join(path, f"f{i:06d}.bin"), "rb") as f:
+                if f.read() != self.scale_content(i):
+                    raise RuntimeError(f"{path}/f{i:06d}.bin: wrong bytes")
+
+    @staticmethod
+    def memory_kib(pid):
+        out = {}
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    key = line.split(":")[0]
+                    if key in ("VmRSS", "VmHWM"):
+                        out[key] = int(line.split()[1])
+        except OSError:
+            pass
+        return out
+
+    def scale(self):
+        for n in self.scale_entries:
+            d = self.scale_data(n)
+            for kind in ("list", "listing"):
+                key = f"scale_{kind}_{n}"
+                self.guarded(key, "mediafs", lambda n=n, d=d, kind=kind, key=key: self.scale_mediafs(n, d, kind, key))
+                if kind == "listing" and "rclone" in self.tools:
+                    self.guarded(key, "rclone", lambda n=n, d=d, key=key: self.scale_rclone(n, d, key))
+
+    def scale_mediafs(self, n, d, kind, key):
+        name = os.path.basename(d)
+        cache = self.fresh_dir(f"cache-{key}")
+        mp = self.mountpoint("mediafs")
+        if kind == "list":
+            source = os.path.join(WORK, f"{key}.list")
+            with open(source, "w") as f:
+                for i in range(n):
+                    f.write(f"f{i:06d}.bin\thttp://127.0.0.1:{self.nginx.port}/{name}/f{i:06d}.bin\n")
+            listed = mp
+        else:
+            source = f"http://127.0.0.1:{self.nginx.port}/{name}/"
+            listed = os.path.join(mp, name)
+        argv = [self.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30", source, mp]
+        fig = {}
+
+        def requests(since):
+            entries = self.nginx.since(since)
+            return len(entries), entries
+
+        m = self.nginx.mark()
+        with Mount("mediafs", argv, mp, f"mediafs-{key}.log", self, nofile=SCALE_NOFILE, exit_wait=300) as mnt:
+            fig["mount_s"] = mnt.mount_s
+            fig["mount_requests"], _ = requests(m)
+            fig["rss_mounted_kib"] = self.memory_kib(mnt.proc.pid).get("VmRSS")
+            m = self.nginx.mark()
+            fig["ls_cold_s"] = self.ls_l(listed, n)
+            fig["ls_cold_requests"], entries = requests(m)
+            self.record_server(key + "_cold_ls", "mediafs", entries)
+            mem = self.memory_kib(mnt.proc.pid)
+            fig["rss_kib"], fig["hwm_kib"] = mem.get("VmRSS"), mem.get("VmHWM")
+            fig["ls_warm_s"] = self.ls_l(listed, n)
+            self.scale_reads(listed, n)
+            fig["reads_right"] = min(SCALE_READS, n)
+            fig["descriptors"] = len(os.listdir(f"/proc/{mnt.proc.pid}/fd"))
+        fig["unmount_s"] = mnt.unmount_s
+        # Right after the unmount: everything must come from the cache's metadata.
+        m = self.nginx.mark()
+        with Mount("mediafs", argv, mp, f"mediafs-{key}-remount.log", self, nofile=SCALE_NOFILE,
+                   exit_wait=300) as mnt:
+            fig["remount_s"] = mnt.mount_s
+            fig["ls_remount_s"] = self.ls_l(listed, n)
+            fig["ls_remount_requests"], entries = requests(m)
+            self.record_server(key + "_remount_ls", "mediafs", entries)
+            fig["rss_remount_kib"] = self.memory_kib(mnt.proc.pid).get("VmRSS")
+        log_text = open(os.path.join(WORK, f"mediafs-{key}.log"), errors="replace").read()
+        if "Too many open files" in log_text or "without caching" in log_text:
+            self.notes.append(f"{key}: the daemon log mentions running out of descriptors or caching")
+        self.scale_figures.setdefault(key, {})["mediafs"] = fig
+        self.put(f"{key}_rss_mib", "mediafs", fig["rss_kib"] / 1024 if fig["rss_kib"] else None)
+        self.put(f"{key}_mount_ls_s", "mediafs", fig["mount_s"] + fig["ls_cold_s"])
+        self.put(f"{key}_remount_requests", "mediafs", fig["ls_remount_requests"])
+        shutil.rmtree(cache, ignore_errors=True)
+
+    def scale_rclone(self, n, d, key):
+        name = os.path.basename(d)
+        cache = self.fresh_dir(f"cache-{key}-rclone")
+        mp = self.mountpoint("rclone")
+        argv = ["rclone", "mount", ":http:", mp, "--http-url", f"http://127.0.0.1:{self.nginx.port}/{name}/",
+                "--vfs-cache-mode", "full", "--cache-dir", cache, "--read-only"]
+        fig = {}
+        for phase in ("", "_remount"):
+            m = self.nginx.mark()
+            with Mount("rclone", argv, mp, f"rclone-{key}{phase}.log", self, exit_wait=60) as mnt:
+                if not phase:
+                    fig["mount_s"] = mnt.mount_s
+                fig[f"ls{phase or '_cold'}_s"] = self.ls_l(mp, n)
+                count = len(self.nginx.since(m))
+                fig[f"ls{phase or '_cold'}_requests"] = count
+                mem = self.memory_kib(mnt.proc.pid)
+                if not phase:
+                    fig["rss_kib"], fig["hwm_kib"] = mem.get("VmRSS"), mem.get("VmHWM")
+                    self.scale_reads(mp, n)
+                    fig["reads_right"] = min(SCALE_READS, n)
+        self.scale_figures.setdefault(key, {})["rclone"] = fig
+        self.put(f"{key}_rss_mib", "rclone", fig["rss_kib"] / 1024 if fig["rss_kib"] else None)
+        self.put(f"{key}_mount_ls_s", "rclone", fig["mount_s"] + fig["ls_cold_s"])
+        self.put(f"{key}_remount_requests", "rclone", fig["ls_remount_requests"])
+        shutil.rmtree(cache, ignore_errors=True)
+
+    def report_scale(self):
+        if not self.scale_figures:
+            return
+        cols = [("mount s", "mount_s", "{:.2f}"), ("mount req", "mount_requests", "{}"),
+                ("ls -l cold s", "ls_cold_s", "{:.2f}"), ("cold req", "ls_cold_requests", "{}"),
+                ("RSS MiB", "rss_kib", "mib"), ("HWM MiB", "hwm_kib", "mib"),
+                ("RSS mounted MiB", "rss_mounted_kib", "mib"), ("ls -l warm s", "ls_warm_s", "{:.2f}"),
+                ("unmount s", "unmount_s", "{:.2f}"), ("ls -l remount s", "ls_remount_s", "{:.2f}"),
+                ("remount req", "ls_remount_requests", "{}"), ("reads right", "reads_right", "{}"),
+                ("fds", "descriptors", "{}")]
+        headers = ["scale", "tool"] + [c[0] for c in cols]
+        table = []
+        for key, tools in self.scale_figures.items():
+            for tool, fig in tools.items():
+                cells = [key, tool]
+                for _, k, fmt in cols:
+                    x = fig.get(k)
+                    cells.append("-" if x is None else f"{x / 1024:.1f}" if fmt == "mib" else fmt.format(x))
+                table.append(cells)
+        widths = [max(len(str(r[i])) for r in table + [headers]) for i in range(len(headers))]
+        line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+        print()
+        print(f"scale (daemon under ulimit -n {SCALE_NOFILE} for mediafs; RSS = VmRSS after the cold ls -l; "
+              f"remount = mounted again right after the unmount, same cache):")
+        print(line(headers))
+        print("-+-".join("-" * w for w in widths))
+        for cells in table:
+            print(line(cells))
+        for key, tools in self.scale_figures.items():
+            mf, rc = tools.get("mediafs"), tools.get("rclone")
+            if mf and mf.get("rss_kib") and mf.get("rss_mounted_kib"):
+                n = int(key.rsplit("_", 1)[1])
+                print(f"  {key}: {mf['rss_kib'] * 1024 / n:.0f} B of RSS per entry after ls -l, "
+                      f"{mf['rss_mounted_kib'] * 1024 / n:.0f} B mounted")
+            if mf and rc:
+                a, b = mf["mount_s"] + mf["ls_cold_s"], rc["mount_s"] + rc["ls_cold_s"]
+                print(f"  {key}: mount + cold ls -l, mediafs/rclone = {a:.2f}/{b:.2f} s = {a / b:.2f}×")
+
     # -- run + report
     def run(self):
         if os.geteuid() != 0:
@@ -758,7 +969,7 @@ class Bench:
             log(f"nginx on 127.0.0.1:{self.nginx.port}, tools: {', '.join(self.tools)}")
             for name, fn in (("seq", self.seq), ("random", self.random_reads),
                              ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit),
-                             ("wan", self.wan)):
+                             ("wan", self.wan), ("scale", self.scale)):
                 if name in only:
                     log(f"scenario {name}")
                     fn()
@@ -814,6 +1025,22 @@ class Bench:
             ("7 --bwlimit 8M cold 32 MiB, MiB/s", "bwlimit_8m_mibps", "{:.2f}", "-", "8 ±10%",
              lambda x: None if x is None else 7.2 <= x <= 8.8),
         ]
+        for n in self.scale_entries:
+            rclone_time = v(f"scale_listing_{n}_mount_ls_s", "rclone")
+            rows += [
+                (f"8 list {n}: RSS MiB after ls -l", f"scale_list_{n}_rss_mib", "{:.1f}", "-",
+                 "≤128 MiB (goal 100)" if n >= 100_000 else "(info)",
+                 (lambda x: le(x, 128)) if n >= 100_000 else None),
+                (f"8 list {n}: mount + cold ls -l s", f"scale_list_{n}_mount_ls_s", "{:.2f}", "-", "(info)", None),
+                (f"8 list {n}: requests of ls -l after remount", f"scale_list_{n}_remount_requests", "{}", "-",
+                 "0", lambda x: x == 0),
+                (f"8 listing {n}: mount + cold ls -l s", f"scale_listing_{n}_mount_ls_s", "{:.2f}", "-",
+                 "≤ rclone (goal ½)",
+                 lambda x, r=rclone_time: None if x is None or r is None else x <= r),
+                (f"8 listing {n}: RSS MiB after ls -l", f"scale_listing_{n}_rss_mib", "{:.1f}", "-", "(info)", None),
+                (f"8 listing {n}: requests of ls -l after remount", f"scale_listing_{n}_remount_requests", "{}",
+                 "-", "≤1 (the listing)", lambda x: x <= 1),
+            ]
         out = []
         for label, key, fmt, curl_label, goal, check in rows:
             vals = {t: v(key, t) for t in TOOLS}
@@ -849,6 +1076,8 @@ class Bench:
             scen = "_".join(key.split("_")[:2])
         elif key.startswith("bwlimit"):
             scen = "bwlimit"
+        elif key.startswith("scale_"):
+            scen = "_".join(key.split("_")[:3])
         else:
             return False
         return tool in self.results.get("error:" + scen, {})
@@ -919,6 +1148,7 @@ class Bench:
         self.report_ceilings()
         if self.wan_bench:
             self.wan_bench.report()
+        self.report_scale()
         print()
         print("server side (nginx access log) per scenario:")
         for key, s in self.server.items():
@@ -1001,6 +1231,8 @@ def main():
                    help="WAN scenarios at 100 ms / 50 Mbit/s only (default: also 40 ms / 200 Mbit/s)")
     p.add_argument("--skip-rclone", action="store_true", help="do not run the rclone column")
     p.add_argument("--size-mib", type=int, default=1024, help="size of the random file (default 1024)")
+    p.add_argument("--scale-entries", default="10000,100000", metavar="N,N",
+                   help="entry counts of the scale scenario (default 10000,100000)")
     p.add_argument("--requests", type=int, default=0, metavar="N",
                    help="also print the first N access-log lines of each mediafs/rclone scenario")
     args = p.parse_args()

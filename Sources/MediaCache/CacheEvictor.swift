@@ -6,6 +6,13 @@
 // others are renamed into trash/ and deleted in the background. Pinned
 // entries are never evicted or trimmed, but count against the size limit:
 // when they alone fill it, the rest goes and new bytes pass uncached.
+//
+// The disk is scanned once, at the first pass: the cache lock makes this
+// process the cache's only user, so afterwards the entries of the mount are
+// known through their loaders, and the others (`Index.unmounted`) change
+// only when a pass evicts them or a loader is dropped. A pass thus reads no
+// metadata file, and costs O(n) plus a sort when something must go.
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,6 +41,7 @@ public struct CacheEvictor: Sendable {
     }
 
     private struct Item {
+        /// Where an entry without a loader is; unused for a loader's.
         var directory: String
         var allocated: Int64
         var lastAccess: Int64
@@ -42,8 +50,20 @@ public struct CacheEvictor: Sendable {
         var loader: FileLoader?
     }
 
+    /// What the passes know of the cache between them. `lock` serialises
+    /// passes (it is held for a whole pass, and taken before any loader's).
+    private final class Index: @unchecked Sendable {
+        let lock = NSLock()
+        var scanned = false
+        /// Entries no loader of the mount stands for, by directory.
+        var unmounted: [String: Item] = [:]
+        /// The loaders of the last pass, by URL.
+        var mounted: [String: FileLoader] = [:]
+    }
+
     public let store: CacheStore
     public let limits: CacheLimits
+    private let index = Index()
 
     public init(store: CacheStore, limits: CacheLimits) {
         self.store = store
@@ -65,24 +85,21 @@ public struct CacheEvictor: Sendable {
         let mark = budget?.mark ?? 0
         let extra = budget?.isPressed == true ? headroom : 0
         var report = Report()
-        var items: [Item] = []
-        let mountedDirectories = Dictionary(uniqueKeysWithValues: mounted.map { (store.directory(forKey: $0.key), $0.value) })
-        for entry in store.entries() {
-            if let loader = mountedDirectories[entry.directory] {
-                let usage = loader.usage()
-                items.append(Item(directory: entry.directory, allocated: entry.allocatedBytes,
-                                  lastAccess: usage.lastAccess, complete: usage.isComplete,
-                                  pinned: usage.isPinned, loader: loader))
-            } else if let meta = entry.meta {
-                items.append(Item(directory: entry.directory, allocated: entry.allocatedBytes,
-                                  lastAccess: meta.lastAccess, complete: meta.isComplete,
-                                  pinned: meta.pinned, loader: nil))
-            } else {
-                // No metadata and not ours: a crash's leftovers; nothing in it is trusted.
-                store.remove(directory: entry.directory)
-                report.evictedEntries += 1
-                report.freedBytes += entry.allocatedBytes
-            }
+        index.lock.lock()
+        defer { index.lock.unlock() }
+        if index.scanned {
+            follow(mounted)
+        } else {
+            scan(mounted, report: &report)
+        }
+        var items = Array(index.unmounted.values)
+        items.reserveCapacity(items.count + mounted.count)
+        for loader in mounted.values {
+            // An entry with no bytes yet (most of a big listing) costs nothing to keep.
+            let usage = loader.usage()
+            guard usage.allocatedBytes > 0 else { continue }
+            items.append(Item(directory: "", allocated: usage.allocatedBytes, lastAccess: usage.lastAccess,
+                              complete: usage.isComplete, pinned: usage.isPinned, loader: loader))
         }
 
         var kept: [Item] = []
@@ -101,7 +118,8 @@ public struct CacheEvictor: Sendable {
         var need = max(used.addingSaturating(extra) - limits.maxSize,
                        limits.minFree.addingSaturating(extra) - free, 0)
         var survivors: [Item] = []
-        for item in kept.sorted(by: { $0.lastAccess < $1.lastAccess }) {
+        // Sorted only when something must go: most passes evict nothing.
+        for item in need > 0 ? kept.sorted(by: { $0.lastAccess < $1.lastAccess }) : kept {
             if need > 0, item.allocated > 0, evict(item) {
                 need -= item.allocated
                 used -= item.allocated
@@ -134,10 +152,58 @@ public struct CacheEvictor: Sendable {
         return report
     }
 
+    /// The first pass: every entry on disk that no loader stands for is
+    /// indexed, or removed when its metadata is missing or damaged (a
+    /// crash's leftovers: nothing in it is trusted). Call with `index.lock` held.
+    private func scan(_ mounted: [String: FileLoader], report: inout Report) {
+        let mountedDirectories = Set(mounted.keys.map { store.directory(forKey: $0) })
+        for entry in store.entries() where !mountedDirectories.contains(entry.directory) {
+            if let meta = entry.meta {
+                index.unmounted[entry.directory] = Item(directory: entry.directory, allocated: entry.allocatedBytes,
+                                                        lastAccess: meta.lastAccess, complete: meta.isComplete,
+                                                        pinned: meta.pinned, loader: nil)
+            } else {
+                store.remove(directory: entry.directory)
+                report.evictedEntries += 1
+                report.freedBytes += entry.allocatedBytes
+            }
+        }
+        index.mounted = mounted
+        index.scanned = true
+    }
+
+    /// Later passes: a loader new to the mount takes its entry out of the
+    /// index (it is followed through the loader now); the entry of a loader
+    /// the mount dropped is read back from disk. Call with `index.lock` held.
+    private func follow(_ mounted: [String: FileLoader]) {
+        for url in mounted.keys where index.mounted[url] == nil {
+            index.unmounted[store.directory(forKey: url)] = nil
+        }
+        for url in index.mounted.keys where mounted[url] == nil {
+            let directory = store.directory(forKey: url)
+            guard let meta = store.loadMeta(forKey: url) else { continue }
+            index.unmounted[directory] = Item(directory: directory, allocated: Self.allocatedBytes(in: directory),
+                                              lastAccess: meta.lastAccess, complete: meta.isComplete,
+                                              pinned: meta.pinned, loader: nil)
+        }
+        index.mounted = mounted
+    }
+
+    private static func allocatedBytes(in directory: String) -> Int64 {
+        var total: Int64 = 0
+        for file in ["data", "meta"] {
+            var st = stat()
+            if lstat("\(directory)/\(file)", &st) == 0 { total += Int64(st.st_blocks) * 512 }
+        }
+        return total
+    }
+
+    /// Call with `index.lock` held.
     private func evict(_ item: Item) -> Bool {
         if item.pinned { return false }
         if let loader = item.loader { return loader.evict() }
         store.remove(directory: item.directory)
+        index.unmounted[item.directory] = nil
         return true
     }
 }

@@ -114,7 +114,11 @@ public final class CacheStore: Sendable {
 
     /// Replaces the entry's metadata atomically and durably. The caller must
     /// have made the data bytes it claims durable first.
-    public func saveMeta(_ m: EntryMeta, forKey key: String) throws {
+    /// Not `durable`: no fsync, for metadata that claims no bytes over
+    /// metadata that claimed none either (a probe's content info): losing
+    /// it costs a probe, a torn one fails its checksum, and 100,000 fsyncs
+    /// would take minutes at unmount.
+    public func saveMeta(_ m: EntryMeta, forKey key: String, durable: Bool = true) throws {
         let dir = try entryDirectory(forKey: key)
         let temp = "\(dir)/meta.tmp.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
         let fd = retryingEINTR { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
@@ -123,7 +127,7 @@ public final class CacheStore: Sendable {
             throw MediaError.system("cannot create \(temp)", errno: code)
         }
         var failure = writeAll(fd, MetaFormat.encode(m))
-        if failure == nil && retryingEINTR({ fsync(fd) }) != 0 { failure = errno }
+        if failure == nil && durable && retryingEINTR({ fsync(fd) }) != 0 { failure = errno }
         close(fd)
         if let code = failure {
             unlink(temp)
@@ -134,7 +138,7 @@ public final class CacheStore: Sendable {
             unlink(temp)
             throw MediaError.system("cannot rename \(temp) to meta", errno: code)
         }
-        if let code = syncDirectory(dir) { throw MediaError.system("cannot fsync \(dir)", errno: code) }
+        if durable, let code = syncDirectory(dir) { throw MediaError.system("cannot fsync \(dir)", errno: code) }
     }
 
     /// Removes the entry's metadata durably, making the entry a miss: for

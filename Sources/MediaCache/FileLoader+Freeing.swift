@@ -38,7 +38,9 @@ extension FileLoader {
     /// The next read fetches again.
     public func purge() {
         lock.lock()
-        stopAllTransfers()
+        // Transfers a read waits on go on: their bytes reach the reader, and
+        // are claimed only once written after the file was emptied.
+        stopAllTransfers(exceptWaitedOn: true)
         lastError = nil
         markReset()
         lock.unlock()
@@ -54,9 +56,12 @@ extension FileLoader {
     }
 
     /// Call with `lock` held.
-    func stopAllTransfers() {
+    func stopAllTransfers(exceptWaitedOn: Bool = false) {
         stops += 1
         for (id, transfer) in transfers where !transfer.cancelled {
+            if exceptWaitedOn, waits.values.contains(where: { $0.range.overlaps(transfer.position..<transfer.end) }) {
+                continue
+            }
             transfers[id]!.cancelled = true
             fetcher.cancel(id)
         }
@@ -189,6 +194,7 @@ extension FileLoader {
     private func forgetMeta() -> Bool {
         do {
             try store.forgetMeta(forKey: key)
+            savedClaims = false
             return true
         } catch {
             Log.error("\(source.displayURL): \(error)")

@@ -66,6 +66,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Serialises metadata saves and freeing, so an older snapshot never
     /// lands last and no save can claim bytes a freeing is punching.
     let flushLock = NSLock()
+    /// Whether the metadata on disk may claim bytes (guarded by
+    /// `flushLock`): while it claims none, a save that claims none need
+    /// not be synced.
+    var savedClaims = false
 
     let lock = NSCondition()
     var info: ContentInfo?
@@ -158,6 +162,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         lastAccess = meta.lastAccess
         lastValidated = meta.lastValidated
         pinned = meta.pinned
+        savedClaims = !meta.present.isEmpty
         hasEntry = true
     }
 
@@ -626,7 +631,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     func persist(_ snapshot: (meta: EntryMeta, file: DataFile?)) throws {
         do {
             if let file = snapshot.file, fdatasync(file.fd) != 0 { throw MediaError.system("fdatasync failed") }
-            try store.saveMeta(snapshot.meta, forKey: key)
+            let claims = !snapshot.meta.present.isEmpty
+            // Durable whenever it claims bytes, or replaces one that did
+            // (a purge's must never be undone by a crash).
+            let durable = claims || savedClaims
+            if claims { savedClaims = true }
+            try store.saveMeta(snapshot.meta, forKey: key, durable: durable)
+            savedClaims = claims
         } catch let error as MediaError {
             throw MediaError(error.errno, "cannot save cache metadata of \(source.displayURL): \(error.message)")
         }

@@ -1,5 +1,6 @@
 // Names in the mount root: taken from the URL's last path component, made
-// safe for a directory entry, and made unique in source order.
+// safe for a directory entry, and made unique in source order. A claim costs
+// O(1) amortised however many names collide (a listing of 100,000 `index.html`).
 import Foundation
 
 public struct FileNaming {
@@ -9,6 +10,9 @@ public struct FileNaming {
     static let maxExtensionBytes = 16
 
     private var taken: Set<String> = []
+    /// For a name claimed more than once, the counter its next copy starts
+    /// from, so the n-th copy does not try `(2)` to `(n)` again.
+    private var nextCounter: [String: Int] = [:]
 
     public init() {}
 
@@ -36,18 +40,24 @@ public struct FileNaming {
     /// an earlier source took it; the stem is shortened so the whole name
     /// stays within NAME_MAX.
     public mutating func claim(_ name: String) -> String {
-        let unique = peek(name)
+        let (unique, counter) = candidate(for: name)
         taken.insert(unique)
+        if unique != name { nextCounter[name] = counter }
         return unique
     }
 
     /// The name `claim` would return, without taking it.
     public func peek(_ name: String) -> String {
+        candidate(for: name).name
+    }
+
+    /// The first free name for `name`, and the counter after the one it used.
+    private func candidate(for name: String) -> (name: String, counter: Int) {
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
         let ext = dot.map { String(name[$0...]) }.flatMap { $0.utf8.count <= Self.maxExtensionBytes ? $0 : nil } ?? ""
         let stem = String(name.dropLast(ext.count))
         var candidate = name
-        var counter = 2
+        var counter = nextCounter[name] ?? 2
         while taken.contains(candidate) {
             let suffix = " (\(counter))"
             var shortened = stem
@@ -57,6 +67,6 @@ public struct FileNaming {
             candidate = shortened + suffix + ext
             counter += 1
         }
-        return candidate
+        return (candidate, counter)
     }
 }
