@@ -11,7 +11,6 @@ hanging the suite, never measurements.
 """
 
 import functools
-import json
 import mmap
 import os
 import random
@@ -19,11 +18,10 @@ import time
 
 import pytest
 
-from harness import data_of, gets, in_thread, mount_one, read_range, wait_until, xget
+from harness import data_of, gets, in_thread, mount_one, read_range
 
 KiB, MiB = 1024, 1024 * 1024
 SERVER_WAIT = 30.0        # waiting for the server to see / finish a request
-PER_ORIGIN = 8            # CurlFetcher.maxConnectionsPerHost: transfers running per origin
 
 
 # ---------------------------------------------------------------- helpers
@@ -274,47 +272,3 @@ def test_cached_bytes_are_read_without_a_request(mount, srv):
     assert in_thread(lambda: pread_direct(path, 2 * MiB, 2 * MiB + 4096))() == data[2 * MiB:]
     time.sleep(0.5)
     assert srv.requests == [], f"cached bytes were fetched again:\n{describe(srv.requests)}"
-
-
-def test_a_read_of_another_file_is_not_queued_behind_one_files_deep_queue(mount, srv):
-    """Twelve reads of a.bin, each its own transfer, wait on a slow server
-    (more than the origin's places: the rest queue); then a read of b.bin
-    from the same origin. The server must see b.bin's GET as soon as a place
-    frees, before a.bin's queued GETs: counted by arrival order, not time.
-    Twelve: with more, not every read of a.bin reached the daemon here at
-    once (24 stalled below it, with 64 FUSE threads free), which is a limit
-    of this setup, not of the fetcher's queue."""
-    size = 16 * MiB
-    data_a, data_b = data_of(size, 31), data_of(size, 32)
-    srv.add("a.bin", data_a)
-    srv.add("b.bin", data_b)
-    m = mount(srv.url("a.bin"), srv.url("b.bin"), extra=("--timeout", "60"))
-    path_a, path_b = m.path("a.bin"), m.path("b.bin")
-    assert os.stat(path_a).st_size == size and os.stat(path_b).st_size == size
-    srv.wait_idle(SERVER_WAIT)
-    srv.clear_log()
-    # About four seconds a transfer, so the first places stay taken while the rest queue.
-    srv.set_fault("a.bin", "drip", bytes_per_sec=16 * KiB, chunk=4 * KiB)
-
-    readers, length = 12, 64 * KiB
-    offsets = [i * MiB for i in range(readers)]
-    joins = [in_thread(lambda o=o: pread_direct(path_a, o, length)) for o in offsets]
-    srv.wait_for(lambda rs: len([r for r in rs if r.method == "GET"]) >= PER_ORIGIN, SERVER_WAIT)
-    # Every read of a.bin has asked the fetcher for its transfer: the rest queue there.
-    wait_until(lambda: json.loads(xget(m.mountpoint, "stats"))["transfers_in_flight"] >= readers,
-               "every read of a.bin to start its transfer")
-    seen_before = len(gets(srv))
-    join_b = in_thread(lambda: pread_direct(path_b, 0, length))
-    srv.wait_for(lambda rs: any(r.method == "GET" and r.name == "b.bin" for r in rs), SERVER_WAIT)
-    srv.set_fault("a.bin", None)
-
-    assert join_b() == data_b[:length]
-    for offset, join in zip(offsets, joins):
-        assert join() == data_a[offset:offset + length], offset
-    order = [r.name for r in gets(srv)]
-    assert order.count("a.bin") == readers, describe(srv.requests)
-    ahead = order.index("b.bin") - seen_before
-    behind = order[order.index("b.bin"):].count("a.bin")
-    assert ahead <= 1 and behind >= readers - PER_ORIGIN - 1, (
-        f"b.bin's GET came after {seen_before + ahead} of a.bin's ({seen_before} were sent when it "
-        f"was asked for); expected at the next free place, ahead of a.bin's queue\n{describe(srv.requests)}")

@@ -1,10 +1,9 @@
 // Fetching over libcurl's multi interface: one network thread drives every
 // transfer, so connections are reused across reads and files. Delegates run
 // on that thread and must not block; they only copy bytes into the cache.
-// TransferAdmission decides what enters libcurl: per origin, reads shared
-// among files in turn, background transfers only in what reads leave, so a
-// reader's request always finds a connection soon; memory in flight is
-// bounded by transfers running × receive buffer, however many files.
+// Background transfers (readahead, preload) are capped below the connection
+// limit, so a reader's request always finds a free connection; memory in
+// flight is bounded by connections × receive buffer, however many files.
 // A transfer's handles, one per redirect hop, come from CurlHop. With
 // `--bwlimit`, a transfer whose piece the BandwidthLimit refuses is paused
 // from its write callback and resumed by this thread when its share is due.
@@ -14,16 +13,14 @@ import Glibc
 #endif
 
 public final class CurlFetcher: Fetching, @unchecked Sendable {
-    /// Transfers running at once per origin (scheme, host, port); more queue here.
+    /// Connections kept per host; more parallel transfers to one host queue.
     public static let maxConnectionsPerHost = 8
     public static let maxConnections = 16
     /// Readahead and preload transfers running at once; the rest queue.
     public static let maxBackgroundTransfers = 4
-    /// Places per origin that probes, readahead and preload leave to reads.
-    public static let readReserve = 2
     /// Background probes (a listing's entries) running at once: enough to
-    /// fill the connections to one origin, never all of them.
-    public static let maxBackgroundProbes = maxConnectionsPerHost - readReserve
+    /// fill the connections to one host, never all of them.
+    public static let maxBackgroundProbes = maxConnectionsPerHost - 2
     /// A transfer that moves less than one byte in this time has stalled.
     public static let stallSeconds = 20
     public static let connectTimeoutSeconds = 10
@@ -41,11 +38,11 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private let pending = Locked(Pending())
     /// Touched only by the network thread.
     private var active: [TransferID: CurlTransfer] = [:]
-    /// Transfers waiting for a place, by id; the order is the admission's.
+    /// Transfers waiting for a place: one FIFO per priority (a promoted or
+    /// cancelled one is left where it was and skipped), and by id.
+    private var queues = [[CurlTransfer]](repeating: [], count: FetchRequest.Priority.allCases.count)
+    private var queueHeads = [Int](repeating: 0, count: FetchRequest.Priority.allCases.count)
     private var waiting: [TransferID: CurlTransfer] = [:]
-    private let admission = TransferAdmission(
-        perOrigin: CurlFetcher.maxConnectionsPerHost, readReserve: CurlFetcher.readReserve,
-        maxProbes: CurlFetcher.maxBackgroundProbes, maxBackground: CurlFetcher.maxBackgroundTransfers)
     private var thread: pthread_t?
 
     private let options: HTTPOptions
@@ -60,11 +57,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         self.limit = limit
         CurlFetcher.globalInit
         multi = curl_multi_init()!
-        // No CURLMOPT_MAX_HOST_CONNECTIONS: libcurl would count by host name
-        // (two ports, one queue) and queue in arrival order; the admission
-        // counts per origin and in turn. Redirect hops count against the
-        // origin of the original URL, so a redirect target shared by two
-        // origins may get up to twice the per-origin number.
+        _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, Int(Self.maxConnectionsPerHost))
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, Self.maxConnections)
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, Self.maxConnections)
         var tid = pthread_t()
@@ -122,15 +115,17 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             if stopping { break }
             for transfer in starts { enqueue(transfer) }
             for id in promotions {
-                guard let transfer = active[id] ?? waiting[id] else { continue }
-                transfer.priority = .read
-                admission.promote(id)
+                if let transfer = active[id] {
+                    transfer.priority = .read
+                } else if let transfer = waiting[id], transfer.priority != .read {
+                    transfer.priority = .read
+                    enqueue(transfer)
+                }
             }
             for id in cancels {
                 if let transfer = active[id] {
                     finish(transfer, error: MediaError(ECANCELED, "cancelled"))
                 } else if let transfer = waiting.removeValue(forKey: id) {
-                    admission.remove(id)
                     transfer.complete(error: MediaError(ECANCELED, "cancelled"))
                 }
             }
@@ -176,16 +171,48 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     }
 
     private func enqueue(_ transfer: CurlTransfer) {
+        queues[transfer.priority.rawValue].append(transfer)
         waiting[transfer.id] = transfer
-        admission.enqueue(transfer.id, origin: HTTPOrigin(url: transfer.request.url),
-                          group: transfer.request.group, priority: transfer.priority)
     }
 
-    /// Moves into curl what the admission lets start now.
+    /// The next transfer waiting at `priority`, in the order they came.
+    private func dequeue(_ priority: FetchRequest.Priority) -> CurlTransfer? {
+        let p = priority.rawValue
+        defer {
+            // Drop what was consumed once it is most of the queue: O(1) a transfer.
+            if queueHeads[p] > 1024 && queueHeads[p] * 2 > queues[p].count {
+                queues[p].removeFirst(queueHeads[p])
+                queueHeads[p] = 0
+            }
+        }
+        while queueHeads[p] < queues[p].count {
+            let transfer = queues[p][queueHeads[p]]
+            queueHeads[p] += 1
+            // Skipped: cancelled, admitted, or promoted (queued again as a read).
+            if waiting[transfer.id] === transfer && transfer.priority == priority {
+                waiting[transfer.id] = nil
+                return transfer
+            }
+        }
+        return nil
+    }
+
+    /// Moves queued transfers into curl: reads (and stats) at once, a
+    /// listing's background probes and then readahead and preload while
+    /// fewer than their caps run.
     private func admitQueued() {
-        for id in admission.admit() {
-            guard let transfer = waiting.removeValue(forKey: id) else { continue }
-            admit(transfer)
+        var probes = 0, background = 0
+        for transfer in active.values {
+            if transfer.priority == .probe { probes += 1 } else if transfer.priority != .read { background += 1 }
+        }
+        while let next = dequeue(.read) { admit(next) }
+        while probes < Self.maxBackgroundProbes, let next = dequeue(.probe) {
+            probes += 1
+            admit(next)
+        }
+        while background < Self.maxBackgroundTransfers, let next = dequeue(.readahead) ?? dequeue(.preload) {
+            background += 1
+            admit(next)
         }
     }
 
@@ -195,7 +222,6 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             active[transfer.id] = transfer
             curl_multi_add_handle(multi, easy)
         } catch {
-            admission.remove(transfer.id)
             transfer.complete(error: error as? MediaError ?? MediaError.io("\(error)"))
         }
     }
@@ -240,7 +266,6 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         if let easy = transfer.easy { curl_multi_remove_handle(multi, easy) }
         _ = transfer.flush()
         active[transfer.id] = nil
-        admission.remove(transfer.id)
         transfer.complete(error: error)
     }
 }
@@ -260,7 +285,7 @@ final class CurlTransfer: @unchecked Sendable {
     private var counted = false
     private let statistics: Statistics?
     private let limit: BandwidthLimit?
-    let request: FetchRequest
+    private let request: FetchRequest
     private let delegate: TransferDelegate
     private let options: HTTPOptions
     /// nil until admitted into the multi, so queued transfers hold no handle.
