@@ -162,15 +162,11 @@ public final class Catalog: @unchecked Sendable {
     public func start(onChange: @escaping @Sendable (String) -> Void = { _ in }) {
         lock.lock()
         changeHandler = onChange
-        let byURL = loaders
         lock.unlock()
         // The first pass before any request: until the room under the
         // limits is measured there is none, and reads would wait for it,
         // readahead and preload would fetch nothing.
-        if let report = evictor?.run(mounted: byURL, budget: budget) {
-            statistics.countEvictions(report.evictedEntries)
-            noteEviction(report)
-        }
+        applyLimits()
         stopping.lock()
         flusherRunning = true
         stopping.unlock()
@@ -188,13 +184,7 @@ public final class Catalog: @unchecked Sendable {
                     flushAll()
                     flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
                 }
-                lock.lock()
-                let byURL = loaders
-                lock.unlock()
-                if let report = evictor?.run(mounted: byURL, budget: budget) {
-                    statistics.countEvictions(report.evictedEntries)
-                    noteEviction(report)
-                }
+                applyLimits()
                 stopping.lock()
             }
             flusherRunning = false
@@ -203,6 +193,16 @@ public final class Catalog: @unchecked Sendable {
         }
         thread.name = "mediafs-flush"
         thread.start()
+    }
+
+    /// One eviction pass over the mount's loaders, measuring the room left.
+    private func applyLimits() {
+        lock.lock()
+        let byURL = loaders
+        lock.unlock()
+        guard let report = evictor?.run(mounted: byURL, budget: budget) else { return }
+        statistics.countEvictions(report.evictedEntries)
+        noteEviction(report)
     }
 
     /// Stops and joins the background threads, ends the network, and
