@@ -30,6 +30,14 @@ extension FileLoader {
         lock.unlock()
     }
 
+    /// Whether `version` (from `beginKernelReads`) is still the data file,
+    /// not one a purge or a change has replaced.
+    public func isCurrentData(version: Int) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return version == dataVersion
+    }
+
     /// Empties the cache by starting a new data file, leaving the old one
     /// to the kernel's readers. Call with no lock held, from a freeing.
     func replaceDataFile(length: Int64) {

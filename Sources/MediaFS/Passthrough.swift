@@ -62,12 +62,17 @@ final class Passthrough: @unchecked Sendable {
 
     private let deviceFD: Int32
     /// Guards `files` (taken before a loader's lock); signalled when a
-    /// page-cache handle closes.
+    /// handle closes.
     private let lock = NSCondition()
     private var files: [ObjectIdentifier: Handles] = [:]
     /// The kernel sends RELEASE after close() has returned, so an open
     /// right after a close may arrive first: it waits this long for it.
     static let releaseWait = 0.005
+    /// As long for the last handles of a data file since replaced (purged
+    /// or changed): sharing it would serve the bytes the user just dropped.
+    /// Longer, since the RELEASE may queue behind the kernel's background
+    /// reads; past it the open shares the old file, whole and unmixed.
+    static let staleReleaseWait = 0.05
     private let failed = Atomic<Bool>(false)
 
     private init(deviceFD: Int32) {
@@ -148,6 +153,10 @@ final class Passthrough: @unchecked Sendable {
             let deadline = Date(timeIntervalSinceNow: Self.releaseWait)
             while (files[key]?.cached ?? 0) > 0 && lock.wait(until: deadline) {}
         }
+        if let backing = files[key]?.backing, !loader.isCurrentData(version: backing.version) {
+            let deadline = Date(timeIntervalSinceNow: Self.staleReleaseWait)
+            while let current = files[key]?.backing, current.id == backing.id, lock.wait(until: deadline) {}
+        }
         var handles = files[key] ?? Handles()
         defer { files[key] = handles }
         if var backing = handles.backing {
@@ -203,6 +212,7 @@ final class Passthrough: @unchecked Sendable {
                     handles.backing = backing
                 } else {
                     handles.backing = nil
+                    lock.broadcast()
                     var id = UInt32(bitPattern: backing.id)
                     _ = mediafs_ioctl(deviceFD, Self.backingClose, &id)
                     // Under the lock: a passthrough open right after must
