@@ -17,13 +17,14 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     private var usingGet = false
     /// The running request and its priority; a lookup waiting on a
     /// background probe makes it a read (`promote`).
-    private let current = Locked<(id: TransferID, priority: FetchRequest.Priority)>((0, .read))
+    private let current: Locked<(id: TransferID, priority: FetchRequest.Priority)>
     private let started = Histogram.now()
 
-    private init(url: String, fetcher: Fetching, completion: @escaping Completion) {
+    private init(url: String, fetcher: Fetching, priority: FetchRequest.Priority, completion: @escaping Completion) {
         self.url = url
         self.fetcher = fetcher
         self.completion = completion
+        current = Locked((0, priority))
     }
 
     /// Starts learning `url`'s ContentInfo: at `.read` priority for a
@@ -31,7 +32,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     @discardableResult
     static func start(url: String, fetcher: Fetching, priority: FetchRequest.Priority = .read,
                       completion: @escaping Completion) -> ContentProbe {
-        let probe = ContentProbe(url: url, fetcher: fetcher, completion: completion)
+        let probe = ContentProbe(url: url, fetcher: fetcher, priority: priority, completion: completion)
         Log.debug("HEAD \(MediaError.redacted(url))")
         probe.send(FetchRequest(url: url, method: .head, priority: priority))
         return probe

@@ -140,7 +140,9 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                 finish(transfer, error: MediaError(ECANCELED, "stopped by the cache"))
             }
             var left: Int32 = 0
+            var finished = false
             while let message = curl_multi_info_read(multi, &left) {
+                finished = true
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
                 let code = message.pointee.data.result
                 var raw: UnsafeMutableRawPointer?
@@ -162,7 +164,9 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             // Again after the round: the sleep that follows must not count as
             // time with these transfers running when none is left.
             limit?.refill(now: Histogram.now(), running: Set(active.values.map(\.priority)))
-            curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
+            // A transfer that ended freed a place: a queued one takes it now,
+            // not when some other socket or a wake-up ends the sleep.
+            curl_multi_poll(multi, nil, 0, finished ? 0 : pollTimeout(), nil)
         }
         for transfer in Array(active.values) + Array(waiting.values) {
             finish(transfer, error: MediaError(ECANCELED, "shutting down"))
@@ -296,7 +300,8 @@ final class CurlTransfer: @unchecked Sendable {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     /// libcurl hands over at most 16 KiB per call; collecting a round's
     /// bytes here turns 32 small pwrites, locks and wake-ups into one.
-    private let body = UnsafeMutableRawPointer.allocate(byteCount: CurlFetcher.receiveBufferSize, alignment: 64)
+    private lazy var body = UnsafeMutableRawPointer.allocate(byteCount: CurlFetcher.receiveBufferSize, alignment: 64)
+    private var hasBody = false
     private var bodyCount = 0
 
     init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
@@ -313,7 +318,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     deinit {
         errorBuffer.deallocate()
-        body.deallocate()
+        if hasBody { body.deallocate() }
     }
 
     /// The handle of the current hop, in the multi while the transfer runs.
@@ -421,6 +426,7 @@ final class CurlTransfer: @unchecked Sendable {
         if bytes.count >= CurlFetcher.receiveBufferSize {
             return deliver(bytes)
         }
+        hasBody = true
         (body + bodyCount).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         bodyCount += bytes.count
         return true

@@ -50,7 +50,9 @@ final class CurlHop {
         _ = mediafs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, CurlFetcher.connectTimeoutSeconds)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, CurlFetcher.stallSeconds)
-        _ = mediafs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, CurlFetcher.receiveBufferSize)
+        if request.method != .head {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, CurlFetcher.receiveBufferSize)
+        }
         _ = mediafs_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         _ = mediafs_easy_setopt_string(easy, CURLOPT_USERAGENT, "mediafs/\(MediaCacheVersion.string)")
         // Unset, libcurl takes the proxy from the environment, as users

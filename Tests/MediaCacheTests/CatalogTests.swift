@@ -43,6 +43,20 @@ final class CatalogTests: XCTestCase {
         XCTAssertThrowsError(try c.remove(name: "nope")) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
     }
 
+    func testListing_probesItsEntriesAtBackgroundPriority_andAStatStillGetsItsAnswer() throws {
+        // Probes sent at read priority bypass the background cap: 10,000
+        // of them once sat in libcurl at the same time.
+        let urls = (0..<4).map { "https://a.example/\($0).bin" }
+        for url in urls { fetcher.add(url, bytes: [1, 2, 3]) }
+        fetcher.hold()
+        let c = try catalog(urls.enumerated().map { Source(name: "\($0.offset).bin", url: $0.element) })
+        _ = try c.list("/")
+        XCTAssertTrue(fetcher.waitUntil { $0.heads.count == urls.count })
+        XCTAssertEqual(Set(fetcher.heads.map(\.priority)), [.probe], "\(fetcher.heads.map(\.priority))")
+        fetcher.release()
+        XCTAssertEqual(try c.file(at: "/2.bin").contentInfo().length, 3)
+    }
+
     func testAdd_ofABadURL_isRefusedWithAMessage() throws {
         let c = try catalog([])
         XCTAssertThrowsError(try c.add(url: "ftp://a.example/x")) {
