@@ -1,9 +1,10 @@
 // Fetching over libcurl's multi interface: one network thread drives every
 // transfer, so connections are reused across reads and files. Delegates run
 // on that thread and must not block; they only copy bytes into the cache.
-// Background transfers (readahead, preload) are capped below the connection
-// limit, so a reader's request always finds a free connection; memory in
-// flight is bounded by connections × receive buffer, however many files.
+// TransferAdmission decides what enters libcurl: per origin, reads shared
+// among files in turn, background transfers only in what reads leave, so a
+// reader's request always finds a connection soon; memory in flight is
+// bounded by transfers running × receive buffer, however many files.
 // A transfer's handles, one per redirect hop, come from CurlHop. With
 // `--bwlimit`, a transfer whose piece the BandwidthLimit refuses is paused
 // from its write callback and resumed by this thread when its share is due.
@@ -13,14 +14,16 @@ import Glibc
 #endif
 
 public final class CurlFetcher: Fetching, @unchecked Sendable {
-    /// Connections kept per host; more parallel transfers to one host queue.
+    /// Transfers running at once per origin (scheme, host, port); more queue here.
     public static let maxConnectionsPerHost = 8
     public static let maxConnections = 16
     /// Readahead and preload transfers running at once; the rest queue.
     public static let maxBackgroundTransfers = 4
+    /// Places per origin that probes, readahead and preload leave to reads.
+    public static let readReserve = 2
     /// Background probes (a listing's entries) running at once: enough to
-    /// fill the connections to one host, never all of them.
-    public static let maxBackgroundProbes = maxConnectionsPerHost - 2
+    /// fill the connections to one origin, never all of them.
+    public static let maxBackgroundProbes = maxConnectionsPerHost - readReserve
     /// A transfer that moves less than one byte in this time has stalled.
     public static let stallSeconds = 20
     public static let connectTimeoutSeconds = 10
@@ -38,11 +41,11 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private let pending = Locked(Pending())
     /// Touched only by the network thread.
     private var active: [TransferID: CurlTransfer] = [:]
-    /// Transfers waiting for a place: one FIFO per priority (a promoted or
-    /// cancelled one is left where it was and skipped), and by id.
-    private var queues = [[CurlTransfer]](repeating: [], count: FetchRequest.Priority.allCases.count)
-    private var queueHeads = [Int](repeating: 0, count: FetchRequest.Priority.allCases.count)
+    /// Transfers waiting for a place, by id; the order is the admission's.
     private var waiting: [TransferID: CurlTransfer] = [:]
+    private let admission = TransferAdmission(
+        perOrigin: CurlFetcher.maxConnectionsPerHost, readReserve: CurlFetcher.readReserve,
+        maxProbes: CurlFetcher.maxBackgroundProbes, maxBackground: CurlFetcher.maxBackgroundTransfers)
     private var thread: pthread_t?
 
     private let options: HTTPOptions
@@ -57,7 +60,11 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         self.limit = limit
         CurlFetcher.globalInit
         multi = curl_multi_init()!
-        _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, Int(Self.maxConnectionsPerHost))
+        // No CURLMOPT_MAX_HOST_CONNECTIONS: libcurl would count by host name
+        // (two ports, one queue) and queue in arrival order; the admission
+        // counts per origin and in turn. Redirect hops count against the
+        // origin of the original URL, so a redirect target shared by two
+        // origins may get up to twice the per-origin number.
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, Self.maxConnections)
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, Self.maxConnections)
         var tid = pthread_t()
@@ -115,17 +122,15 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             if stopping { break }
             for transfer in starts { enqueue(transfer) }
             for id in promotions {
-                if let transfer = active[id] {
-                    transfer.priority = .read
-                } else if let transfer = waiting[id], transfer.priority != .read {
-                    transfer.priority = .read
-                    enqueue(transfer)
-                }
+                guard let transfer = active[id] ?? waiting[id] else { continue }
+                transfer.priority = .read
+                admission.promote(id)
             }
             for id in cancels {
                 if let transfer = active[id] {
                     finish(transfer, error: MediaError(ECANCELED, "cancelled"))
                 } else if let transfer = waiting.removeValue(forKey: id) {
+                    admission.remove(id)
                     transfer.complete(error: MediaError(ECANCELED, "cancelled"))
                 }
             }
@@ -140,9 +145,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                 finish(transfer, error: MediaError(ECANCELED, "stopped by the cache"))
             }
             var left: Int32 = 0
-            var finished = false
             while let message = curl_multi_info_read(multi, &left) {
-                finished = true
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
                 let code = message.pointee.data.result
                 var raw: UnsafeMutableRawPointer?
@@ -161,12 +164,14 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                     finish(transfer, error: error as? MediaError ?? MediaError.io("\(error)"))
                 }
             }
+            // The places this round freed are filled before the sleep: with
+            // nothing left running, nothing would wake the thread until the
+            // poll's timeout, a second a round however many transfers wait.
+            admitQueued()
             // Again after the round: the sleep that follows must not count as
             // time with these transfers running when none is left.
             limit?.refill(now: Histogram.now(), running: Set(active.values.map(\.priority)))
-            // A transfer that ended freed a place: a queued one takes it now,
-            // not when some other socket or a wake-up ends the sleep.
-            curl_multi_poll(multi, nil, 0, finished ? 0 : pollTimeout(), nil)
+            curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
         for transfer in Array(active.values) + Array(waiting.values) {
             finish(transfer, error: MediaError(ECANCELED, "shutting down"))
@@ -175,48 +180,16 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     }
 
     private func enqueue(_ transfer: CurlTransfer) {
-        queues[transfer.priority.rawValue].append(transfer)
         waiting[transfer.id] = transfer
+        admission.enqueue(transfer.id, origin: HTTPOrigin(url: transfer.request.url),
+                          group: transfer.request.group, priority: transfer.priority)
     }
 
-    /// The next transfer waiting at `priority`, in the order they came.
-    private func dequeue(_ priority: FetchRequest.Priority) -> CurlTransfer? {
-        let p = priority.rawValue
-        defer {
-            // Drop what was consumed once it is most of the queue: O(1) a transfer.
-            if queueHeads[p] > 1024 && queueHeads[p] * 2 > queues[p].count {
-                queues[p].removeFirst(queueHeads[p])
-                queueHeads[p] = 0
-            }
-        }
-        while queueHeads[p] < queues[p].count {
-            let transfer = queues[p][queueHeads[p]]
-            queueHeads[p] += 1
-            // Skipped: cancelled, admitted, or promoted (queued again as a read).
-            if waiting[transfer.id] === transfer && transfer.priority == priority {
-                waiting[transfer.id] = nil
-                return transfer
-            }
-        }
-        return nil
-    }
-
-    /// Moves queued transfers into curl: reads (and stats) at once, a
-    /// listing's background probes and then readahead and preload while
-    /// fewer than their caps run.
+    /// Moves into curl what the admission lets start now.
     private func admitQueued() {
-        var probes = 0, background = 0
-        for transfer in active.values {
-            if transfer.priority == .probe { probes += 1 } else if transfer.priority != .read { background += 1 }
-        }
-        while let next = dequeue(.read) { admit(next) }
-        while probes < Self.maxBackgroundProbes, let next = dequeue(.probe) {
-            probes += 1
-            admit(next)
-        }
-        while background < Self.maxBackgroundTransfers, let next = dequeue(.readahead) ?? dequeue(.preload) {
-            background += 1
-            admit(next)
+        for id in admission.admit() {
+            guard let transfer = waiting.removeValue(forKey: id) else { continue }
+            admit(transfer)
         }
     }
 
@@ -226,6 +199,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             active[transfer.id] = transfer
             curl_multi_add_handle(multi, easy)
         } catch {
+            admission.remove(transfer.id)
             transfer.complete(error: error as? MediaError ?? MediaError.io("\(error)"))
         }
     }
@@ -269,7 +243,9 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         transfer.countResponse(failed: error.map { $0.errno != ECANCELED } ?? false)
         if let easy = transfer.easy { curl_multi_remove_handle(multi, easy) }
         _ = transfer.flush()
+        transfer.end()
         active[transfer.id] = nil
+        admission.remove(transfer.id)
         transfer.complete(error: error)
     }
 }
@@ -289,7 +265,7 @@ final class CurlTransfer: @unchecked Sendable {
     private var counted = false
     private let statistics: Statistics?
     private let limit: BandwidthLimit?
-    private let request: FetchRequest
+    let request: FetchRequest
     private let delegate: TransferDelegate
     private let options: HTTPOptions
     /// nil until admitted into the multi, so queued transfers hold no handle.
@@ -297,11 +273,13 @@ final class CurlTransfer: @unchecked Sendable {
     private var head = ResponseHead(status: 0, headers: [:])
     private var headDelivered = false
     private var stoppedByDelegate = false
-    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    /// The buffers below exist from admission (`begin`) to `end`: a
+    /// transfer that waits costs its request and a few words, not 512 KiB
+    /// of address space (a listing can queue a probe per entry).
+    private var errorBuffer: UnsafeMutablePointer<CChar>?
     /// libcurl hands over at most 16 KiB per call; collecting a round's
     /// bytes here turns 32 small pwrites, locks and wake-ups into one.
-    private lazy var body = UnsafeMutableRawPointer.allocate(byteCount: CurlFetcher.receiveBufferSize, alignment: 64)
-    private var hasBody = false
+    private var body: UnsafeMutableRawPointer?
     private var bodyCount = 0
 
     init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
@@ -313,20 +291,31 @@ final class CurlTransfer: @unchecked Sendable {
         self.statistics = statistics
         self.limit = limit
         priority = request.priority
-        errorBuffer[0] = 0
     }
 
-    deinit {
-        errorBuffer.deallocate()
-        if hasBody { body.deallocate() }
-    }
+    deinit { end() }
 
     /// The handle of the current hop, in the multi while the transfer runs.
     var easy: UnsafeMutableRawPointer? { hop?.easy }
 
-    /// The first hop's handle, for the multi.
+    /// The first hop's handle, for the multi; the transfer's buffers from here on.
     func begin() throws -> UnsafeMutableRawPointer {
-        attach(try CurlHop(request, options: options))
+        let hop = try CurlHop(request, options: options)
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        // A HEAD (most probes) has no body to collect.
+        if request.method != .head { body = .allocate(byteCount: CurlFetcher.receiveBufferSize, alignment: 64) }
+        return attach(hop)
+    }
+
+    /// Frees the handle and the buffers once the transfer is out of the
+    /// multi and its bytes were handed over.
+    func end() {
+        hop = nil
+        errorBuffer?.deallocate()
+        errorBuffer = nil
+        body?.deallocate()
+        body = nil
+        bodyCount = 0
     }
 
     /// After a hop ended with `code`: the next hop when the response was a
@@ -346,7 +335,7 @@ final class CurlTransfer: @unchecked Sendable {
         throttled = false
         curlPaused = false
         counted = false
-        errorBuffer[0] = 0
+        errorBuffer?[0] = 0
         let easy = next.easy
         let this = Unmanaged.passUnretained(self).toOpaque()
         _ = mediafs_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
@@ -426,7 +415,7 @@ final class CurlTransfer: @unchecked Sendable {
         if bytes.count >= CurlFetcher.receiveBufferSize {
             return deliver(bytes)
         }
-        hasBody = true
+        guard let body else { return false }
         (body + bodyCount).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         bodyCount += bytes.count
         return true
@@ -434,7 +423,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Delivers the collected body bytes; false once the delegate said stop.
     func flush() -> Bool {
-        guard bodyCount > 0, !stoppedByDelegate else { return !stoppedByDelegate }
+        guard bodyCount > 0, !stoppedByDelegate, let body else { return !stoppedByDelegate }
         let count = bodyCount
         bodyCount = 0
         return deliver(UnsafeRawBufferPointer(start: body, count: count))
@@ -451,7 +440,8 @@ final class CurlTransfer: @unchecked Sendable {
     func error(for code: CURLcode) -> MediaError? {
         if stoppedByDelegate { return MediaError(ECANCELED, "stopped by the cache") }
         if code != CURLE_OK {
-            let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+            let detail = errorBuffer.flatMap { $0[0] != 0 ? String(cString: $0) : nil }
+                ?? String(cString: curl_easy_strerror(code))
             return MediaError(EIO, detail)
         }
         if !deliverHead() { return MediaError(ECANCELED, "stopped by the cache") }

@@ -22,14 +22,19 @@ public struct FetchRequest: Sendable {
     /// Sent as If-Range so a changed resource answers 200, never stale 206.
     public var ifRange: String?
     public var priority: Priority
+    /// Who asks: the fetcher shares an origin's connections fairly among
+    /// groups (one file's reads do not queue behind another file's). The
+    /// file's URL unless said otherwise.
+    public var group: String
 
     public init(url: String, method: Method = .get, range: Range<Int64>? = nil, ifRange: String? = nil,
-                priority: Priority = .read) {
+                priority: Priority = .read, group: String? = nil) {
         self.url = url
         self.method = method
         self.range = range
         self.ifRange = ifRange
         self.priority = priority
+        self.group = group ?? url
     }
 }
 

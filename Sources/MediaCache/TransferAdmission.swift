@@ -1,0 +1,268 @@
+// Which waiting transfers may start, counted per origin (scheme, host,
+// port): at most `perOrigin` run on each. An origin's free places go to its
+// waiting reads one requester (file) after another, round-robin, a requester
+// with nothing running there first; probes, then readahead and preload, get
+// only what reads leave, under caps of their own for the whole mount.
+// Bookkeeping only, on the network thread: O(1) amortized per transfer, no
+// scan of what waits. One origin's queue never holds another origin's back.
+
+final class TransferAdmission {
+    typealias Priority = FetchRequest.Priority
+
+    /// Transfers running at once per origin.
+    let perOrigin: Int
+    /// Places per origin that probes and background transfers leave to reads.
+    let readReserve: Int
+    /// Probes running at once, all origins together.
+    let maxProbes: Int
+    /// Readahead and preload transfers running at once, all origins together.
+    let maxBackground: Int
+
+    private struct Entry {
+        let origin: HTTPOrigin?
+        let group: String
+        var priority: Priority
+        var running = false
+    }
+
+    /// One requester's transfers at one origin.
+    private final class Group {
+        /// Its waiting reads, oldest first; cancelled or promoted ids are skipped.
+        var reads = FIFO<TransferID>()
+        var waitingReads = 0
+        var running = 0
+        /// In its origin's `fresh` or `turns`.
+        var queued = false
+        var idle: Bool { running == 0 && waitingReads == 0 && !queued }
+    }
+
+    private final class Origin {
+        var running = 0
+        var groups: [String: Group] = [:]
+        /// Requesters whose reads began waiting while nothing of theirs ran
+        /// here: served before `turns`, so a file that has nothing waits for
+        /// the next free place, not for a turn of every other file.
+        var fresh = FIFO<String>()
+        var turns = FIFO<String>()
+        var waitingReads = 0
+        /// Waiting probes, readahead and preload by priority (index 0, reads, unused).
+        var background = [FIFO<TransferID>](repeating: FIFO(), count: Priority.allCases.count)
+        var waitingBackground = [Int](repeating: 0, count: Priority.allCases.count)
+        /// In the admission's `rings[priority]`.
+        var inRing = [Bool](repeating: false, count: Priority.allCases.count)
+        /// In the admission's `dirty`.
+        var dirty = false
+
+        var idle: Bool {
+            running == 0 && waitingReads == 0 && groups.isEmpty && !dirty
+                && !inRing.contains(true) && !waitingBackground.contains { $0 > 0 }
+        }
+    }
+
+    private static let backgroundPriorities: [Priority] = [.probe, .readahead, .preload]
+
+    private var entries: [TransferID: Entry] = [:]
+    private var origins: [HTTPOrigin?: Origin] = [:]
+    /// Origins whose transfers changed since the last `admit`: places freed or reads added.
+    private var dirty = FIFO<HTTPOrigin?>()
+    /// Per background priority, origins with such transfers waiting, taken
+    /// in turn while the cap allows. An origin without room leaves its ring
+    /// and comes back when it is dirty again, so a pass costs what it admits.
+    private var rings = [FIFO<HTTPOrigin?>](repeating: FIFO(), count: Priority.allCases.count)
+    private var runningByPriority = [Int](repeating: 0, count: Priority.allCases.count)
+
+    init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int) {
+        self.perOrigin = perOrigin
+        self.readReserve = readReserve
+        self.maxProbes = maxProbes
+        self.maxBackground = maxBackground
+    }
+
+    /// Origins with a transfer running or waiting (the rest are forgotten).
+    var originCount: Int { origins.count }
+
+    func enqueue(_ id: TransferID, origin key: HTTPOrigin?, group: String, priority: Priority) {
+        entries[id] = Entry(origin: key, group: group, priority: priority)
+        let origin = origins[key] ?? {
+            let made = Origin()
+            origins[key] = made
+            return made
+        }()
+        if priority == .read {
+            addRead(id, group: group, at: origin)
+        } else {
+            origin.background[priority.rawValue].append(id)
+            origin.waitingBackground[priority.rawValue] += 1
+        }
+        markDirty(key, origin)
+    }
+
+    /// A reader waits on the transfer now: a waiting one joins its
+    /// requester's reads (behind them), a running one stops counting
+    /// against its background cap.
+    func promote(_ id: TransferID) {
+        guard var entry = entries[id], entry.priority != .read, let origin = origins[entry.origin] else { return }
+        let was = entry.priority.rawValue
+        entry.priority = .read
+        entries[id] = entry
+        if entry.running {
+            runningByPriority[was] -= 1
+            runningByPriority[Priority.read.rawValue] += 1
+        } else {
+            origin.waitingBackground[was] -= 1
+            compactBackground(origin, was)
+            addRead(id, group: entry.group, at: origin)
+        }
+        markDirty(entry.origin, origin)
+    }
+
+    /// The transfer ended, or was cancelled while waiting.
+    func remove(_ id: TransferID) {
+        guard let entry = entries.removeValue(forKey: id), let origin = origins[entry.origin] else { return }
+        let p = entry.priority.rawValue
+        let group = origin.groups[entry.group]
+        if entry.running {
+            origin.running -= 1
+            group?.running -= 1
+            runningByPriority[p] -= 1
+        } else if entry.priority == .read {
+            origin.waitingReads -= 1
+            if let group {
+                group.waitingReads -= 1
+                if group.reads.count > 2 * group.waitingReads + 64 {
+                    group.reads.removeAll { !isWaiting($0, as: .read) }
+                }
+            }
+        } else {
+            origin.waitingBackground[p] -= 1
+            compactBackground(origin, p)
+        }
+        if let group, group.idle { origin.groups[entry.group] = nil }
+        markDirty(entry.origin, origin)
+    }
+
+    /// The transfers that may start now, in order; they count as running
+    /// from here until `remove`.
+    func admit() -> [TransferID] {
+        var started: [TransferID] = []
+        while let key = dirty.popFirst() {
+            guard let origin = origins[key] else { continue }
+            origin.dirty = false
+            while origin.running < perOrigin, let id = nextRead(at: origin) {
+                start(id, at: origin, into: &started)
+            }
+            for p in Self.backgroundPriorities.map(\.rawValue)
+            where origin.waitingBackground[p] > 0 && !origin.inRing[p] {
+                origin.inRing[p] = true
+                rings[p].append(key)
+            }
+            if origin.idle { origins[key] = nil }
+        }
+        for priority in Self.backgroundPriorities {
+            let p = priority.rawValue
+            while hasRoomUnderCap(priority), let key = rings[p].popFirst() {
+                guard let origin = origins[key] else { continue }
+                origin.inRing[p] = false
+                if hasBackgroundRoom(origin), let id = nextBackground(priority, at: origin) {
+                    start(id, at: origin, into: &started)
+                    if origin.waitingBackground[p] > 0 {
+                        origin.inRing[p] = true
+                        rings[p].append(key)
+                    }
+                }
+                if origin.idle { origins[key] = nil }
+            }
+        }
+        return started
+    }
+
+    private func addRead(_ id: TransferID, group name: String, at origin: Origin) {
+        let group = origin.groups[name] ?? {
+            let made = Group()
+            origin.groups[name] = made
+            return made
+        }()
+        group.reads.append(id)
+        group.waitingReads += 1
+        origin.waitingReads += 1
+        guard !group.queued else { return }
+        group.queued = true
+        if group.running == 0 { origin.fresh.append(name) } else { origin.turns.append(name) }
+    }
+
+    /// The next requester's oldest waiting read; the requester goes to the
+    /// back of the turns while it has more.
+    private func nextRead(at origin: Origin) -> TransferID? {
+        while let name = origin.fresh.popFirst() ?? origin.turns.popFirst() {
+            guard let group = origin.groups[name] else { continue }
+            group.queued = false
+            while let id = group.reads.popFirst() {
+                guard isWaiting(id, as: .read) else { continue }
+                if group.waitingReads > 1 {
+                    group.queued = true
+                    origin.turns.append(name)
+                }
+                return id
+            }
+            if group.idle { origin.groups[name] = nil }
+        }
+        return nil
+    }
+
+    private func nextBackground(_ priority: Priority, at origin: Origin) -> TransferID? {
+        while let id = origin.background[priority.rawValue].popFirst() {
+            if isWaiting(id, as: priority) { return id }
+        }
+        return nil
+    }
+
+    private func start(_ id: TransferID, at origin: Origin, into started: inout [TransferID]) {
+        guard var entry = entries[id] else { return }
+        entry.running = true
+        entries[id] = entry
+        let group = origin.groups[entry.group] ?? {
+            let made = Group()
+            origin.groups[entry.group] = made
+            return made
+        }()
+        origin.running += 1
+        group.running += 1
+        if entry.priority == .read {
+            origin.waitingReads -= 1
+            group.waitingReads -= 1
+        } else {
+            origin.waitingBackground[entry.priority.rawValue] -= 1
+        }
+        runningByPriority[entry.priority.rawValue] += 1
+        started.append(id)
+    }
+
+    private func isWaiting(_ id: TransferID, as priority: Priority) -> Bool {
+        guard let entry = entries[id] else { return false }
+        return !entry.running && entry.priority == priority
+    }
+
+    private func hasBackgroundRoom(_ origin: Origin) -> Bool {
+        origin.waitingReads == 0 && origin.running < perOrigin - readReserve
+    }
+
+    private func hasRoomUnderCap(_ priority: Priority) -> Bool {
+        if priority == .probe { return runningByPriority[Priority.probe.rawValue] < maxProbes }
+        let background = runningByPriority[Priority.readahead.rawValue] + runningByPriority[Priority.preload.rawValue]
+        return background < maxBackground
+    }
+
+    /// Drops dead ids once they outnumber the live ones: memory stays
+    /// bounded by what waits, however often transfers are cancelled.
+    private func compactBackground(_ origin: Origin, _ p: Int) {
+        guard origin.background[p].count > 2 * origin.waitingBackground[p] + 64,
+              let priority = Priority(rawValue: p) else { return }
+        origin.background[p].removeAll { !isWaiting($0, as: priority) }
+    }
+
+    private func markDirty(_ key: HTTPOrigin?, _ origin: Origin) {
+        guard !origin.dirty else { return }
+        origin.dirty = true
+        dirty.append(key)
+    }
+}
