@@ -227,6 +227,34 @@ final class DirectoryListingTests: XCTestCase {
         XCTAssertEqual(names(entries), ["ep 1.mkv", "ep 2.mkv"])
     }
 
+    func testParse_aPageOf100000Links_givesEveryEntryInOrder() {
+        // A music library's directory: the scan must stay linear in the page.
+        var html = "<html><body><h1>Index of /media/</h1><hr><pre><a href=\"../\">../</a>\r\n"
+        for i in 0..<100_000 {
+            html += "<a href=\"t%20\(i).mp3\">t \(i).mp3</a>                30-Nov-2026 01:00    \(i)\r\n"
+        }
+        html += "</pre><hr></body></html>"
+        let entries = DirectoryListing.parse(html: html, base: base)
+        XCTAssertEqual(entries.count, 100_000)
+        XCTAssertEqual(entries.first, .init(name: "t 0.mp3", url: "http://files.example/media/t%200.mp3", isDirectory: false))
+        XCTAssertEqual(entries.last?.name, "t 99999.mp3")
+    }
+
+    func testPlainHrefs_giveWhatURLResolutionGives() {
+        // Plain relative hrefs skip URL parsing; they must give what it gives.
+        let resolver = DirectoryListing.Resolver(base: base)!
+        let plain = ["a.mp4", "b%20c.mkv", "d/", "caf%C3%A9.mp3", "j;k.mp4", "l=m&n.mp4", "o'p.mp4", "q%2Fr.mp4",
+                     "s~t_u-v.mp4", "w+x.mp4", "y@z.mp4", "(1)!$*,.flac", "%2E%2E%2Fx"]
+        for href in plain {
+            XCTAssertNotNil(resolver.plainEntry(href), href)
+            XCTAssertEqual(resolver.plainEntry(href), resolver.resolvedEntry(href), href)
+        }
+        let notPlain = ["./e.mp4", "f?x=1", "g#frag", "..", ".", "%2E%2E", "%2e", "h:i.mp4", "a/b.mp4", "/abs.mp4",
+                        "sp ace.mp4", "caf\u{e9}.mp3", "bad%G1.mp4", "cut%2", "", "//host/x", "http://files.example/media/a"]
+        for href in notPlain { XCTAssertNil(resolver.plainEntry(href), href) }
+        XCTAssertNil(DirectoryListing.Resolver(base: "http://files.example/media/?sort=1")!.plainEntry("a.mp4"))
+    }
+
     func testParse_baseWithCredentials_keepsThemOnEntryUrls() {
         let entries = DirectoryListing.parse(html: #"<a href="a.mp4">a</a>"#, base: "http://u:p@files.example/media/")
         XCTAssertEqual(entries.map(\.name), ["a.mp4"])
