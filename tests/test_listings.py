@@ -10,6 +10,7 @@ lookup has returned), not by a clock.
 """
 
 import errno
+import json
 import os
 import time
 
@@ -50,6 +51,31 @@ def test_writing_refresh_on_a_directory_lists_it_again_at_once(mount, srv):
     assert sorted(os.listdir(m.path("media"))) == ["a.bin", "b.bin"], m.stderr()
     assert read_whole(m.path("media/b.bin")) == files["b.bin"]
     assert xget(m.path("media"), "refresh") == ""
+
+
+def test_files_that_left_a_listing_leave_the_mount_and_an_open_one_reads_on(mount, srv):
+    files = {f"f{i}.bin": data_of(10_000 + i, i) for i in range(5)}
+    serve_listing(srv, files)
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    assert len(os.listdir(m.path("media"))) == 5
+    entries = lambda: json.loads(xget(m.mountpoint, "stats"))["entries"]
+    assert entries() == 5
+    held = os.open(m.path("media/f0.bin"), os.O_RDONLY)
+    try:
+        serve_listing(srv, {"f4.bin": files["f4.bin"]})
+        xset(m.path("media"), "refresh", "1")
+        assert os.listdir(m.path("media")) == ["f4.bin"]
+        assert entries() == 1, "loaders of files that left the listing are kept"
+        # A handle opened before reads on; when the name returns it leads
+        # to the same file, not a second one fighting over its cache.
+        assert os.pread(held, 20_000, 0) == files["f0.bin"]
+        serve_listing(srv, {"f0.bin": files["f0.bin"], "f4.bin": files["f4.bin"]})
+        xset(m.path("media"), "refresh", "1")
+        assert sorted(os.listdir(m.path("media"))) == ["f0.bin", "f4.bin"]
+        assert xget(m.path("media/f0.bin"), "cached_bytes") == str(len(files["f0.bin"]))
+        assert read_whole(m.path("media/f0.bin")) == files["f0.bin"]
+    finally:
+        os.close(held)
 
 
 def test_refresh_of_a_listing_whose_server_fails_keeps_the_old_listing_and_says_so(mount, srv):

@@ -77,6 +77,19 @@ public final class Catalog: @unchecked Sendable {
     enum Child {
         case file(String)
         case directory(Directory)
+
+        /// What a child is, for telling whether a new listing kept it.
+        var identity: String {
+            switch self {
+            case .file(let url): return url
+            case .directory(let directory): return "\(ObjectIdentifier(directory))"
+            }
+        }
+    }
+
+    final class WeakLoader {
+        weak var loader: FileLoader?
+        init(_ loader: FileLoader) { self.loader = loader }
     }
 
     public let statistics: Statistics
@@ -98,6 +111,10 @@ public final class Catalog: @unchecked Sendable {
     private let lock = NSLock()
     private let root = Directory(url: nil, path: "")
     private var loaders: [String: FileLoader] = [:]
+    /// Loaders of URLs no name leads to any more (a listing dropped them,
+    /// or `remove`), held weakly: one an open handle or a transfer still
+    /// uses is taken back if the URL returns, so one URL never has two.
+    private var retired: [String: WeakLoader] = [:]
     private var changeHandler: @Sendable (String) -> Void = { _ in }
     /// The last pass of the cache limits, for `stats` and to log a change
     /// in whether pinned bytes alone exceed the limit.
@@ -146,13 +163,46 @@ public final class Catalog: @unchecked Sendable {
         let name = directory.add(source.name, .file(source.url))
         if loaders[source.url] == nil {
             let path = directory.path + "/" + name
-            let loader = FileLoader(source: Source(name: path, url: source.url), store: store, fetcher: fetcher,
-                                    settings: settings, statistics: statistics, budget: budget,
-                                    openFiles: openFiles)
+            let loader = retired.removeValue(forKey: source.url)?.loader
+                ?? FileLoader(source: Source(name: path, url: source.url), store: store, fetcher: fetcher,
+                              settings: settings, statistics: statistics, budget: budget, openFiles: openFiles)
             loader.onChange = { [weak self] in self?.changeHandler(path) }
             loaders[source.url] = loader
         }
         return name
+    }
+
+    /// Drops the loaders no name in the tree leads to any more, keeping
+    /// them weakly (`retired`); returns them, to stop and flush once the
+    /// lock is let go. Linear in the tree. Call with `lock` held.
+    private func retireUnreferenced() -> [FileLoader] {
+        var live = Set<String>(minimumCapacity: loaders.count)
+        func collect(_ directory: Directory) {
+            for child in directory.children.values {
+                switch child {
+                case .file(let url): live.insert(url)
+                case .directory(let sub): collect(sub)
+                }
+            }
+        }
+        collect(root)
+        retired = retired.filter { $0.value.loader != nil }
+        var dropped: [FileLoader] = []
+        for (url, loader) in loaders where !live.contains(url) {
+            loaders[url] = nil
+            retired[url] = WeakLoader(loader)
+            dropped.append(loader)
+        }
+        return dropped
+    }
+
+    /// Stops what dropped loaders were fetching and saves their metadata.
+    /// Call without `lock`.
+    private func settle(_ dropped: [FileLoader]) {
+        for loader in dropped {
+            loader.stopTransfers()
+            loader.flush()
+        }
     }
 
     /// Starts the background thread
@@ -228,7 +278,10 @@ public final class Catalog: @unchecked Sendable {
     }
 
     public func flushAll() {
-        for loader in allLoaders { loader.flush() }
+        lock.lock()
+        let retiredInUse = retired.values.compactMap(\.loader)
+        lock.unlock()
+        for loader in allLoaders + retiredInUse { loader.flush() }
     }
 
     // MARK: The tree
@@ -303,7 +356,6 @@ public final class Catalog: @unchecked Sendable {
         }
         let now = Date().timeIntervalSince1970
         lock.lock()
-        defer { lock.unlock() }
         let old = directory.children
         directory.order = []
         directory.children = [:]
@@ -318,7 +370,15 @@ public final class Catalog: @unchecked Sendable {
         }
         directory.listedAt = now
         directory.refreshAt = now + dirCacheTime
-        Log.debug("listed \(MediaError.redacted(url)): \(entries.count) entries")
+        // Names that left (a file, or a directory and all below it) take
+        // their loaders with them, unless another name still leads there.
+        let kept = Set(directory.children.values.map(\.identity))
+        let left = old.values.contains { !kept.contains($0.identity) }
+        let dropped = left ? retireUnreferenced() : []
+        lock.unlock()
+        settle(dropped)
+        Log.debug("listed \(MediaError.redacted(url)): \(entries.count) entries"
+                  + (dropped.isEmpty ? "" : ", \(dropped.count) files gone"))
     }
 
     /// `user.mediafs.refresh` on a listed directory: lists it again now, on
@@ -449,26 +509,10 @@ public final class Catalog: @unchecked Sendable {
             throw MediaError(ENOENT, "no file named '\(trimmed)' in the mount root")
         }
         root.order.removeAll { $0 == trimmed }
-        var orphan: FileLoader?
-        if case .file(let url) = child, !referenced(url, in: root) {
-            orphan = loaders.removeValue(forKey: url)
-        }
+        let dropped = retireUnreferenced()
         lock.unlock()
-        if let orphan {
-            orphan.stopTransfers()
-            orphan.flush()
-        }
+        settle(dropped)
         Log.info("removed \(trimmed)")
-    }
-
-    /// Call with `lock` held.
-    private func referenced(_ url: String, in directory: Directory) -> Bool {
-        directory.children.values.contains { child in
-            switch child {
-            case .file(let other): return other == url
-            case .directory(let sub): return referenced(url, in: sub)
-            }
-        }
     }
 
     // MARK: Opening
