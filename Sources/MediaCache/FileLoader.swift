@@ -248,7 +248,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     func startProbe(priority: FetchRequest.Priority = .read) {
         // The completion may run before `start` returns; it waits for the
         // lock held here, so the state below is set first.
-        probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority) { [self] result in
+        // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
+        // a listing's stays byte-frugal.
+        let firstBytes = priority == .read ? settings.probeFirstBytes : 0
+        probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority,
+                                            firstBytes: firstBytes, handover: { [self] info, id, head in
+            self.adoptProbe(info, id: id, head: head, limit: firstBytes)
+        }) { [self] result in
             self.probeFinished(result)
         })
     }
@@ -258,16 +264,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         defer { lock.broadcast(); lock.unlock() }
         switch result {
         case .success(let learned):
-            // A new entry: its data file is made when first needed.
-            openFiles.replace(ObjectIdentifier(self), with: nil)
-            hasEntry = true
-            info = learned
-            present = ByteRangeSet()
-            lastValidated = Int64(Self.now())
-            lastAccess = lastValidated
-            dirty = true
-            probe = .idle
-            probeAttempts = 0
+            take(learned)
         case .failure(let error) where error.errno == EIO && probeAttempts + 1 < settings.maxAttempts:
             // A transient failure (unreachable, 5xx): lookups waiting now,
             // or coming later, probe again after a backoff, bounded by their
@@ -281,6 +278,20 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             probe = .failed(error, at: Self.now())
             probeAttempts = 0
         }
+    }
+
+    /// A probe's answer: a new entry. Call with `lock` held.
+    func take(_ learned: ContentInfo) {
+        // Its data file is made when first needed.
+        openFiles.replace(ObjectIdentifier(self), with: nil)
+        hasEntry = true
+        info = learned
+        present = ByteRangeSet()
+        lastValidated = Int64(Self.now())
+        lastAccess = lastValidated
+        dirty = true
+        probe = .idle
+        probeAttempts = 0
     }
 
     // MARK: Reading

@@ -22,5 +22,9 @@ public struct LoaderSettings: Sendable {
     /// stopping it would cost about what finishing it does.
     public var cancelTolerance: Int64 = 256 << 10
 
+    /// A lookup's probe asks for this many first bytes with a ranged GET
+    /// (0: HEAD), so the first read finds them on their way.
+    public var probeFirstBytes: Int64 = 256 << 10
+
     public init() {}
 }
