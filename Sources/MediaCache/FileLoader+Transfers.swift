@@ -27,8 +27,9 @@ extension FileLoader {
         take(learned)
         let end = min(limit, learned.length)
         let reserved = budget?.reserve(upTo: end) ?? 0
+        // Asked for before the loader knew of it: no round trip to learn.
         transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
-                                 reserved: reserved)
+                                 reserved: reserved, askedAt: nil)
         statistics.requests.add(1, ordering: .relaxed)
         statistics.transfersInFlight.add(1, ordering: .relaxed)
         guard accept(head, of: id) else {
@@ -87,6 +88,9 @@ extension FileLoader {
             lock.broadcast()
             return false
         }
+        let now = Self.now()
+        if let askedAt = transfer.askedAt { settings.link?.roundTrip(now - askedAt, to: source.url) }
+        transfer.head = (now, transfer.position)
         transfers[id] = transfer
         return true
     }
@@ -171,6 +175,9 @@ extension FileLoader {
         budget?.release(transfer.reserved)
         // Stopped by a seek, a close or a purge: says nothing of the server.
         if transfer.cancelled { return }
+        if error == nil, let head = transfer.head {
+            settings.link?.body(transfer.position - head.position, took: Self.now() - head.at, from: source.url)
+        }
         // Every byte asked for arrived (a body longer than asked was cut there).
         if transfer.position >= transfer.end {
             lastError = nil
