@@ -221,7 +221,8 @@ def test_if_range_is_answered_by_the_tier_from_its_slices_and_never_reaches_the_
     second = mount(tier.url("same.bin"), extra=MOUNT_ARGS)
     assert read_range(second.path("same.bin"), 20 * MiB, 3 * MiB) == data[20 * MiB:23 * MiB]
     tier.tier.wait_quiet()
-    ranged = [e for e in tier.tier.log() if e.method == "GET" and e.range]
+    # The lookup's probe (a GET of the first 512 KiB) knows no validator yet.
+    ranged = [e for e in tier.tier.log() if e.method == "GET" and e.range and e.range != "bytes=0-524287"]
     assert ranged, tier.tier.log()
     assert all(e.if_range == etag and e.status == 206 and e.etag == etag for e in ranged), ranged
     assert tier.origin.log() == [], "the tier held every slice, yet asked the origin"

@@ -185,7 +185,7 @@ def test_far_seek_cancels_the_handles_readahead(mount, srv):
 
 
 def test_waiting_reader_gets_bytes_before_the_transfer_ends(mount, srv):
-    size = 1 * MiB
+    size = 2 * MiB
     data = data_of(size, 5)
     _, path = mount_one(mount, srv, "slow.bin", data)
     srv.set_fault("slow.bin", "drip", bytes_per_sec=64 * KiB, chunk=4 * KiB)
@@ -193,15 +193,17 @@ def test_waiting_reader_gets_bytes_before_the_transfer_ends(mount, srv):
     # A 256 KiB read starts a 256 KiB transfer (about 4 s at this rate); a
     # 4 KiB read of its first page joins it and must not wait for its end.
     # O_DIRECT keeps the second read off the pages the first one has locked.
-    big = in_thread(lambda: pread_direct(path, 0, 256 * KiB))
+    # Past the first bytes, which the probe brought.
+    at = 1 * MiB
+    big = in_thread(lambda: pread_direct(path, at, 256 * KiB))
     srv.wait_for(lambda rs: any(r.method == "GET" for r in rs), SERVER_WAIT)
-    small = pread_direct(path, 0, 4 * KiB)
+    small = pread_direct(path, at, 4 * KiB)
     snapshot = gets(srv, "slow.bin")
 
-    assert small == data[:4 * KiB]
+    assert small == data[at:at + 4 * KiB]
     assert len(snapshot) == 1 and not snapshot[0].done, (
         f"the 4 KiB read returned only after its transfer ended:\n{describe(snapshot)}")
-    assert big() == data[:256 * KiB]
+    assert big() == data[at:at + 256 * KiB]
     srv.wait_idle(SERVER_WAIT)
 
 

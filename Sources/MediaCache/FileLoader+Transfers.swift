@@ -14,6 +14,40 @@ extension FileLoader {
     public func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
         lock.lock()
         defer { lock.unlock() }
+        return accept(head, of: id)
+    }
+
+    /// A lookup's ranged GET probe learned the info: it is taken as the
+    /// probe's answer, and the transfer, still running, as one of the first
+    /// `limit` bytes, which a first read joins instead of asking again.
+    /// Returns the delegate for its body; nil stops it.
+    func adoptProbe(_ learned: ContentInfo, id: TransferID, head: ResponseHead, limit: Int64) -> TransferDelegate? {
+        lock.lock()
+        defer { lock.broadcast(); lock.unlock() }
+        take(learned)
+        let end = min(limit, learned.length)
+        let reserved = budget?.reserve(upTo: end) ?? 0
+        // Asked for before the loader knew of it: no round trip to learn.
+        transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
+                                 reserved: reserved, askedAt: nil)
+        statistics.requests.add(1, ordering: .relaxed)
+        statistics.transfersInFlight.add(1, ordering: .relaxed)
+        guard accept(head, of: id) else {
+            transfers[id] = nil
+            budget?.release(reserved)
+            statistics.transfersInFlight.add(-1, ordering: .relaxed)
+            return nil
+        }
+        // A server without ranges answers with the whole body: only the
+        // first bytes are kept, as a HEAD would have fetched none.
+        transfers[id]!.end = min(transfers[id]!.end, end)
+        Log.debug("GET \(source.displayURL) bytes 0-\(end - 1) (with the probe)")
+        return self
+    }
+
+    /// Checks a transfer's head against what is known of the file.
+    /// Call with `lock` held.
+    func accept(_ head: ResponseHead, of id: TransferID) -> Bool {
         guard var transfer = transfers[id], !transfer.cancelled, let info else { return false }
         let problem: MediaError?
         if let change = Self.change(from: info, to: head) {
@@ -54,6 +88,9 @@ extension FileLoader {
             lock.broadcast()
             return false
         }
+        let now = Self.now()
+        if let askedAt = transfer.askedAt { settings.link?.roundTrip(now - askedAt, to: source.url) }
+        transfer.head = (now, transfer.position)
         transfers[id] = transfer
         return true
     }
@@ -138,7 +175,11 @@ extension FileLoader {
         budget?.release(transfer.reserved)
         // Stopped by a seek, a close or a purge: says nothing of the server.
         if transfer.cancelled { return }
-        if error == nil && transfer.position >= transfer.end {
+        if error == nil, let head = transfer.head {
+            settings.link?.body(transfer.position - head.position, took: Self.now() - head.at, from: source.url)
+        }
+        // Every byte asked for arrived (a body longer than asked was cut there).
+        if transfer.position >= transfer.end {
             lastError = nil
             failuresInARow = 0
             retryAt = 0

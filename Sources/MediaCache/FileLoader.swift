@@ -33,6 +33,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         var priority: FetchRequest.Priority
         /// Room under the cache limits reserved for its bytes, not yet used.
         var reserved: Int64 = 0
+        /// When it was asked for (nil: unknown), then when its head came and
+        /// where its body began: the link's round trip and rate.
+        var askedAt: Double? = FileLoader.now()
+        var head: (at: Double, position: Int64)?
     }
 
     enum ProbeState {
@@ -248,7 +252,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     func startProbe(priority: FetchRequest.Priority = .read) {
         // The completion may run before `start` returns; it waits for the
         // lock held here, so the state below is set first.
-        probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority) { [self] result in
+        // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
+        // a listing's stays byte-frugal.
+        let firstBytes = priority == .read ? settings.probeFirstBytes : 0
+        probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority,
+                                            firstBytes: firstBytes, handover: { [self] info, id, head in
+            self.adoptProbe(info, id: id, head: head, limit: firstBytes)
+        }) { [self] result in
             self.probeFinished(result)
         })
     }
@@ -258,16 +268,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         defer { lock.broadcast(); lock.unlock() }
         switch result {
         case .success(let learned):
-            // A new entry: its data file is made when first needed.
-            openFiles.replace(ObjectIdentifier(self), with: nil)
-            hasEntry = true
-            info = learned
-            present = ByteRangeSet()
-            lastValidated = Int64(Self.now())
-            lastAccess = lastValidated
-            dirty = true
-            probe = .idle
-            probeAttempts = 0
+            take(learned)
         case .failure(let error) where error.errno == EIO && probeAttempts + 1 < settings.maxAttempts:
             // A transient failure (unreachable, 5xx): lookups waiting now,
             // or coming later, probe again after a backoff, bounded by their
@@ -281,6 +282,20 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             probe = .failed(error, at: Self.now())
             probeAttempts = 0
         }
+    }
+
+    /// A probe's answer: a new entry. Call with `lock` held.
+    func take(_ learned: ContentInfo) {
+        // Its data file is made when first needed.
+        openFiles.replace(ObjectIdentifier(self), with: nil)
+        hasEntry = true
+        info = learned
+        present = ByteRangeSet()
+        lastValidated = Int64(Self.now())
+        lastAccess = lastValidated
+        dirty = true
+        probe = .idle
+        probeAttempts = 0
     }
 
     // MARK: Reading
@@ -379,14 +394,18 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 - wanted.upperBound : 0
             return beginRead(wanted, delivered: ByteRangeSet(), cachedAhead: ahead)
         }
+        // A reader that looks sequential fetches at least a round trip's worth
+        // of the link: less leaves it idle while the reader comes back for more.
+        let window = pattern.looksSequential
+            ? max(pattern.window, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0) : pattern.window
         let wait = nextWait
         nextWait += 1
         waits[wait] = Wait(range: wanted, buffer: buffer)
         defer { waits[wait] = nil }
         var available = availability(of: wait)
-        try requestHoles(in: available.missing(in: wanted), window: pattern.window, owner: owner,
+        try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
                          info: info, attempts: &attempts)
-        readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
+        readAhead(from: wanted.upperBound, window: window, owner: owner, info: info)
         while !available.contains(wanted) {
             let wake = retryAt > Self.now() ? min(deadline, Date(timeIntervalSince1970: retryAt)) : deadline
             if !lock.wait(until: wake) && wake == deadline {
@@ -399,7 +418,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 throw MediaError.io("\(source.displayURL) changed on the server during the read")
             }
             available = availability(of: wait)
-            try requestHoles(in: available.missing(in: wanted), window: pattern.window, owner: owner,
+            try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
                              info: info, attempts: &attempts)
         }
         if generation != startGeneration {
@@ -543,6 +562,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     func startTransfer(at start: Int64, end wantedEnd: Int64, owner: ObjectIdentifier, info: ContentInfo,
                        priority: FetchRequest.Priority = .read, mustReach: Int64 = 0) -> Int64 {
         var end = min(wantedEnd, info.length)
+        if info.length - end <= settings.tailStretch { end = info.length }
         if let next = present.nextPresent(atOrAfter: start) { end = min(end, next) }
         for transfer in transfers.values where !transfer.cancelled && transfer.position > start {
             end = min(end, transfer.position)

@@ -22,5 +22,16 @@ public struct LoaderSettings: Sendable {
     /// stopping it would cost about what finishing it does.
     public var cancelTolerance: Int64 = 256 << 10
 
+    /// A lookup's probe asks for this many first bytes with a ranged GET
+    /// (0: HEAD), so the first read finds them on their way.
+    public var probeFirstBytes: Int64 = 512 << 10
+
+    /// A fetch that would stop this close to the end of the file reaches
+    /// it: an mp4's `moov` or an mkv's cues there would cost a round trip more.
+    public var tailStretch: Int64 = 256 << 10
+    /// Where transfers learn the link's round trip and rate, and a reader
+    /// after an open or a seek learns how much one fetch must ask for.
+    public var link: LinkEstimate? = LinkEstimate.shared
+
     public init() {}
 }

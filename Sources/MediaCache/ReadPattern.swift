@@ -19,6 +19,16 @@ public final class ReadPattern: @unchecked Sendable {
     var generation: Int?
     private var nextOffset: Int64 = -1
     private var streakBytes: Int64 = 0
+    /// Reads in the current streak: from the second on, a reader looks
+    /// sequential (a random reader's every read starts a streak).
+    private var streakReads = 0
+    /// A read this big is the kernel reading ahead of a reader it thinks
+    /// streams (or one reading big pieces): the first read after a seek.
+    public static let largeRead: Int64 = 32 << 10
+
+    /// Whether the reader streams, or starts to: its fetches may be sized
+    /// to the link rather than to the read.
+    var looksSequential: Bool { streakReads > 1 || streakBytes >= Self.largeRead }
     private(set) var window: Int64 = 0
 
     public init() {}
@@ -28,9 +38,11 @@ public final class ReadPattern: @unchecked Sendable {
         let follows = nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
         if follows {
             streakBytes += end - offset
+            streakReads += 1
             nextOffset = max(nextOffset, end)
         } else {
             streakBytes = end - offset
+            streakReads = 1
             nextOffset = end
         }
         window = streakBytes < Self.streakBeforeReadahead ? 0 : min(streakBytes / 2, Self.maxWindow)

@@ -1,0 +1,130 @@
+// The round trips a cold read saves (issue 12), counted at a FakeFetcher:
+// a lookup's probe is a ranged GET whose body the loader keeps, a fetch near
+// the end reaches it, and LinkEstimate's bytes per round trip. Functional
+// only: no test asserts how long anything took.
+import Foundation
+import XCTest
+@testable import MediaCache
+
+final class RoundTripTests: XCTestCase {
+    private var base = ""
+    private var store: CacheStore!
+    private var fetcher: FakeFetcher!
+    private let url = "https://media.example/films/video.mp4"
+    private static let kib: Int64 = 1 << 10
+
+    override func setUpWithError() throws {
+        base = try TemporaryDirectory.make("roundtrip")
+        store = try CacheStore(root: base)
+        fetcher = FakeFetcher()
+    }
+
+    override func tearDownWithError() throws {
+        fetcher.shutdown()
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    private func makeLoader(fetching: Fetching? = nil) -> FileLoader {
+        var settings = LoaderSettings()
+        settings.timeout = 5
+        settings.link = nil
+        return FileLoader(source: Source(name: "video.mp4", url: url), store: store, fetcher: fetching ?? fetcher,
+                          settings: settings)
+    }
+
+    private func addContent(count: Int) -> [UInt8] {
+        let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        fetcher.add(url, bytes: bytes)
+        return bytes
+    }
+
+    private func read(_ loader: FileLoader, at offset: Int64, count: Int) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0xEE, count: count)
+        let n = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: offset, pattern: ReadPattern()) }
+        return Array(buffer[..<n])
+    }
+
+    func testLookup_probesWithOneRangedGet_andAFirstReadInsideItSendsNothingMore() throws {
+        let source = addContent(count: 4 << 20)
+        let loader = makeLoader()
+        let first = LoaderSettings().probeFirstBytes
+        XCTAssertEqual(try loader.contentInfo().length, 4 << 20)
+        XCTAssertEqual(try read(loader, at: 1000, count: 5000), Array(source[1000..<6000]))
+        XCTAssertEqual(try read(loader, at: first - 4096, count: 4096), Array(source[Int(first) - 4096..<Int(first)]))
+        XCTAssertTrue(fetcher.waitUntil { $0.allRecords.allSatisfy(\.finished) })
+        XCTAssertEqual(fetcher.allRecords.map(\.method), [.get])
+        XCTAssertEqual(fetcher.gets.map(\.range), [0..<first])
+    }
+
+    func testBackgroundProbe_ofAListingsEntry_isAHead() throws {
+        _ = addContent(count: 1 << 20)
+        let loader = makeLoader()
+        loader.prefetchInfo()
+        XCTAssertTrue(fetcher.waitUntil { _ in loader.knowsInfo })
+        XCTAssertEqual(fetcher.allRecords.map(\.method), [.head])
+    }
+
+    func testLookup_ofAnEmptyFile_learnsLengthZeroFromThe416_withoutAHead() throws {
+        _ = addContent(count: 0)
+        let loader = makeLoader()
+        XCTAssertEqual(try loader.contentInfo().length, 0)
+        XCTAssertEqual(try read(loader, at: 0, count: 100), [])
+        XCTAssertEqual(fetcher.allRecords.map(\.status), [416])
+    }
+
+    func testLookup_answeredWithoutATotal_fallsBackToHead_andReadsRight() throws {
+        let source = addContent(count: 1 << 20)
+        let hostile = HeaderRewritingFetcher(fetcher) { request, head in
+            guard request.method == .get, request.range?.lowerBound == 0 else { return head }
+            var head = head
+            head.headers["content-range"] = "bytes 0-9223372036854775807/*"
+            return head
+        }
+        let loader = makeLoader(fetching: hostile)
+        XCTAssertEqual(try loader.contentInfo().length, 1 << 20)
+        XCTAssertEqual(fetcher.allRecords.map(\.method), [.get, .head])
+        XCTAssertEqual(try read(loader, at: 600_000, count: 1000), Array(source[600_000..<601_000]))
+    }
+
+    func testLookup_ofAServerWithoutRanges_keepsOnlyTheFirstBytes_andEveryByteReadsRight() throws {
+        let source = addContent(count: 3 << 20)
+        fetcher.update(url) { $0.ignoresRange = true }
+        let loader = makeLoader()
+        let first = LoaderSettings().probeFirstBytes
+        XCTAssertEqual(try loader.contentInfo().length, 3 << 20)
+        XCTAssertTrue(fetcher.waitUntil { $0.allRecords.allSatisfy(\.finished) })
+        XCTAssertEqual(fetcher.allRecords.count, 1)
+        XCTAssertLessThanOrEqual(fetcher.allRecords[0].delivered, first + fetcher.chunkSize)
+        XCTAssertEqual(try read(loader, at: 2 << 20, count: 1000), Array(source[(2 << 20)..<((2 << 20) + 1000)]))
+    }
+
+    func testRead_endingNearTheEndOfTheFile_fetchesToTheEnd() throws {
+        let size = 8 << 20
+        let source = addContent(count: size)
+        let loader = makeLoader()
+        _ = try loader.contentInfo()
+        let offset = Int64(size) - 200 * Self.kib
+        XCTAssertEqual(try read(loader, at: offset, count: 4096), Array(source[Int(offset)..<Int(offset) + 4096]))
+        XCTAssertEqual(fetcher.gets.last?.range, offset..<Int64(size))
+    }
+
+    func testLinkEstimate_isRoundTripTimesRate_zeroOnLoopback_andBounded() {
+        let link = LinkEstimate()
+        let far = "https://far.example/a.mp4", near = "http://127.0.0.1:8080/a.mp4"
+        XCTAssertEqual(link.bytesPerRoundTrip(to: far), 0)
+        link.roundTrip(0.300, to: far)
+        link.roundTrip(0.100, to: "https://far.example/other.mkv")
+        link.body(1 << 20, took: 0.5, from: far)
+        link.body(1 << 20, took: 0.25, from: far)
+        link.body(1 << 10, took: 0.0001, from: far)   // too short to tell a rate
+        XCTAssertEqual(link.bytesPerRoundTrip(to: far), Int64(0.100 * Double(4 << 20)))
+        link.roundTrip(0.0005, to: near)
+        link.body(64 << 20, took: 0.05, from: near)
+        XCTAssertEqual(link.bytesPerRoundTrip(to: near), 0)
+        link.body(1 << 30, took: 0.5, from: far)
+        XCTAssertEqual(link.bytesPerRoundTrip(to: far), LinkEstimate.maxBytes)
+        link.roundTrip(.infinity, to: far)
+        link.roundTrip(-1, to: far)
+        XCTAssertEqual(link.bytesPerRoundTrip(to: far), LinkEstimate.maxBytes)
+    }
+}

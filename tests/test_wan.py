@@ -1,0 +1,137 @@
+"""Round trips a cold read saves (issue 12), counted at the server.
+
+A lookup's probe is a ranged GET whose bytes are kept, so the first read
+sends nothing more; a fetch ending near the end of the file reaches it; a
+cold ffprobe of an mp4 with its index at the end takes few requests.
+Functional only: timeouts are bounds against a hang, never measurements.
+"""
+
+import os
+import subprocess
+
+from harness import data_of
+
+KiB, MiB = 1024, 1024 * 1024
+PROBE_BYTES = 512 * KiB     # LoaderSettings.probeFirstBytes
+TAIL_STRETCH = 256 * KiB    # LoaderSettings.tailStretch
+WAIT = 30.0
+
+
+def describe(records):
+    return "\n".join(f"  {r.method} {r.range} status={r.status} sent={r.bytes_sent}" for r in records) \
+        or "  (no requests)"
+
+
+def pread_uncached(path, offset, size):
+    """pread with the kernel's readahead off: mediafs sees just this read."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        return os.pread(fd, size, offset)
+    finally:
+        os.close(fd)
+
+
+def test_a_lookup_probes_with_one_ranged_get_and_the_first_read_sends_nothing_more(mount, srv):
+    data = data_of(4 * MiB, 21)
+    srv.add("first.bin", data)
+    m = mount(srv.url("first.bin"))
+    path = m.path("first.bin")
+    assert os.stat(path).st_size == len(data)
+    assert pread_uncached(path, 0, 4096) == data[:4096]
+    assert pread_uncached(path, 100 * KiB, 64 * KiB) == data[100 * KiB:164 * KiB]
+    recs = srv.wait_idle(WAIT)
+    assert [(r.method, r.range) for r in recs] == [("GET", f"bytes=0-{PROBE_BYTES - 1}")], describe(recs)
+
+
+def test_a_listings_background_probes_stay_head_only(mount, srv):
+    names = {"one.bin": data_of(300 * KiB, 22), "two.bin": data_of(400 * KiB, 23)}
+    for name, data in names.items():
+        srv.add(f"media/{name}", data)
+    rows = "\n".join(f'<a href="{n}">{n}</a>' for n in sorted(names))
+    srv.add("media/", f"<html><body><pre>{rows}</pre></body></html>\n".encode(), content_type="text/html")
+    m = mount(srv.url("media/"))
+    assert sorted(os.listdir(m.path("media"))) == sorted(names)
+    probes = srv.wait_for(lambda recs: (lambda p: p if len(p) >= 2 else None)(
+        [r for r in recs if r.path != "/media/"]), timeout=WAIT)
+    assert probes, describe(srv.requests)
+    srv.wait_idle(WAIT)
+    probes = [r for r in srv.requests if r.path != "/media/"]
+    assert all(r.method == "HEAD" for r in probes), describe(probes)
+
+
+def test_a_read_that_would_end_near_the_end_of_the_file_fetches_to_the_end(mount, srv):
+    size = 8 * MiB + 1234
+    data = data_of(size, 24)
+    srv.add("tail.bin", data)
+    m = mount(srv.url("tail.bin"))
+    path = m.path("tail.bin")
+    assert os.stat(path).st_size == size
+    srv.wait_idle(WAIT)
+    srv.clear_log()
+    offset = (size - 200 * KiB) // 4096 * 4096   # the kernel reads whole pages
+    assert pread_uncached(path, offset, 4096) == data[offset:offset + 4096]
+    assert pread_uncached(path, size - 4096, 4096) == data[-4096:]
+    recs = srv.wait_idle(WAIT)
+    assert len(recs) == 1 and recs[0].range in (f"bytes={offset}-{size - 1}", f"bytes={offset}-"), describe(recs)
+    assert recs[0].bytes_sent == size - offset, describe(recs)
+
+
+def test_a_read_far_from_the_end_is_not_stretched(mount, srv):
+    size = 8 * MiB
+    data = data_of(size, 25)
+    srv.add("mid.bin", data)
+    m = mount(srv.url("mid.bin"))
+    path = m.path("mid.bin")
+    assert os.stat(path).st_size == size
+    srv.wait_idle(WAIT)
+    srv.clear_log()
+    offset = size - TAIL_STRETCH - 64 * KiB
+    assert pread_uncached(path, offset, 4096) == data[offset:offset + 4096]
+    recs = srv.wait_idle(WAIT)
+    assert sum(r.bytes_sent for r in recs) < 64 * KiB, describe(recs)
+
+
+def test_an_empty_file_probed_with_a_ranged_get_reads_empty(mount, srv):
+    srv.add("empty.bin", b"")
+    m = mount(srv.url("empty.bin"))
+    path = m.path("empty.bin")
+    assert os.stat(path).st_size == 0
+    assert open(path, "rb").read() == b""
+    recs = srv.wait_idle(WAIT)
+    assert len(recs) <= 2 and all(r.bytes_sent == 0 for r in recs), describe(recs)
+
+
+def test_a_server_without_ranges_answers_the_probe_and_every_byte_reads_right(mount, srv):
+    data = data_of(3 * MiB + 17, 26)
+    srv.add("whole.bin", data)
+    srv.set_fault("whole.bin", "ignore_range")
+    m = mount(srv.url("whole.bin"))
+    path = m.path("whole.bin")
+    assert os.stat(path).st_size == len(data)
+    assert open(path, "rb").read() == data
+    assert pread_uncached(path, 2 * MiB, 4096) == data[2 * MiB:2 * MiB + 4096]
+
+
+def moov_at_end_mp4(path):
+    """A few MiB of mp4 with its `moov` after `mdat` (ffmpeg's default)."""
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc2=size=640x360:rate=25", "-t", "10", "-c:v", "libx264", "-preset", "ultrafast",
+                    "-qp", "0", "-f", "mp4", str(path)], check=True, timeout=120)
+    data = path.read_bytes()
+    assert data.find(b"moov") > data.find(b"mdat") > 0, "ffmpeg wrote moov before mdat"
+    assert len(data) > 3 * PROBE_BYTES, f"only {len(data)} bytes: too small to tell"
+    return data
+
+
+def test_a_cold_ffprobe_of_a_moov_at_the_end_mp4_takes_few_requests_and_little(mount, srv, tmp_path):
+    srv.add("late-moov.mp4", moov_at_end_mp4(tmp_path / "late-moov.mp4"), content_type="video/mp4")
+    m = mount(srv.url("late-moov.mp4"))
+    out = subprocess.run(["ffprobe", "-v", "error", "-show_format", "-show_streams", str(m.path("late-moov.mp4"))],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    recs = srv.wait_idle(WAIT)
+    # Before: HEAD, the first 128 KiB, the moov in two parts, the bytes after the first read.
+    assert len(recs) <= 2 and not any(r.method == "HEAD" for r in recs), describe(recs)
+    assert recs[-1].range.endswith(f"-{len(srv.data('late-moov.mp4')) - 1}"), describe(recs)
+    assert sum(r.bytes_sent for r in recs) <= 1 * MiB, describe(recs)
