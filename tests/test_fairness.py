@@ -46,6 +46,9 @@ def test_a_read_of_another_file_takes_the_next_free_place_ahead_of_24_waiting_re
     srv.add("b.bin", data_b)
     m = mount(srv.url("a.bin"), srv.url("b.bin"), extra=("--timeout", "60"))
     path_a, path_b = m.path("a.bin"), m.path("b.bin")
+    # Listed first, so the stats wait on HEAD probes, not a lookup's GET of
+    # the first bytes (which would cache some of the pieces below).
+    assert sorted(os.listdir(m.mountpoint)) == ["a.bin", "b.bin"]
     assert os.stat(path_a).st_size == size and os.stat(path_b).st_size == size
 
     readers, holes, piece = 8, 3, 32 * KiB

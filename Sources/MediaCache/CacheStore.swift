@@ -119,7 +119,7 @@ public final class CacheStore: Sendable {
     /// it costs a probe, a torn one fails its checksum, and 100,000 fsyncs
     /// would take minutes at unmount.
     public func saveMeta(_ m: EntryMeta, forKey key: String, durable: Bool = true) throws {
-        let dir = try entryDirectory(forKey: key)
+        let dir = try entryDirectory(forKey: key, durable: durable)
         let temp = "\(dir)/meta.tmp.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
         let fd = retryingEINTR { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else {
@@ -138,7 +138,10 @@ public final class CacheStore: Sendable {
             unlink(temp)
             throw MediaError.system("cannot rename \(temp) to meta", errno: code)
         }
-        if durable, let code = syncDirectory(dir) { throw MediaError.system("cannot fsync \(dir)", errno: code) }
+        if durable, let code = syncDirectory(dir) ?? syncDirectory(parentDirectory(of: dir)) {
+            // The entry's own directory too: a probe's save made it without.
+            throw MediaError.system("cannot fsync \(dir)", errno: code)
+        }
     }
 
     /// Removes the entry's metadata durably, making the entry a miss: for
@@ -258,9 +261,13 @@ public final class CacheStore: Sendable {
         trash.emptyNow()
     }
 
-    private func entryDirectory(forKey key: String) throws -> String {
+    /// The entry's directory, made if need be; made durably in its parent
+    /// unless `durable` is false (a probe's save: syncing 100,000 new
+    /// directories one by one took most of an unmount).
+    private func entryDirectory(forKey key: String, durable: Bool = true) throws -> String {
         let dir = directory(forKey: key)
-        if let code = makeDirectories(dir, mode: 0o700) {
+        if let code = makeDirectories(parentDirectory(of: dir), mode: 0o700)
+            ?? makeDirectories(dir, mode: 0o700, durable: durable) {
             throw MediaError.system("cannot create \(dir)", errno: code)
         }
         return dir
@@ -268,19 +275,20 @@ public final class CacheStore: Sendable {
 }
 
 /// mkdir -p. Returns the errno of the failure, or nil. A directory it creates
-/// is made durable in its parent so a crash cannot lose a committed entry.
-private func makeDirectories(_ path: String, mode: mode_t) -> Int32? {
+/// is made durable in its parent (when `durable`) so a crash cannot lose a
+/// committed entry.
+private func makeDirectories(_ path: String, mode: mode_t, durable: Bool = true) -> Int32? {
     var st = stat()
     if stat(path, &st) == 0 {
         return (st.st_mode & S_IFMT) == S_IFDIR ? nil : ENOTDIR
     }
     let parent = parentDirectory(of: path)
-    if parent != path, let code = makeDirectories(parent, mode: mode) { return code }
+    if parent != path, let code = makeDirectories(parent, mode: mode, durable: durable) { return code }
     if mkdir(path, mode) != 0 {
         let code = errno
         return code == EEXIST ? nil : code
     }
-    _ = syncDirectory(parent)
+    if durable { _ = syncDirectory(parent) }
     return nil
 }
 

@@ -14,7 +14,9 @@ public final class LinkEstimate: Sendable {
     public static let maxBytes: Int64 = 8 << 20
     /// Below this round trip (loopback, a LAN) the kernel's own readahead
     /// hides the wait; fetching more would only fetch bytes nobody reads.
-    static let minRoundTrip = 0.002
+    /// Well above loopback's: a loaded machine's local server answered in
+    /// 2-5 ms, and random reads then fetched megabytes each.
+    static let minRoundTrip = 0.010
     /// Bodies shorter than this end too soon to tell the rate.
     static let minRateSample: Int64 = 128 << 10
     /// Samples kept per origin: a route or load that changed is forgotten within these.
