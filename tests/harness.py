@@ -9,6 +9,7 @@ mount_one checks that the mounted file has the served size.
 """
 
 import json
+import mmap
 import os
 import pwd
 import random
@@ -279,6 +280,20 @@ def read_range(path, offset, size, *, once=False):
             out += chunk
         return out
     finally:
+        os.close(fd)
+
+
+def pread_direct(path, offset, size):
+    """pread with O_DIRECT, past the page cache, straight to mediafs: a fresh
+    handle asks for exactly these bytes (no readahead window yet). offset
+    and size must be multiples of the page size."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, max(size, mmap.PAGESIZE))
+    try:
+        n = os.preadv(fd, [buf], offset)
+        return bytes(buf[:n])
+    finally:
+        buf.close()
         os.close(fd)
 
 

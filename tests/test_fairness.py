@@ -5,27 +5,13 @@ queue. Counted by the order in which the server sees the requests, never by
 the clock."""
 
 import json
-import mmap
 import os
 
-from harness import data_of, gets, in_thread, wait_until, xget
+from harness import data_of, gets, in_thread, pread_direct, wait_until, xget
 
 KiB, MiB = 1024, 1024 * 1024
 SERVER_WAIT = 30.0  # waiting for the server to see / finish a request
 PER_ORIGIN = 8      # CurlFetcher.maxConnectionsPerHost: transfers running per origin
-
-
-def pread_direct(path, offset, size):
-    """pread with O_DIRECT, past the page cache: a fresh handle asks for
-    exactly these bytes (no readahead window yet)."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-    buf = mmap.mmap(-1, max(size, mmap.PAGESIZE))
-    try:
-        n = os.preadv(fd, [buf], offset)
-        return bytes(buf[:n])
-    finally:
-        buf.close()
-        os.close(fd)
 
 
 def describe(records):

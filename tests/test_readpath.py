@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from harness import data_of, gets, in_thread, mount_one, read_range
+from harness import data_of, gets, in_thread, mount_one, pread_direct, read_range
 
 KiB, MiB = 1024, 1024 * 1024
 SERVER_WAIT = 30.0        # waiting for the server to see / finish a request
@@ -50,19 +50,6 @@ def open_random(path):
     fd = os.open(path, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
     return fd
-
-
-def pread_direct(path, offset, size):
-    """pread with O_DIRECT, past the page cache, straight to mediafs.
-    offset and size must be multiples of the page size."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-    buf = mmap.mmap(-1, max(size, mmap.PAGESIZE))
-    try:
-        n = os.preadv(fd, [buf], offset)
-        return bytes(buf[:n])
-    finally:
-        buf.close()
-        os.close(fd)
 
 
 def assert_sent_once(srv, name, size):
