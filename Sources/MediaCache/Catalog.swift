@@ -101,8 +101,9 @@ public final class Catalog: @unchecked Sendable {
     private let evictor: CacheEvictor?
     /// Room under the limits for new bytes, so they hold at every instant.
     private let budget: CacheBudget?
-    /// The data files open at once, a few hundred however many entries.
-    private let openFiles = OpenDataFiles(capacity: OpenDataFiles.defaultCapacity)
+    /// What every loader shares, with the data files open at once (a few
+    /// hundred however many entries).
+    private let context: LoaderContext
     /// Validators older than this are checked on open; nil: never.
     private let revalidateAfter: Double?
     /// How long a listing is believed before it is fetched again.
@@ -128,6 +129,8 @@ public final class Catalog: @unchecked Sendable {
     private let preloads = Worker(name: "mediafs-preload")
     /// Refreshes of listings, off the lookups' threads: one at a time.
     private let listings = Worker(name: "mediafs-listings")
+    /// A listing's background probes, a bounded number at a time.
+    private let feeder = ProbeFeeder()
 
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                 http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
@@ -143,13 +146,16 @@ public final class Catalog: @unchecked Sendable {
         self.dirCacheTime = dirCacheTime
         evictor = limits.map { CacheEvictor(store: store, limits: $0) }
         let stopping = self.stopping
-        budget = limits.map { _ in
+        let budget = limits.map { _ in
             CacheBudget {
                 stopping.lock()
                 stopping.broadcast()
                 stopping.unlock()
             }
         }
+        self.budget = budget
+        context = LoaderContext(store: store, fetcher: fetcher, settings: settings, statistics: statistics,
+                                budget: budget, openFiles: OpenDataFiles(capacity: OpenDataFiles.defaultCapacity))
         for source in sources { _ = insert(source, into: root) }
     }
 
@@ -164,8 +170,7 @@ public final class Catalog: @unchecked Sendable {
         if loaders[source.url] == nil {
             let path = directory.path + "/" + name
             let loader = retired.removeValue(forKey: source.url)?.loader
-                ?? FileLoader(source: Source(name: path, url: source.url), store: store, fetcher: fetcher,
-                              settings: settings, statistics: statistics, budget: budget, openFiles: openFiles)
+                ?? FileLoader(source: Source(name: path, url: source.url), context: context)
             loader.onChange = { [weak self] in self?.changeHandler(path) }
             loaders[source.url] = loader
         }
@@ -263,6 +268,7 @@ public final class Catalog: @unchecked Sendable {
         stopping.broadcast()
         while flusherRunning { stopping.wait() }
         stopping.unlock()
+        feeder.stop()
         // A refresh under way finishes (its fetch is bounded by the timeout).
         listings.stop(drain: false)
         preloads.stop(drain: false)
@@ -454,7 +460,7 @@ public final class Catalog: @unchecked Sendable {
     /// The names in a directory, in order, with whether each is a directory.
     /// A listing is usually followed by a stat of every entry (`ls -l`, a
     /// media server's scan): the entries whose size is not known yet are
-    /// probed now, in parallel in the background, so the stats wait for
+    /// probed in the background, in order, a bounded number in parallel (`ProbeFeeder`), so the stats wait for
     /// about one round trip, not one each.
     public func list(_ path: String) throws -> [(name: String, isDirectory: Bool)] {
         let directory = try directory(at: components(path))
@@ -472,7 +478,7 @@ public final class Catalog: @unchecked Sendable {
             }
         }
         lock.unlock()
-        for loader in files { loader.prefetchInfo() }
+        feeder.add(files.filter { !$0.knowsInfo })
         return entries
     }
 

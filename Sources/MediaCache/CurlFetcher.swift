@@ -189,6 +189,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private func admitQueued() {
         for id in admission.admit() {
             guard let transfer = waiting.removeValue(forKey: id) else { continue }
+            // Its capacity back once empty (see TransferAdmission.remove).
+            if waiting.isEmpty { waiting = [:] }
             admit(transfer)
         }
     }

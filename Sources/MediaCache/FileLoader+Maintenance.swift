@@ -142,7 +142,7 @@ extension FileLoader {
         let info = try contentInfo()
         lock.lock()
         defer { lock.unlock() }
-        let owner = ObjectIdentifier(preloadOwner)
+        let owner = preloadOwner
         cancelTransfers(of: owner, except: nil)
         let end = min(limit ?? info.length, info.length)
         for hole in present.missing(in: 0..<end) {

@@ -57,16 +57,18 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     static let diskReadahead: Int64 = 8 << 20
 
     public let source: Source
-    let store: CacheStore
-    let fetcher: Fetching
-    let settings: LoaderSettings
-    let statistics: Statistics
+    /// What the mount's loaders share.
+    let context: LoaderContext
+    var store: CacheStore { context.store }
+    var fetcher: Fetching { context.fetcher }
+    var settings: LoaderSettings { context.settings }
+    var statistics: Statistics { context.statistics }
     /// Room under the cache limits; nil: unlimited.
-    let budget: CacheBudget?
+    var budget: CacheBudget? { context.budget }
     /// The mount's table of open data files (a few hundred at most).
-    let openFiles: OpenDataFiles
+    var openFiles: OpenDataFiles { context.openFiles }
     /// The owner of preload transfers, as a handle owns its readahead.
-    let preloadOwner = ReadPattern()
+    var preloadOwner: ObjectIdentifier { ObjectIdentifier(self) }
     /// Serialises metadata saves and freeing, so an older snapshot never
     /// lands last and no save can claim bytes a freeing is punching.
     let flushLock = NSLock()
@@ -148,16 +150,16 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     }
     var changeHandler: (@Sendable () -> Void)?
 
-    public init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
-                statistics: Statistics = Statistics(), budget: CacheBudget? = nil,
-                openFiles: OpenDataFiles = OpenDataFiles()) {
-        self.budget = budget
-        self.openFiles = openFiles
+    public convenience init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
+                            statistics: Statistics = Statistics(), budget: CacheBudget? = nil,
+                            openFiles: OpenDataFiles = OpenDataFiles()) {
+        self.init(source: source, context: LoaderContext(store: store, fetcher: fetcher, settings: settings,
+                                                         statistics: statistics, budget: budget, openFiles: openFiles))
+    }
+
+    public init(source: Source, context: LoaderContext) {
         self.source = source
-        self.store = store
-        self.fetcher = fetcher
-        self.settings = settings
-        self.statistics = statistics
+        self.context = context
         // The data file is opened when first needed: an idle entry holds
         // no descriptor.
         guard let meta = store.loadMeta(forKey: source.url) else { return }
@@ -204,15 +206,20 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     /// Starts learning the content info in the background unless it is
     /// known: a listing's entries, probed in parallel behind any lookup.
-    public func prefetchInfo() {
+    /// Returns whether it started a probe; `then` runs (with no lock held)
+    /// once that probe settled.
+    @discardableResult
+    public func prefetchInfo(then settled: (@Sendable () -> Void)? = nil) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        guard info == nil else { return }
+        guard info == nil else { return false }
         switch probe {
-        case .idle: startProbe(priority: .probe)
-        case .retrying(let at) where Self.now() >= at: startProbe(priority: .probe)
-        default: break
+        case .idle: break
+        case .retrying(let at) where Self.now() >= at: break
+        default: return false
         }
+        startProbe(priority: .probe, then: settled)
+        return true
     }
 
     /// Whether the content info is known without asking the server.
@@ -249,7 +256,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     }
 
     /// Call with `lock` held.
-    func startProbe(priority: FetchRequest.Priority = .read) {
+    func startProbe(priority: FetchRequest.Priority = .read, then settled: (@Sendable () -> Void)? = nil) {
         // The completion may run before `start` returns; it waits for the
         // lock held here, so the state below is set first.
         // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
@@ -260,6 +267,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             self.adoptProbe(info, id: id, head: head, limit: firstBytes)
         }) { [self] result in
             self.probeFinished(result)
+            settled?()
         })
     }
 

@@ -119,6 +119,9 @@ final class TransferAdmission {
     /// The transfer ended, or was cancelled while waiting.
     func remove(_ id: TransferID) {
         guard let entry = entries.removeValue(forKey: id), let origin = origins[entry.origin] else { return }
+        // A dictionary keeps its capacity: one that held a listing's
+        // 100,000 probes would hold megabytes for nothing after.
+        if entries.isEmpty { entries = [:] }
         let p = entry.priority.rawValue
         let group = origin.groups[entry.group]
         if entry.running {

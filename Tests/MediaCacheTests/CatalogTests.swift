@@ -57,6 +57,28 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(try c.file(at: "/2.bin").contentInfo().length, 3)
     }
 
+    func testProbeFeeder_keepsABoundedNumberOfProbesOut_andProbesEveryEntryOnce() throws {
+        // Queueing a listing's 100,000 probes at once held a transfer each.
+        let store = try CacheStore(root: base)
+        let urls = (0..<40).map { "https://a.example/\($0).bin" }
+        for url in urls { fetcher.add(url, bytes: [1, 2, 3]) }
+        fetcher.setChunkDelay(0.002)
+        let loaders = urls.map { FileLoader(source: Source(name: $0, url: $0), store: store, fetcher: fetcher,
+                                            settings: LoaderSettings()) }
+        let feeder = ProbeFeeder(outstanding: 4)
+        feeder.add(loaders + loaders)
+        var most = 0
+        XCTAssertTrue(fetcher.waitUntil { fetcher in
+            // Probes asked for whose answer is not in yet (read in this
+            // order, it may count low, never high).
+            let asked = fetcher.heads.count
+            most = max(most, asked - loaders.filter(\.knowsInfo).count)
+            return loaders.allSatisfy(\.knowsInfo) && feeder.waiting == 0
+        })
+        XCTAssertLessThanOrEqual(most, 4)
+        XCTAssertEqual(fetcher.heads.count, urls.count, "an entry listed twice was probed twice")
+    }
+
     func testAdd_ofABadURL_isRefusedWithAMessage() throws {
         let c = try catalog([])
         XCTAssertThrowsError(try c.add(url: "ftp://a.example/x")) {

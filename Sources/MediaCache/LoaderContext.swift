@@ -1,0 +1,26 @@
+// What every loader of a mount shares: the cache, the network, the
+// settings, the counters, the room under the limits and the table of open
+// data files. Held once and referenced by each loader: 100,000 loaders each
+// carrying their own copies spent about 150 bytes apiece on them.
+import Foundation
+
+public final class LoaderContext: @unchecked Sendable {
+    let store: CacheStore
+    let fetcher: Fetching
+    let settings: LoaderSettings
+    let statistics: Statistics
+    /// Room under the cache limits; nil: unlimited.
+    let budget: CacheBudget?
+    /// The mount's table of open data files (a few hundred at most).
+    let openFiles: OpenDataFiles
+
+    public init(store: CacheStore, fetcher: Fetching, settings: LoaderSettings, statistics: Statistics = Statistics(),
+                budget: CacheBudget? = nil, openFiles: OpenDataFiles = OpenDataFiles()) {
+        self.store = store
+        self.fetcher = fetcher
+        self.settings = settings
+        self.statistics = statistics
+        self.budget = budget
+        self.openFiles = openFiles
+    }
+}

@@ -1,0 +1,76 @@
+// The background probes of listed entries, a bounded number at a time. A
+// listing of 100,000 files is followed by a stat of each, so every entry of
+// unknown size is probed, but queueing them all at once held a request, a
+// probe and a transfer per entry (tens of megabytes, left fragmented in the
+// heap once they ended). Here they wait as a reference each, and the next
+// starts when one settles. A stat that comes first probes its entry itself,
+// and the feeder then finds it known and skips it.
+import Foundation
+
+final class ProbeFeeder: @unchecked Sendable {
+    /// Probes started and not settled; more than the fetcher's places for
+    /// one origin, so its queue never runs dry between two rounds.
+    static let outstanding = 64
+
+    private let lock = NSLock()
+    /// Guarded by `lock`.
+    private var queue = FIFO<FileLoader>()
+    private var running = 0
+    private var stopped = false
+    private let limit: Int
+
+    init(outstanding: Int = ProbeFeeder.outstanding) {
+        limit = outstanding
+    }
+
+    /// Probes these loaders' content info in the background, in order,
+    /// after those already waiting.
+    func add(_ loaders: [FileLoader]) {
+        lock.lock()
+        for loader in loaders { queue.append(loader) }
+        lock.unlock()
+        pump()
+    }
+
+    /// No probe starts from now on; what waits is dropped.
+    func stop() {
+        lock.lock()
+        stopped = true
+        queue = FIFO()
+        lock.unlock()
+    }
+
+    /// Waiting entries, for tests.
+    var waiting: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return queue.count
+    }
+
+    /// Starts probes while fewer than the limit run. The loaders are asked
+    /// with `lock` released: a probe's completion calls `settled`.
+    private func pump() {
+        while true {
+            lock.lock()
+            guard !stopped, running < limit, let next = queue.popFirst() else {
+                lock.unlock()
+                return
+            }
+            running += 1
+            lock.unlock()
+            if !next.prefetchInfo(then: { [weak self] in self?.settled() }) {
+                // Known already, or a lookup's probe runs: nothing to wait for.
+                lock.lock()
+                running -= 1
+                lock.unlock()
+            }
+        }
+    }
+
+    private func settled() {
+        lock.lock()
+        running -= 1
+        lock.unlock()
+        pump()
+    }
+}
