@@ -43,6 +43,8 @@ public struct CacheEvictor: Sendable {
     private struct Item {
         /// Where an entry without a loader is; unused for a loader's.
         var directory: String
+        /// The URL an entry without a loader caches (from its metadata).
+        var url: String?
         var allocated: Int64
         var lastAccess: Int64
         var complete: Bool
@@ -59,6 +61,8 @@ public struct CacheEvictor: Sendable {
         var unmounted: [String: Item] = [:]
         /// The loaders of the last pass, by URL.
         var mounted: [String: FileLoader] = [:]
+        /// The removal guard of the pass under way (see `run`).
+        var remover: ((_ url: String, _ remove: () -> Void) -> Bool)?
     }
 
     public let store: CacheStore
@@ -79,14 +83,23 @@ public struct CacheEvictor: Sendable {
     /// mount, by URL; their bytes are freed only through them. With a
     /// `budget`, the room left under the limits is measured for it, and
     /// when it ran out (writes were refused) `headroom` more is made.
+    ///
+    /// `removing`, when given, removes an entry without a loader: it runs
+    /// the removal only while no loader stands for that URL, and says
+    /// whether it did. A loader made between the pass's snapshot and the
+    /// removal would otherwise claim bytes from a directory in the trash
+    /// (and read zeros from the fresh data file that replaces it).
     @discardableResult
     public func run(mounted: [String: FileLoader] = [:], budget: CacheBudget? = nil,
-                    now: Int64 = Int64(time(nil))) -> Report {
+                    now: Int64 = Int64(time(nil)),
+                    removing: ((_ url: String, _ remove: () -> Void) -> Bool)? = nil) -> Report {
         let mark = budget?.mark ?? 0
         let extra = budget?.isPressed == true ? headroom : 0
         var report = Report()
         index.lock.lock()
         defer { index.lock.unlock() }
+        index.remover = removing
+        defer { index.remover = nil }
         if index.scanned {
             follow(mounted)
         } else {
@@ -159,7 +172,8 @@ public struct CacheEvictor: Sendable {
         let mountedDirectories = Set(mounted.keys.map { store.directory(forKey: $0) })
         for entry in store.entries() where !mountedDirectories.contains(entry.directory) {
             if let meta = entry.meta {
-                index.unmounted[entry.directory] = Item(directory: entry.directory, allocated: entry.allocatedBytes,
+                index.unmounted[entry.directory] = Item(directory: entry.directory, url: meta.url,
+                                                        allocated: entry.allocatedBytes,
                                                         lastAccess: meta.lastAccess, complete: meta.isComplete,
                                                         pinned: meta.pinned, loader: nil)
             } else {
@@ -182,7 +196,8 @@ public struct CacheEvictor: Sendable {
         for url in index.mounted.keys where mounted[url] == nil {
             let directory = store.directory(forKey: url)
             guard let meta = store.loadMeta(forKey: url) else { continue }
-            index.unmounted[directory] = Item(directory: directory, allocated: Self.allocatedBytes(in: directory),
+            index.unmounted[directory] = Item(directory: directory, url: url,
+                                              allocated: Self.allocatedBytes(in: directory),
                                               lastAccess: meta.lastAccess, complete: meta.isComplete,
                                               pinned: meta.pinned, loader: nil)
         }
@@ -202,7 +217,15 @@ public struct CacheEvictor: Sendable {
     private func evict(_ item: Item) -> Bool {
         if item.pinned { return false }
         if let loader = item.loader { return loader.evict() }
-        store.remove(directory: item.directory)
+        if let remover = index.remover, let url = item.url {
+            guard remover(url, { store.remove(directory: item.directory) }) else {
+                // In use again: the next pass finds its loader.
+                index.unmounted[item.directory] = nil
+                return false
+            }
+        } else {
+            store.remove(directory: item.directory)
+        }
         index.unmounted[item.directory] = nil
         return true
     }

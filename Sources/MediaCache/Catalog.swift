@@ -253,9 +253,21 @@ public final class Catalog: @unchecked Sendable {
     /// One eviction pass over the mount's loaders, measuring the room left.
     private func applyLimits() {
         lock.lock()
-        let byURL = loaders
+        // Retired loaders still in use count as mounted: their bytes are
+        // freed through them, never from under them.
+        var byURL = loaders
+        for (url, weak) in retired where byURL[url] == nil {
+            if let loader = weak.loader { byURL[url] = loader }
+        }
         lock.unlock()
-        guard let report = evictor?.run(mounted: byURL, budget: budget) else { return }
+        guard let report = evictor?.run(mounted: byURL, budget: budget, removing: { [self] url, remove in
+            // Under the lock that making a loader (and loading its metadata) holds.
+            lock.lock()
+            defer { lock.unlock() }
+            guard loaders[url] == nil, retired[url]?.loader == nil else { return false }
+            remove()
+            return true
+        }) else { return }
         statistics.countEvictions(report.evictedEntries)
         noteEviction(report)
     }

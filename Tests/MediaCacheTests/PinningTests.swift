@@ -137,4 +137,28 @@ final class PinningTests: XCTestCase {
         XCTAssertNil(store.loadMeta(forKey: otherURL))
         XCTAssertTrue(report.pinnedOverLimit)
     }
+
+    func testTheEvictor_leavesAnEntryWithoutALoaderThatOneNowStandsFor() throws {
+        // A loader made after the pass's snapshot (a listing refresh) must
+        // not find its directory moved to the trash under it.
+        let other = makeLoader(otherURL)
+        try fill(other)
+        let evictor = CacheEvictor(store: store, limits: limits(maxSize: 1))
+        var asked: [String] = []
+        var report = evictor.run(now: Int64(time(nil)) + 365 * 86_400) { url, _ in
+            asked.append(url)
+            return false
+        }
+        XCTAssertEqual(Set(asked), [otherURL])
+        XCTAssertEqual(report.evictedEntries, 0)
+        XCTAssertEqual(store.loadMeta(forKey: otherURL)?.isComplete, true, "evicted although in use")
+        // The next pass, with no loader standing for it, removes it.
+        report = CacheEvictor(store: store, limits: limits(maxSize: 1)).run(now: Int64(time(nil)) + 365 * 86_400) {
+            _, remove in
+            remove()
+            return true
+        }
+        XCTAssertEqual(report.evictedEntries, 1)
+        XCTAssertNil(store.loadMeta(forKey: otherURL))
+    }
 }
