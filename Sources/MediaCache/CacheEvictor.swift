@@ -170,7 +170,7 @@ public struct CacheEvictor: Sendable {
     /// crash's leftovers: nothing in it is trusted). Call with `index.lock` held.
     private func scan(_ mounted: [String: FileLoader], report: inout Report) {
         let mountedDirectories = Set(mounted.keys.map { store.directory(forKey: $0) })
-        for entry in store.entries() where !mountedDirectories.contains(entry.directory) {
+        for entry in store.entries(excluding: mountedDirectories) {
             if let meta = entry.meta {
                 index.unmounted[entry.directory] = Item(directory: entry.directory, url: meta.url,
                                                         allocated: entry.allocatedBytes,

@@ -156,12 +156,39 @@ public final class Catalog: @unchecked Sendable {
         self.budget = budget
         context = LoaderContext(store: store, fetcher: fetcher, settings: settings, statistics: statistics,
                                 budget: budget, openFiles: OpenDataFiles(capacity: OpenDataFiles.defaultCapacity))
-        for source in sources { _ = insert(source, into: root) }
+        // The entries' metadata, read in parallel: a remount of 100,000
+        // entries reads 100,000 small files, and the disk serves several
+        // at once. Nothing else touches the cache before `start`.
+        var seen = Set<String>()
+        let urls = sources.filter { !$0.isDirectory && seen.insert($0.url).inserted }.map(\.url)
+        let metas = Self.loadMetas(urls, from: store)
+        var preloaded: [String: EntryMeta?] = [:]
+        preloaded.reserveCapacity(urls.count)
+        for (url, meta) in zip(urls, metas) { preloaded[url] = meta }
+        for source in sources { _ = insert(source, into: root, preloaded: preloaded[source.url]) }
+    }
+
+    /// `store.loadMeta` of each URL, in order, on a few threads.
+    private static func loadMetas(_ urls: [String], from store: CacheStore) -> [EntryMeta?] {
+        let threads = urls.count < 256 ? 1 : 8
+        let results = UnsafeMutableBufferPointer<EntryMeta?>.allocate(capacity: urls.count)
+        results.initialize(repeating: nil)
+        defer { results.deallocate() }
+        nonisolated(unsafe) let shared = results
+        DispatchQueue.concurrentPerform(iterations: threads) { part in
+            // Each thread writes only its own indexes.
+            for index in stride(from: part, to: urls.count, by: threads) {
+                shared[index] = store.loadMeta(forKey: urls[index])
+            }
+        }
+        let array = Array(results)
+        results.deinitialize()
+        return array
     }
 
     /// Adds a source to a directory under its name (made unique); returns
     /// the name. Call with `lock` held, or before the mount runs.
-    private func insert(_ source: Source, into directory: Directory) -> String {
+    private func insert(_ source: Source, into directory: Directory, preloaded: EntryMeta?? = nil) -> String {
         if source.isDirectory {
             let name = directory.naming.peek(source.name)
             return directory.add(source.name, .directory(Directory(url: source.url, path: directory.path + "/" + name)))
@@ -170,7 +197,7 @@ public final class Catalog: @unchecked Sendable {
         if loaders[source.url] == nil {
             let path = directory.path + "/" + name
             let loader = retired.removeValue(forKey: source.url)?.loader
-                ?? FileLoader(source: Source(name: path, url: source.url), context: context)
+                ?? FileLoader(source: Source(name: path, url: source.url), context: context, meta: preloaded)
             loader.onChange = { [weak self] in self?.changeHandler(path) }
             loaders[source.url] = loader
         }

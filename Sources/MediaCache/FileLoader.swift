@@ -157,12 +157,14 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                                                          statistics: statistics, budget: budget, openFiles: openFiles))
     }
 
-    public init(source: Source, context: LoaderContext) {
+    /// A loader over the cache entry's metadata, read now, or `meta` when
+    /// the caller read it (nil: none) while nothing could change the entry.
+    public init(source: Source, context: LoaderContext, meta preloaded: EntryMeta?? = nil) {
         self.source = source
         self.context = context
         // The data file is opened when first needed: an idle entry holds
         // no descriptor.
-        guard let meta = store.loadMeta(forKey: source.url) else { return }
+        guard let meta = preloaded ?? context.store.loadMeta(forKey: source.url) else { return }
         info = meta.info
         present = meta.present
         lastAccess = meta.lastAccess
