@@ -78,6 +78,22 @@ def test_files_that_left_a_listing_leave_the_mount_and_an_open_one_reads_on(moun
         os.close(held)
 
 
+def test_ls_l_of_a_big_listing_probes_with_head_only_however_far_the_stats_run_ahead(mount, srv):
+    # The background probes run a bounded number at a time; a stat that
+    # overtakes them probes its entry itself, and must not fetch its first
+    # bytes as a lone lookup's probe does: `ls -l` of a library is metadata.
+    files = {f"f{i:04d}.bin": data_of(1000 + i, i) for i in range(1500)}
+    serve_listing(srv, files)
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    names = os.listdir(m.path("media"))
+    assert len(names) == len(files)
+    # In reverse: a scanner's order need not be the listing's.
+    for name in reversed(names):
+        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
+    fetched = [r for r in srv.requests if r.method == "GET" and r.path != "/media/"]
+    assert not fetched, f"{len(fetched)} GETs of files during ls -l, e.g. {fetched[0].path} {fetched[0].range}"
+
+
 def test_refresh_of_a_listing_whose_server_fails_keeps_the_old_listing_and_says_so(mount, srv):
     files = {"a.bin": data_of(10_000, 3)}
     serve_listing(srv, files)

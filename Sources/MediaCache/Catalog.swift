@@ -517,7 +517,7 @@ public final class Catalog: @unchecked Sendable {
             }
         }
         lock.unlock()
-        feeder.add(files.filter { !$0.knowsInfo })
+        feeder.add(files.filter { $0.markListed() })
         return entries
     }
 

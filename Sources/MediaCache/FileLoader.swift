@@ -81,6 +81,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var info: ContentInfo?
     var probe = ProbeState.idle
     var probeAttempts = 0
+    /// A listing named this entry (its probe waits in the ProbeFeeder): a
+    /// lookup that overtakes that probe sends a HEAD too, since a scan of
+    /// a library stats every file and reads none.
+    var listed = false
     /// Whether the file has a cache entry (its data file is opened on
     /// demand, through `openFiles`).
     var hasEntry = false
@@ -224,6 +228,15 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         return true
     }
 
+    /// A listing names this entry; false when its info is known already.
+    func markListed() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard info == nil else { return false }
+        listed = true
+        return true
+    }
+
     /// Whether the content info is known without asking the server.
     public var knowsInfo: Bool {
         lock.lock()
@@ -263,7 +276,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         // lock held here, so the state below is set first.
         // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
         // a listing's stays byte-frugal.
-        let firstBytes = priority == .read ? settings.probeFirstBytes : 0
+        let firstBytes = priority == .read && !listed ? settings.probeFirstBytes : 0
         probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority,
                                             firstBytes: firstBytes, handover: { [self] info, id, head in
             self.adoptProbe(info, id: id, head: head, limit: firstBytes)
