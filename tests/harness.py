@@ -297,6 +297,17 @@ def pread_direct(path, offset, size):
         os.close(fd)
 
 
+def pread_uncached(path, offset, size):
+    """One pread with the kernel's readahead off: mediafs sees just this
+    read (and a short one is not glued to the next)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        return os.pread(fd, size, offset)
+    finally:
+        os.close(fd)
+
+
 def in_thread(fn, deadline=READ_DEADLINE, *, catch=(), what="read"):
     """Run fn in a daemon thread; returns a join() that waits up to deadline
     (from when it is called) and gives fn's value, or the exception fn raised

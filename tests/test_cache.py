@@ -27,7 +27,7 @@ import pytest
 
 import harness
 from faultserver import FaultServer
-from harness import data_of, disk_usage, mediafs, read_range, read_whole, xget
+from harness import data_of, disk_usage, mediafs, pread_uncached, read_range, read_whole, xget
 
 KiB, MiB = 1024, 1024 * 1024
 SLACK = 64 * KiB          # metadata files and directories on top of a limit
@@ -444,15 +444,7 @@ def test_if_range_detects_a_change_on_a_partial_file(mount, servers, new_length,
 
     offset, length = (4 * MiB, MiB) if where == "uncached" else (MiB // 2, MiB)
 
-    def one_pread():  # one system call: a short read must not be glued to the next one
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-            return os.pread(fd, length, offset)
-        finally:
-            os.close(fd)
-
-    got = guarded(one_pread)
+    got = guarded(lambda: pread_uncached(path, offset, length))
     if isinstance(got, OSError):
         assert got.errno == errno.EIO, f"expected EIO, got {got!r}"
     elif isinstance(got, BaseException):

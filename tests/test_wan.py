@@ -9,7 +9,7 @@ Functional only: timeouts are bounds against a hang, never measurements.
 import os
 import subprocess
 
-from harness import data_of
+from harness import data_of, pread_uncached
 
 KiB, MiB = 1024, 1024 * 1024
 PROBE_BYTES = 512 * KiB     # LoaderSettings.probeFirstBytes
@@ -20,16 +20,6 @@ WAIT = 30.0
 def describe(records):
     return "\n".join(f"  {r.method} {r.range} status={r.status} sent={r.bytes_sent}" for r in records) \
         or "  (no requests)"
-
-
-def pread_uncached(path, offset, size):
-    """pread with the kernel's readahead off: mediafs sees just this read."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        return os.pread(fd, size, offset)
-    finally:
-        os.close(fd)
 
 
 def test_a_lookup_probes_with_one_ranged_get_and_the_first_read_sends_nothing_more(mount, srv):
