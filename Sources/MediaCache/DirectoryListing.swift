@@ -125,8 +125,6 @@ public enum DirectoryListing {
         html.withUTF8 { page in
             var i = 0
             let n = page.count
-            func lower(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
-            func isSpace(_ byte: UInt8) -> Bool { byte == 32 || (byte >= 9 && byte <= 13) }
             while i + 2 < n {
                 // `<a ` only: not `<abbr`, `<area`, `<address`.
                 guard page[i] == UInt8(ascii: "<"), lower(page[i + 1]) == UInt8(ascii: "a"), isSpace(page[i + 2]) else {
@@ -148,7 +146,6 @@ public enum DirectoryListing {
 
     /// Where the href attribute's value lies among a tag's attributes, `lo..<hi`.
     private static func hrefValue(_ page: UnsafeBufferPointer<UInt8>, from lo: Int, to hi: Int) -> Range<Int>? {
-        func lower(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
         var i = lo
         while i + 4 <= hi {
             guard lower(page[i]) == UInt8(ascii: "h"), lower(page[i + 1]) == UInt8(ascii: "r"),
@@ -169,11 +166,17 @@ public enum DirectoryListing {
                 return (j + 1)..<end
             }
             var end = j
-            while end < hi, !(page[end] == 32 || (page[end] >= 9 && page[end] <= 13)) { end += 1 }
+            while end < hi, !isSpace(page[end]) { end += 1 }
             return j..<end
         }
         return nil
     }
+
+    /// ASCII lower case of a byte (HTML tag and attribute names).
+    private static func lower(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
+
+    /// HTML's white space between attributes: space, tab, line breaks.
+    private static func isSpace(_ byte: UInt8) -> Bool { byte == 32 || (byte >= 9 && byte <= 13) }
 
     private static func decodeEntities(_ text: String) -> String {
         guard text.contains("&") else { return text }
