@@ -34,7 +34,8 @@ FILE_READABLE = ["url", "content_type", "etag", "last_modified", "size",
 FILE_WRITABLE = ["purge", "preload", "pin"]
 ROOT_ATTRS = ["stats", "purge", "add", "remove"]
 STATS_KEYS = {"entries", "cached_bytes", "bytes_from_cache", "bytes_from_network",
-              "requests", "transfers_in_flight", "kernel_read_opens"}
+              "requests", "transfers_in_flight", "kernel_read_opens",
+              "attribute_requests"}
 COMMANDS = ["mount", "status", "purge", "preload", "pin", "unpin"]
 WAIT = 30.0  # upper bound for anything asynchronous
 
@@ -195,6 +196,18 @@ def test_unknown_names_give_enodata(mount, srv):
     with pytest.raises(OSError) as e:
         os.getxattr(m.mountpoint, PREFIX + "url")
     assert e.value.errno == errno.ENODATA, "the root has no url"
+
+
+def test_names_outside_the_user_namespace_are_not_supported_so_ls_stops_asking(mount, srv):
+    # ENOTSUP, not ENODATA: ls -l remembers "unsupported" for the whole
+    # mount instead of asking for security.selinux and the ACL per file.
+    srv.add("a.bin", data_of(1000, 9))
+    m = mount(srv.url("a.bin"))
+    for path in (m.path("a.bin"), m.mountpoint):
+        for name in ("security.selinux", "system.posix_acl_access", "trusted.x"):
+            with pytest.raises(OSError) as e:
+                os.getxattr(path, name)
+            assert e.value.errno == errno.ENOTSUP, (path, name)
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "4X", "", "1.5M"])

@@ -12,6 +12,7 @@ lookup has returned), not by a clock.
 import errno
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -92,6 +93,26 @@ def test_ls_l_of_a_big_listing_probes_with_head_only_however_far_the_stats_run_a
         assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
     fetched = [r for r in srv.requests if r.method == "GET" and r.path != "/media/"]
     assert not fetched, f"{len(fetched)} GETs of files during ls -l, e.g. {fetched[0].path} {fetched[0].range}"
+
+
+def test_ls_l_after_a_remount_gets_every_size_with_the_names_and_no_stat_reaches_the_daemon(mount, srv, tmp_path):
+    # Known attributes travel with the names (readdirplus), so the kernel
+    # answers each stat itself: `ls -l` of a big library is one pass, not
+    # a round trip to the daemon per file.
+    files = {f"f{i:04d}.bin": data_of(1000 + i, i) for i in range(600)}
+    serve_listing(srv, files)
+    cache = tmp_path / "cache-remount"
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
+    for name in os.listdir(m.path("media")):
+        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
+    m.unmount()
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
+    before = json.loads(xget(m.mountpoint, "stats"))["attribute_requests"]
+    out = subprocess.run(["ls", "-l", m.path("media")], capture_output=True, text=True, check=True).stdout
+    sizes = {line.split()[-1]: int(line.split()[4]) for line in out.splitlines()[1:]}
+    assert sizes == {name: len(data) for name, data in files.items()}
+    asked = json.loads(xget(m.mountpoint, "stats"))["attribute_requests"] - before
+    assert asked < len(files) // 10, f"{asked} stats of {len(files)} entries reached the daemon"
 
 
 def test_refresh_of_a_listing_whose_server_fails_keeps_the_old_listing_and_says_so(mount, srv):

@@ -43,6 +43,14 @@ public final class Catalog: @unchecked Sendable {
         case directory
     }
 
+    /// A name in a directory's listing; a file's loader lets the listing
+    /// carry the attributes already known (readdirplus).
+    public struct Entry {
+        public let name: String
+        public let isDirectory: Bool
+        public let loader: FileLoader?
+    }
+
     /// A directory of the mount: its names in order, and for a listed one,
     /// the URL, when it was listed and when it is listed again. Sendable
     /// because every var is touched only under the catalog's `lock`, so the
@@ -501,19 +509,20 @@ public final class Catalog: @unchecked Sendable {
     /// media server's scan): the entries whose size is not known yet are
     /// probed in the background, in order, a bounded number in parallel (`ProbeFeeder`), so the stats wait for
     /// about one round trip, not one each.
-    public func list(_ path: String) throws -> [(name: String, isDirectory: Bool)] {
+    public func list(_ path: String) throws -> [Entry] {
         let directory = try directory(at: components(path))
         lock.lock()
         var files: [FileLoader] = []
-        let entries = directory.order.map { name -> (name: String, isDirectory: Bool) in
+        let entries = directory.order.map { name -> Entry in
             switch directory.children[name] {
             case .directory?:
-                return (name, true)
+                return Entry(name: name, isDirectory: true, loader: nil)
             case .file(let url)?:
-                if let loader = loaders[url] { files.append(loader) }
-                return (name, false)
+                let loader = loaders[url]
+                if let loader { files.append(loader) }
+                return Entry(name: name, isDirectory: false, loader: loader)
             case nil:
-                return (name, false)
+                return Entry(name: name, isDirectory: false, loader: nil)
             }
         }
         lock.unlock()
@@ -640,6 +649,7 @@ public final class Catalog: @unchecked Sendable {
             + "\"pinned_over_limit\":\(eviction.pinnedOverLimit),"
             + "\"bytes_from_cache\":\(counters.bytesFromCache),\"bytes_from_network\":\(counters.bytesFromNetwork),"
             + "\"requests\":\(counters.requests),\"transfers_in_flight\":\(counters.transfersInFlight),"
-            + "\"kernel_read_opens\":\(counters.kernelReadOpens)}"
+            + "\"kernel_read_opens\":\(counters.kernelReadOpens),"
+            + "\"attribute_requests\":\(counters.attributeRequests)}"
     }
 }

@@ -627,8 +627,21 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     /// Size and mtime for getattr; throws what the probe learned on failure.
     public func attributes() throws -> (size: Int64, mtime: Int) {
-        let info = try contentInfo()
-        return (info.length, info.lastModified.flatMap(HTTPDate.seconds) ?? 0)
+        Self.attributes(of: try contentInfo())
+    }
+
+    /// The attributes if the content info is known, without waiting: a
+    /// listing hands these to the kernel with the names, and must never
+    /// wait on the network for them.
+    public func knownAttributes() -> (size: Int64, mtime: Int)? {
+        lock.lock()
+        let known = info
+        lock.unlock()
+        return known.map(Self.attributes(of:))
+    }
+
+    private static func attributes(of info: ContentInfo) -> (size: Int64, mtime: Int) {
+        (info.length, info.lastModified.flatMap(HTTPDate.seconds) ?? 0)
     }
 
     /// Persists the metadata if it changed: data first (fdatasync), then the

@@ -27,6 +27,9 @@ public struct MetricsExposition: Sendable {
         out.metric("mediafs_passthrough_opens_total", .counter,
                    "Opens whose reads the kernel serves from the cache itself (FUSE passthrough).",
                    counters.kernelReadOpens)
+        out.metric("mediafs_attribute_requests_total", .counter,
+                   "Stats that reached the daemon (getattr); readdirplus and the kernel's cache answer the rest.",
+                   counters.attributeRequests)
         out.header("mediafs_http_responses_total", .counter,
                    "HTTP responses by status class; error: a request that got no response.")
         for kind in Statistics.ResponseClass.allCases {

@@ -13,6 +13,9 @@ public final class Statistics: Sendable {
     let transfersInFlight = Atomic<Int64>(0)
     /// Opens whose reads the kernel serves from the cache itself (passthrough).
     let kernelReadOpens = Atomic<Int64>(0)
+    /// Stats the kernel asked of the daemon (getattr), rather than
+    /// answering from what a lookup or readdirplus gave it.
+    let attributeRequests = Atomic<Int64>(0)
     /// Transfers started again for bytes an earlier one failed to bring.
     let retries = Atomic<Int64>(0)
     /// Cache entries the limits removed.
@@ -53,6 +56,10 @@ public final class Statistics: Sendable {
         kernelReadOpens.add(1, ordering: .relaxed)
     }
 
+    public func countAttributeRequest() {
+        attributeRequests.add(1, ordering: .relaxed)
+    }
+
     /// A transfer (or probe) was started again after a failure.
     public func countRetry() {
         retries.add(1, ordering: .relaxed)
@@ -91,6 +98,7 @@ public final class Statistics: Sendable {
         public var requests: Int64
         public var transfersInFlight: Int64
         public var kernelReadOpens: Int64
+        public var attributeRequests: Int64 = 0
         public var retries: Int64 = 0
         public var evictions: Int64 = 0
         /// By `ResponseClass.rawValue`.
@@ -103,6 +111,7 @@ public final class Statistics: Sendable {
                  requests: requests.load(ordering: .relaxed),
                  transfersInFlight: transfersInFlight.load(ordering: .relaxed),
                  kernelReadOpens: kernelReadOpens.load(ordering: .relaxed),
+                 attributeRequests: attributeRequests.load(ordering: .relaxed),
                  retries: retries.load(ordering: .relaxed),
                  evictions: evictions.load(ordering: .relaxed),
                  responses: responses.withLock { $0 })

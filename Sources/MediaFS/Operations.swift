@@ -48,10 +48,49 @@ private func copyOut(_ bytes: [UInt8], to buffer: UnsafeMutablePointer<CChar>?, 
     return Int32(bytes.count)
 }
 
+/// A directory's attributes: the owner's, dated at the mount.
+private func directoryStat(_ fs: MediaFS) -> stat {
+    var stat = ownedStat(fs)
+    stat.st_mode = S_IFDIR | 0o755
+    stat.st_nlink = 2
+    stat.st_mtim = timespec(tv_sec: fs.mountedAt, tv_nsec: 0)
+    stat.st_ctim = stat.st_mtim
+    stat.st_atim = stat.st_mtim
+    return stat
+}
+
+/// A file's attributes, the same from getattr and from readdirplus.
+private func fileStat(_ fs: MediaFS, _ attributes: (size: Int64, mtime: Int)) -> stat {
+    var stat = ownedStat(fs)
+    stat.st_mode = S_IFREG | 0o644
+    stat.st_nlink = 1
+    stat.st_size = off_t(attributes.size)
+    // Rounded up without `size + 511`, which overflows for a size near Int64.max.
+    stat.st_blocks = blkcnt_t(attributes.size / 512 + (attributes.size % 512 == 0 ? 0 : 1))
+    stat.st_mtim = timespec(tv_sec: attributes.mtime, tv_nsec: 0)
+    stat.st_ctim = stat.st_mtim
+    stat.st_atim = stat.st_mtim
+    return stat
+}
+
+/// The owner's write bit is what lets the kernel pass the owner's user.*
+/// xattr writes (administration) to us under `default_permissions`; every
+/// write to content still gets EROFS.
+private func ownedStat(_ fs: MediaFS) -> stat {
+    var stat = Glibc.stat()
+    stat.st_uid = fs.owner.uid
+    stat.st_gid = fs.owner.gid
+    return stat
+}
+
 func makeOperations() -> fuse_operations {
     var ops = fuse_operations()
 
-    ops.`init` = { _, config in
+    ops.`init` = { conn, config in
+        // Always readdirplus, not only for a directory's first batch: a
+        // listing is nearly always followed by a stat of every entry, and
+        // with attributes known those stats never reach us.
+        conn!.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
         // Attributes change only when revalidation says so (and then the
         // kernel is told); names come and go at run time (user.mediafs.add,
         // remove, directory listings), so the kernel keeps them only briefly.
@@ -66,41 +105,63 @@ func makeOperations() -> fuse_operations {
     ops.getattr = { path, stat, _ in
         reply("getattr") {
             let fs = adapter()
-            // The owner's write bit is what lets the kernel pass the owner's
-            // user.* xattr writes (administration) to us under
-            // `default_permissions`; every write to content still gets EROFS.
-            stat!.pointee = Glibc.stat()
-            stat!.pointee.st_uid = fs.owner.uid
-            stat!.pointee.st_gid = fs.owner.gid
+            fs.catalog.statistics.countAttributeRequest()
             guard case .file(let loader) = try fs.catalog.node(at: pathString(path)) else {
-                stat!.pointee.st_mode = S_IFDIR | 0o755
-                stat!.pointee.st_nlink = 2
-                stat!.pointee.st_mtim = timespec(tv_sec: fs.mountedAt, tv_nsec: 0)
-                stat!.pointee.st_ctim = stat!.pointee.st_mtim
-                stat!.pointee.st_atim = stat!.pointee.st_mtim
+                stat!.pointee = directoryStat(fs)
                 return 0
             }
-            let attributes = try loader.attributes()
-            stat!.pointee.st_mode = S_IFREG | 0o644
-            stat!.pointee.st_nlink = 1
-            stat!.pointee.st_size = off_t(attributes.size)
-            // Rounded up without `size + 511`, which overflows for a size near Int64.max.
-            stat!.pointee.st_blocks = blkcnt_t(attributes.size / 512 + (attributes.size % 512 == 0 ? 0 : 1))
-            stat!.pointee.st_mtim = timespec(tv_sec: attributes.mtime, tv_nsec: 0)
-            stat!.pointee.st_ctim = stat!.pointee.st_mtim
-            stat!.pointee.st_atim = stat!.pointee.st_mtim
+            stat!.pointee = fileStat(fs, try loader.attributes())
             return 0
         }
     }
 
-    ops.readdir = { path, buffer, filler, _, _, _ in
+    ops.opendir = { _, info in
+        info!.pointee.fh = OpenDirectory().handle
+        return 0
+    }
+
+    ops.releasedir = { _, info in
+        OpenDirectory.release(info!.pointee.fh)
+        return 0
+    }
+
+    // Entries go out with the offset of the next one, so a listing larger
+    // than the kernel's buffer resumes where it stopped. Under readdirplus
+    // each entry whose attributes are known (a remount, a listing already
+    // probed) carries them: `ls -l` then needs no LOOKUP per file. The
+    // others go without, and their stat waits on the probe as before.
+    ops.readdir = { path, buffer, filler, offset, info, flags in
         reply("readdir") {
-            let entries = try adapter().catalog.list(pathString(path))
+            let fs = adapter()
+            let directory = OpenDirectory.borrow(info!.pointee.fh)
+            if offset == 0 { directory.entries = try fs.catalog.list(pathString(path)) }
+            let plus = flags.rawValue & FUSE_READDIR_PLUS.rawValue != 0
             let none = fuse_fill_dir_flags(rawValue: 0)
-            _ = filler!(buffer, ".", nil, 0, none)
-            _ = filler!(buffer, "..", nil, 0, none)
-            for entry in entries {
-                if filler!(buffer, entry.name, nil, 0, none) != 0 { break }
+            var position = Int(offset)
+            // Positions 0 and 1 are "." and "..", then the entries.
+            while position < directory.entries.count + 2 {
+                let next = off_t(position + 1)
+                let full: Int32
+                switch position {
+                case 0: full = filler!(buffer, ".", nil, next, none)
+                case 1: full = filler!(buffer, "..", nil, next, none)
+                default:
+                    let entry = directory.entries[position - 2]
+                    var stat = Glibc.stat()
+                    var fill = none
+                    if entry.isDirectory {
+                        stat = directoryStat(fs)
+                        fill = plus ? FUSE_FILL_DIR_PLUS : none
+                    } else if plus, let attributes = entry.loader?.knownAttributes() {
+                        stat = fileStat(fs, attributes)
+                        fill = FUSE_FILL_DIR_PLUS
+                    } else {
+                        stat.st_mode = S_IFREG
+                    }
+                    full = filler!(buffer, entry.name, &stat, next, fill)
+                }
+                if full != 0 { break }
+                position += 1
             }
             return 0
         }
