@@ -4,6 +4,7 @@
 #ifndef MEDIAFS_CSYSTEM_SHIM_H
 #define MEDIAFS_CSYSTEM_SHIM_H
 #include <linux/falloc.h>
+#include <malloc.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -13,5 +14,11 @@
 /// frees a range of a sparse file's blocks without changing its size.
 static inline int mediafs_punch_hole(int fd, long long offset, long long length) {
     return (int)syscall(SYS_fallocate, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+}
+
+/// malloc_trim(0): gives freed heap pages back to the kernel. Wrapped
+/// because Glibc's Swift module does not carry <malloc.h>.
+static inline int mediafs_malloc_trim(void) {
+    return malloc_trim(0);
 }
 #endif

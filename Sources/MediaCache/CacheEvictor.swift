@@ -46,7 +46,7 @@ public struct CacheEvictor: Sendable {
         /// The URL an entry without a loader caches (from its metadata).
         var url: String?
         var allocated: Int64
-        var lastAccess: Int64
+        var lastAccess: Double
         var complete: Bool
         var pinned: Bool
         var loader: FileLoader?
@@ -118,7 +118,7 @@ public struct CacheEvictor: Sendable {
         var kept: [Item] = []
         for item in items {
             let maxAge = item.complete ? limits.maxAgeComplete : limits.maxAgePartial
-            if Double(now - item.lastAccess) > maxAge, evict(item) {
+            if Double(now) - item.lastAccess > maxAge, evict(item) {
                 report.evictedEntries += 1
                 report.freedBytes += item.allocated
             } else {
@@ -174,7 +174,7 @@ public struct CacheEvictor: Sendable {
             if let meta = entry.meta {
                 index.unmounted[entry.directory] = Item(directory: entry.directory, url: meta.url,
                                                         allocated: entry.allocatedBytes,
-                                                        lastAccess: meta.lastAccess, complete: meta.isComplete,
+                                                        lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
                                                         pinned: meta.pinned, loader: nil)
             } else {
                 store.remove(directory: entry.directory)
@@ -198,7 +198,7 @@ public struct CacheEvictor: Sendable {
             guard let meta = store.loadMeta(forKey: url) else { continue }
             index.unmounted[directory] = Item(directory: directory, url: url,
                                               allocated: Self.allocatedBytes(in: directory),
-                                              lastAccess: meta.lastAccess, complete: meta.isComplete,
+                                              lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
                                               pinned: meta.pinned, loader: nil)
         }
         index.mounted = mounted

@@ -11,6 +11,7 @@
 // Lock: `lock` guards the tree (`root` and every Directory below it) and the
 // last eviction report. Never held while fetching a listing or calling into
 // a loader that may wait.
+import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -262,6 +263,8 @@ public final class Catalog: @unchecked Sendable {
         stopping.unlock()
         let thread = Thread { [self] in
             store.emptyTrash()
+            // The metadata read at mount left its buffers' holes.
+            mediafs_malloc_trim()
             stopping.lock()
             var flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
             while !stopped {
@@ -275,6 +278,11 @@ public final class Catalog: @unchecked Sendable {
                     flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
                 }
                 applyLimits()
+                // A listing's probes free as much as they took (a request,
+                // a transfer and buffers an entry), in holes malloc keeps:
+                // 20 MiB of 190 at 100,000 entries. Given back here, off
+                // the network thread.
+                if feeder.takeDrained() { mediafs_malloc_trim() }
                 stopping.lock()
             }
             flusherRunning = false

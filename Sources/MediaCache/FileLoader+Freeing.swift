@@ -123,8 +123,10 @@ extension FileLoader {
         let pending = isFreeingAnything
         lock.unlock()
         guard pending else { return }
-        flushLock.lock()
-        defer { flushLock.unlock() }
+        flushLock.withLock { _ in finishFreeingHoldingFlushLock() }
+    }
+
+    private func finishFreeingHoldingFlushLock() {
         lock.lock()
         while isFreeingAnything {
             let resetsTarget = resetsAsked

@@ -29,7 +29,8 @@ extension FileLoader {
     /// What the evictor needs to know of this file.
     public struct Usage: Sendable {
         public var allocatedBytes: Int64
-        public var lastAccess: Int64
+        /// Seconds since the epoch, with their fraction.
+        public var lastAccess: Double
         public var isComplete: Bool
         /// Transfers running or reads waiting: not to be evicted now.
         public var isBusy: Bool

@@ -17,6 +17,7 @@
 // then punch or truncate (FileLoader+Freeing.swift).
 import CSystem
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -71,7 +72,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var preloadOwner: ObjectIdentifier { ObjectIdentifier(self) }
     /// Serialises metadata saves and freeing, so an older snapshot never
     /// lands last and no save can claim bytes a freeing is punching.
-    let flushLock = NSLock()
+    /// A `Mutex` (a word in the object), not an `NSLock` (an object and
+    /// three allocations on Linux): every entry of a mount has one.
+    let flushLock = Mutex(())
     /// Whether the metadata on disk may claim bytes (guarded by
     /// `flushLock`): while it claims none, a save that claims none need
     /// not be synced.
@@ -105,7 +108,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Reads waiting for bytes, by wait number.
     var waits: [Int: Wait] = [:]
     var nextWait = 0
-    var lastAccess: Int64 = 0
+    /// Seconds since the epoch, with their fraction: two files read in
+    /// the same second must still be evicted oldest first. The metadata
+    /// keeps whole seconds.
+    var lastAccess = 0.0
     var lastValidated: Int64 = 0
     /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
     var pinned = false
@@ -171,7 +177,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         guard let meta = preloaded ?? context.store.loadMeta(forKey: source.url) else { return }
         info = meta.info
         present = meta.present
-        lastAccess = meta.lastAccess
+        lastAccess = Double(meta.lastAccess)
         lastValidated = meta.lastValidated
         pinned = meta.pinned
         savedClaims = !meta.present.isEmpty
@@ -314,8 +320,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         hasEntry = true
         info = learned
         present = ByteRangeSet()
-        lastValidated = Int64(Self.now())
-        lastAccess = lastValidated
+        lastAccess = Self.now()
+        lastValidated = Int64(lastAccess)
         dirty = true
         probe = .idle
         probeAttempts = 0
@@ -401,7 +407,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
             cancelTransfers(of: owner, except: wanted.lowerBound)
         }
-        lastAccess = Int64(Self.now())
+        lastAccess = Self.now()
         lastReadOffset = wanted.lowerBound
         let startGeneration = generation
         var attempts = Attempts(stops: stops)
@@ -648,8 +654,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// metadata, so it never claims bytes the data file does not hold.
     public func flush() {
         finishFreeing()
-        flushLock.lock()
-        defer { flushLock.unlock() }
+        flushLock.withLock { _ in flushHoldingFlushLock() }
+    }
+
+    private func flushHoldingFlushLock() {
         lock.lock()
         guard dirty, let snapshot = metaSnapshot() else { lock.unlock(); return }
         dirty = false
@@ -678,7 +686,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             guard let opened = openDataFile() else { return nil }
             file = opened
         }
-        return (EntryMeta(url: key, info: info, present: present, lastAccess: lastAccess,
+        return (EntryMeta(url: key, info: info, present: present, lastAccess: Int64(lastAccess),
                           lastValidated: lastValidated, pinned: pinned), file)
     }
 

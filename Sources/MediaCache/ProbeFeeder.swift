@@ -17,6 +17,8 @@ final class ProbeFeeder: @unchecked Sendable {
     private var queue = FIFO<FileLoader>()
     private var running = 0
     private var stopped = false
+    /// Every probe handed to it settled since `takeDrained` was last asked.
+    private var drained = false
     private let limit: Int
 
     init(outstanding: Int = ProbeFeeder.outstanding) {
@@ -70,7 +72,18 @@ final class ProbeFeeder: @unchecked Sendable {
     private func settled() {
         lock.lock()
         running -= 1
+        if running == 0 && queue.count == 0 { drained = true }
         lock.unlock()
         pump()
+    }
+
+    /// Whether a run of probes ended since the last call: their requests,
+    /// transfers and buffers are freed, and the heap has holes to return.
+    func takeDrained() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        let was = drained
+        drained = false
+        return was
     }
 }

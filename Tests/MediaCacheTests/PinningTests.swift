@@ -103,6 +103,26 @@ final class PinningTests: XCTestCase {
         XCTAssertFalse(report.pinnedOverLimit)
     }
 
+    func testTheEvictor_takesTheFileReadFirst_whenBothWereReadWithinOneSecond() throws {
+        // Whole seconds made these a tie, and the loaders' dictionary order
+        // then chose: a test saw the newer file evicted and the older kept.
+        let older = makeLoader(otherURL)
+        let newer = makeLoader(pinnedURL)
+        try fill(older)
+        try fill(newer)
+        newer.lock.lock()
+        let second = newer.lastAccess.rounded(.down)
+        newer.lastAccess = second + 0.9
+        newer.lock.unlock()
+        older.lock.lock()
+        older.lastAccess = second + 0.1
+        older.lock.unlock()
+        let evictor = CacheEvictor(store: store, limits: limits(maxSize: Int64(Self.size) * 3 / 2))
+        evictor.run(mounted: [otherURL: older, pinnedURL: newer], now: Int64(second) + 1)
+        XCTAssertEqual(older.status().cachedBytes, 0, "the file read first is evicted first")
+        XCTAssertTrue(newer.status().isComplete)
+    }
+
     func testPinnedBytesAloneOverTheLimit_areKept_saySo_andLeaveNoRoomForNewBytes() throws {
         let budget = CacheBudget {}
         let pinned = makeLoader(pinnedURL, budget: budget)
