@@ -261,3 +261,29 @@ def test_cached_bytes_are_read_without_a_request(mount, srv):
     assert in_thread(lambda: pread_direct(path, 2 * MiB, 2 * MiB + 4096))() == data[2 * MiB:]
     time.sleep(0.5)
     assert srv.requests == [], f"cached bytes were fetched again:\n{describe(srv.requests)}"
+
+
+def test_a_seek_then_a_short_decode_fetches_little_past_the_last_byte_read(mount, srv):
+    """A player seeks and decodes a second: small sequential reads through
+    the page cache, as ffmpeg makes them. Whatever reads ahead after the
+    seek (the kernel, mediafs) starts small: past the last byte read, at
+    most 512 KiB comes from the server. With the kernel's 1 MiB readahead
+    window it was one to two windows (1.9 MiB here)."""
+    size = 32 * MiB
+    data = data_of(size, 8)
+    _, path = mount_one(mount, srv, "decode.bin", data)
+    seek, decoded, piece = 20 * MiB + 12345, 2 * MiB, 32 * KiB
+
+    def play():
+        with open(path, "rb", buffering=0) as f:
+            assert f.read(piece) == data[:piece]
+            f.seek(seek)
+            for off in range(seek, seek + decoded, piece):
+                assert f.read(piece) == data[off:off + piece], off
+    in_thread(play)()
+
+    recs = srv.wait_idle(SERVER_WAIT)
+    after = [r for r in recs if r.method == "GET" and span(r, size)[0] >= seek - 4 * KiB]
+    fetched = sum(r.bytes_sent for r in after)
+    assert fetched - decoded <= 512 * KiB, (
+        f"{fetched - decoded} bytes fetched past the decoded ones:\n{describe(after)}")
