@@ -425,8 +425,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         }
         // A reader that looks sequential fetches at least a round trip's worth
         // of the link: less leaves it idle while the reader comes back for more.
-        let window = pattern.looksSequential
-            ? max(pattern.window, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0) : pattern.window
+        let window = pattern.fetchWindow(bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
         let wait = nextWait
         nextWait += 1
         waits[wait] = Wait(range: wanted, buffer: buffer)

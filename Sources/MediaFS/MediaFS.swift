@@ -33,7 +33,7 @@ public final class MediaFS: @unchecked Sendable {
     }
 
     /// The FUSE read size the kernel is asked to use (`read_ahead_kb` of the mount).
-    static let kernelReadaheadKB = 1024
+    static let kernelReadaheadKB = 128
 
     let owner = (uid: getuid(), gid: getgid())
     /// Directories show the mount's start as their times.
@@ -168,11 +168,15 @@ public final class MediaFS: @unchecked Sendable {
         started?.stop()
     }
 
-    /// Without this the kernel sends 128 KiB reads; 1 MiB reads cost the
-    /// daemon an eighth of the calls. Best effort: only root can write it.
+    /// Holds the kernel's window at 128 KiB (the usual default) where the
+    /// system set it larger: the kernel asks for its next window as soon as
+    /// the player enters the current one, so at 1 MiB a seek and a second
+    /// of decoding fetched 1-2 MiB past where the player stopped. (1 MiB
+    /// reads cost the daemon an eighth of the calls, but cold sequential
+    /// reads measured no slower.) Best effort: only root can write it.
     /// Called from the first open: the kernel resets the value when it
     /// processes INIT's reply, and a file's readahead is set up after open.
-    func raiseKernelReadaheadOnce() {
+    func pinKernelReadaheadOnce() {
         let first = readaheadRaised.withLock { done in
             defer { done = true }
             return !done

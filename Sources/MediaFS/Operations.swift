@@ -191,7 +191,7 @@ func makeOperations() -> fuse_operations {
                 // says so (and then the kernel is told): later opens may
                 // reuse the page cache instead of asking again.
                 info!.pointee.keep_cache = 1
-                adapter().raiseKernelReadaheadOnce()
+                adapter().pinKernelReadaheadOnce()
             }
             info!.pointee.fh = file.handle
             catalog.opened(name)
