@@ -42,6 +42,8 @@ public struct HTTPOptions: Sendable, Equatable {
     /// section's lines, not even one naming that other host, since the
     /// server that redirected chose where they would go.
     public func headers(for url: String, first: String) -> [String] {
+        // Most mounts set none: then no URL need be parsed, per request.
+        guard !headers.isEmpty || !sections.isEmpty else { return [] }
         guard let origin = Self.sameOrigin(url, first) else {
             return headers.filter { !Self.carriesCredentials($0) }
         }
@@ -57,7 +59,8 @@ public struct HTTPOptions: Sendable, Equatable {
 
     /// The origin of `url` when it is that of `first`; nil otherwise.
     static func sameOrigin(_ url: String, _ first: String) -> HTTPOrigin? {
-        guard let origin = HTTPOrigin(url: url), origin == HTTPOrigin(url: first) else { return nil }
+        // A first hop is its own origin: parsed once, not twice.
+        guard let origin = HTTPOrigin(url: url), url == first || origin == HTTPOrigin(url: first) else { return nil }
         return origin
     }
 

@@ -59,17 +59,39 @@ public struct ResponseHead: Sendable, Equatable {
 
     /// Adds one raw header line ("Name: value\r\n"); a status line starts a
     /// new response, so only the last response of a redirect chain remains.
+    /// Bytes, not Characters: this runs for every header line of every
+    /// response on the network thread, and grapheme-by-grapheme trimming
+    /// was most of that thread's time while a listing was probed.
     public mutating func add(line raw: Substring) {
-        let line = raw.trimmingSpaces
-        if line.hasPrefix("HTTP/") {
+        let line = raw.trimmingHTTPSpace
+        if line.utf8.starts(with: "HTTP/".utf8) {
             let fields = line.split(separator: " ", maxSplits: 2)
             // Three digits or 0, which no branch of the loader accepts.
             status = fields.count > 1 && fields[1].utf8.count == 3 ? Int(fields[1]).flatMap { $0 >= 100 ? $0 : nil } ?? 0 : 0
             headers = [:]
-        } else if let colon = line.firstIndex(of: ":") {
+        } else if let colon = line.utf8.firstIndex(of: UInt8(ascii: ":")) {
             let name = line[..<colon].lowercased()
-            headers[name] = String(line[line.index(after: colon)...].trimmingSpaces)
+            headers[name] = String(line[line.utf8.index(after: colon)...].trimmingHTTPSpace)
         }
+    }
+}
+
+extension Substring {
+    /// Without the spaces and tabs HTTP allows around a header and its
+    /// value, nor the line end. ASCII only, as HTTP's whitespace is; the
+    /// ends found are ASCII bytes, so they fall on Character boundaries.
+    var trimmingHTTPSpace: Substring {
+        let bytes = utf8
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, isSpace(bytes[start]) { bytes.formIndex(after: &start) }
+        while start < end {
+            let last = bytes.index(before: end)
+            guard isSpace(bytes[last]) else { break }
+            end = last
+        }
+        return self[start..<end]
     }
 }
 

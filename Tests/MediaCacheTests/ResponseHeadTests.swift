@@ -95,6 +95,15 @@ final class ResponseHeadTests: XCTestCase {
         XCTAssertEqual(h.headers, ["content-range": "bytes 0-9/100", "etag": "\"x\""])
     }
 
+    func testAddLine_trimsHTTPsSpacesAndTabsOnly_andKeepsTextThatIsNotASCII() {
+        let h = parse(["HTTP/1.1 200 OK\r\n", "Content-Type:\t video/mp4 \t\r\n",
+                       "X-Title: \u{00A0}Café\u{00A0}\r\n", "  ETag: \"é\"\n"])
+        XCTAssertEqual(h.contentType, "video/mp4")
+        // A no-break space is not HTTP whitespace: it is part of the value.
+        XCTAssertEqual(h.headers["x-title"], "\u{00A0}Café\u{00A0}")
+        XCTAssertEqual(h.etag, "\"é\"")
+    }
+
     func testAddLine_valueWithColons_keepsEverythingAfterTheFirst() {
         let h = parse(["HTTP/2 302\r\n", "Location: https://cdn.example:8443/a.mp4\r\n"])
         XCTAssertEqual(h.status, 302)
