@@ -8,12 +8,15 @@ enum HTTPDate {
 
     /// Seconds since the epoch, within `Limits.unixSeconds`, or nil when the
     /// text is not an IMF-fixdate.
+    /// Read as bytes, not Characters: every stat of a file, and every entry
+    /// a listing hands out with its attributes, dates it.
     static func seconds(_ text: String) -> Int? {
-        let fields = text.split(separator: " ")
-        guard fields.count == 6, fields[5] == "GMT",
+        let fields = text.utf8.split(separator: UInt8(ascii: " "))
+        guard fields.count == 6, fields[5].elementsEqual("GMT".utf8),
               let day = number(fields[1], in: 1...31), let year = number(fields[3], in: 1...9999),
-              let month = months.firstIndex(of: fields[2].lowercased()) else { return nil }
-        let clock = fields[4].split(separator: ":", omittingEmptySubsequences: false)
+              let month = months.firstIndex(where: { $0.utf8.elementsEqual(fields[2].lazy.map(asciiLower)) })
+        else { return nil }
+        let clock = fields[4].split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
         // Second 60 is a leap second, which IMF-fixdate allows.
         guard clock.count == 3, let hour = number(clock[0], in: 0...23), let minute = number(clock[1], in: 0...59),
               let second = number(clock[2], in: 0...60) else { return nil }
@@ -24,11 +27,19 @@ enum HTTPDate {
 
     /// Digits only, at most four of them, so a hostile field never reaches
     /// Int's limits; nil outside `range`.
-    private static func number(_ text: Substring, in range: ClosedRange<Int>) -> Int? {
-        guard (1...4).contains(text.utf8.count),
-              text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              let value = Int(text), range.contains(value) else { return nil }
-        return value
+    private static func number(_ digits: Substring.UTF8View, in range: ClosedRange<Int>) -> Int? {
+        guard (1...4).contains(digits.count) else { return nil }
+        var value = 0
+        for digit in digits {
+            guard digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(digit - UInt8(ascii: "0"))
+        }
+        return range.contains(value) ? value : nil
+    }
+
+    /// Lower case for ASCII letters; no other byte becomes a letter.
+    private static func asciiLower(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's

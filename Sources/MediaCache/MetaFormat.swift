@@ -61,13 +61,16 @@ enum MetaFormat {
 
         var fields: [String: String] = [:]
         for raw in bytes[(firstEnd + 1)..<lastStart].split(separator: newline, omittingEmptySubsequences: false).dropLast() {
-            let line = String(decoding: raw, as: UTF8.self)
-            // Encode never writes a carriage return; one here is damage.
-            guard !raw.contains(UInt8(ascii: "\r")), let space = line.firstIndex(of: " ") else { throw failure("bad field line '\(line)'") }
-            let key = String(line[..<space])
+            // Bytes, not Characters: a remount of a big listing decodes
+            // one of these per entry. Encode never writes a carriage
+            // return; one here is damage.
+            guard !raw.contains(UInt8(ascii: "\r")), let space = raw.firstIndex(of: UInt8(ascii: " ")) else {
+                throw failure("bad field line '\(String(decoding: raw, as: UTF8.self))'")
+            }
+            let key = String(decoding: raw[..<space], as: UTF8.self)
             guard knownKeys.contains(key) else { throw failure("unknown field '\(key)'") }
             guard fields[key] == nil else { throw failure("duplicate field '\(key)'") }
-            fields[key] = String(line[line.index(after: space)...])
+            fields[key] = String(decoding: raw[(space + 1)...], as: UTF8.self)
         }
 
         func required(_ key: String) throws -> String {

@@ -116,6 +116,11 @@ final class ParserFuzzTests: XCTestCase {
         }
         XCTAssertEqual(HTTPDate.seconds("Mon, 01 Jan 0001 00:00:00 GMT").map(Int64.init), Limits.unixSeconds.lowerBound)
         XCTAssertEqual(HTTPDate.seconds("Fri, 31 Dec 9999 23:59:59 GMT").map(Int64.init), Limits.unixSeconds.upperBound)
+        // Month names in any case; a field that only looks like one is not.
+        XCTAssertEqual(HTTPDate.seconds("Sun, 06 NOV 1994 08:49:37 GMT"), 784_111_777)
+        XCTAssertEqual(HTTPDate.seconds("Sun, 06 nov 1994 08:49:37 GMT"), 784_111_777)
+        XCTAssertNil(HTTPDate.seconds("Sun, 06 N\u{00F6}v 1994 08:49:37 GMT"))
+        XCTAssertNil(HTTPDate.seconds("Sun, 06 Nov 1994 08:49:37 gmt"))
     }
 
     // MARK: Cache metadata
