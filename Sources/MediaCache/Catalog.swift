@@ -144,6 +144,9 @@ public final class Catalog: @unchecked Sendable {
     /// uses is taken back if the URL returns, so one URL never has two.
     private var retired: [String: WeakLoader] = [:]
     private var changeHandler: @Sendable (String) -> Void = { _ in }
+    /// Tests only: runs on the evictor's pass between its snapshot and the
+    /// removal of an entry without a loader (where a lookup may come).
+    var beforeRemoving: ((String) -> Void)?
     /// The last pass of the cache limits, for `stats` and to log a change
     /// in whether pinned bytes alone exceed the limit.
     private var lastEviction = CacheEvictor.Report()
@@ -400,6 +403,7 @@ public final class Catalog: @unchecked Sendable {
         lock.unlock()
         guard let report = evictor?.run(mounted: byURL, records: recorded, budget: budget,
                                         removing: { [self] url, remove in
+            beforeRemoving?(url)
             // Under the lock that making a loader (and loading its metadata) holds.
             lock.lock()
             defer { lock.unlock() }
