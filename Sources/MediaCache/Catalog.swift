@@ -33,6 +33,12 @@ public final class Catalog: @unchecked Sendable {
     /// are given back (a listing's probed entries, about 1 KiB each).
     static let trimAfterRetiring = 1_000
     static let trimDuringPass = 10_000
+    /// Probe answers saved between two looks at the catalog's lock.
+    static let saveBatch = 64
+    /// With a backlog, the flusher comes back this often, and saves
+    /// answers for this long each time.
+    static let backlogInterval: Double = 1
+    static let saveSlice: Double = 0.5
 
     /// What opening a file preloads of the files after it, in source order.
     public struct PreloadNext: Sendable, Equatable {
@@ -139,6 +145,12 @@ public final class Catalog: @unchecked Sendable {
     /// never both.
     private var loaders: [String: FileLoader] = [:]
     private var records: [String: EntryRecord] = [:]
+    /// Probe answers of loaders turned into records before their metadata
+    /// was saved (a listing's entries), and those being saved now: a
+    /// loader made meanwhile starts from them. Saved by the flusher, with
+    /// no sync (they claim no bytes), so loaders need not wait for it.
+    private var unsaved: [String: EntryMeta] = [:]
+    private var saving: [String: EntryMeta] = [:]
     /// Loaders of URLs no name leads to any more (a listing dropped them,
     /// or `remove`), held weakly: one an open handle or a transfer still
     /// uses is taken back if the URL returns, so one URL never has two.
@@ -246,32 +258,35 @@ public final class Catalog: @unchecked Sendable {
     private func liveLoader(url: String, path: String) -> FileLoader? {
         if let loader = loaders[url] { return loader }
         guard let record = records.removeValue(forKey: url) else { return nil }
+        let pending = unsaved.removeValue(forKey: url) ?? saving[url]
+        let preloaded: EntryMeta?? = pending.map { .some($0) } ?? (record.hasMeta ? nil : .some(nil))
         // One in use elsewhere would otherwise be a second loader on the entry.
         let loader = retired.removeValue(forKey: url)?.loader
-            ?? FileLoader(source: Source(name: path, url: url), context: context,
-                          meta: record.hasMeta ? nil : .some(nil))
+            ?? FileLoader(source: Source(name: path, url: url), context: context, meta: preloaded)
+        // It saves its metadata itself from now on.
+        if pending != nil { loader.markUnsaved() }
         loader.onChange = { [weak self] in self?.changeHandler(path) }
         loaders[url] = loader
         return loader
     }
 
-    /// The flusher's pass over the loaders: each one's metadata saved,
-    /// then, when nothing else holds it (no open handle, queued probe,
-    /// preload or listing) and nothing is in flight, it is turned into a
-    /// record. One at a time, so a pass over a listing's 100,000 probed
-    /// entries frees them as it goes. A loader something else holds stays
-    /// live, so a record never misses what it did since. Returns how many
-    /// became records.
+    /// The flusher's pass over the loaders: each one's metadata saved
+    /// (unless `flushing` is false), then, when nothing else holds it (no
+    /// open handle, queued probe, preload or listing) and nothing is in
+    /// flight, it is turned into a record. One at a time, so a pass over a
+    /// listing's 100,000 probed entries frees them as it goes. A loader
+    /// something else holds stays live, so a record never misses what it
+    /// did since. Returns how many became records.
     @discardableResult
-    func flushAndRetire() -> Int {
+    func flushAndRetire(flushing: Bool = true) -> Int {
         lock.lock()
         let urls = Array(loaders.keys)
         let retiredInUse = retired.values.compactMap(\.loader)
         lock.unlock()
-        for loader in retiredInUse { loader.flush() }
+        if flushing { for loader in retiredInUse { loader.flush() } }
         var count = 0
         for url in urls {
-            flushLoader(of: url)
+            if flushing { flushLoader(of: url) }
             guard retireIfIdle(url) else { continue }
             count += 1
             // Saving a listing's probed entries takes seconds: what they
@@ -296,14 +311,58 @@ public final class Catalog: @unchecked Sendable {
         defer { lock.unlock() }
         // Out of the dictionary, so that only this reference counts.
         guard var loader = loaders.removeValue(forKey: url) else { return false }
-        guard isKnownUniquelyReferenced(&loader), var record = loader.idleRecord() else {
+        guard isKnownUniquelyReferenced(&loader), let idle = loader.idleRecord() else {
             loaders[url] = loader
             return false
         }
         // Unique and idle under `lock`: nothing changes its data file now.
+        var record = idle.record
         if record.cachedBytes > 0 { record.allocatedBytes = EntryRecord.allocatedBytes(forKey: url, in: store) }
         records[url] = record
+        if let meta = idle.unsaved { unsaved[url] = meta }
         return true
+    }
+
+    /// Saves the probe answers kept with records, a batch at a time, until
+    /// `deadline`. A loader made for one while it is written starts from
+    /// it, and saves its own again after: the last save is the loader's.
+    func saveUnsaved(until deadline: Date) {
+        while Date() < deadline {
+            lock.lock()
+            var batch: [(url: String, meta: EntryMeta)] = []
+            for (url, meta) in unsaved {
+                batch.append((url, meta))
+                if batch.count == Self.saveBatch { break }
+            }
+            for entry in batch {
+                unsaved[entry.url] = nil
+                saving[entry.url] = entry.meta
+            }
+            lock.unlock()
+            guard !batch.isEmpty else { return }
+            for entry in batch {
+                do {
+                    try store.saveMeta(entry.meta, forKey: entry.url, durable: false)
+                } catch {
+                    // Costs a probe at the next mount, as a failed flush would.
+                    statistics.cacheWriteFailed(error as? MediaError ?? MediaError.io("\(error)"))
+                }
+            }
+            lock.lock()
+            for entry in batch {
+                saving[entry.url] = nil
+                loaders[entry.url]?.markUnsaved()
+            }
+            lock.unlock()
+        }
+    }
+
+    /// Whether the flusher should come back soon rather than at the next
+    /// flush: a listing's loaders to turn into records, or answers to save.
+    private var hasBacklog: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return loaders.count >= Self.trimAfterRetiring || !unsaved.isEmpty
     }
 
     /// Drops the loaders no name in the tree leads to any more, keeping
@@ -361,24 +420,33 @@ public final class Catalog: @unchecked Sendable {
             mediafs_malloc_trim()
             stopping.lock()
             var flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
+            var wake = flushDue
             while !stopped {
-                if budget?.isPressed != true { _ = stopping.wait(until: flushDue) }
+                if budget?.isPressed != true { _ = stopping.wait(until: wake) }
                 if stopped { break }
+                let pressed = budget?.isPressed == true
                 stopping.unlock()
                 // Woken early when a write found no room: make room at once,
-                // and flush only when a flush is due.
-                var retiredNow = 0
-                if Date() >= flushDue {
+                // and flush only when a flush is due. Woken for a backlog
+                // (a listing's probed entries): loaders to records, and
+                // their answers saved, a slice at a time.
+                let retiredNow: Int
+                let due = Date() >= flushDue
+                if due {
                     retiredNow = flushAndRetire()
                     flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
+                } else {
+                    retiredNow = flushAndRetire(flushing: false)
                 }
-                applyLimits()
+                saveUnsaved(until: Date(timeIntervalSinceNow: Self.saveSlice))
+                if due || pressed { applyLimits() }
                 // A listing's probes free as much as they took (a request,
                 // a transfer and buffers an entry), in holes malloc keeps:
                 // 20 MiB of 190 at 100,000 entries; so do loaders turned
                 // into records. Given back here, off the network thread.
                 let drained = feeder.takeDrained()
                 if drained || retiredNow >= Self.trimAfterRetiring { mediafs_malloc_trim() }
+                wake = hasBacklog ? min(flushDue, Date(timeIntervalSinceNow: Self.backlogInterval)) : flushDue
                 stopping.lock()
             }
             flusherRunning = false
@@ -430,6 +498,7 @@ public final class Catalog: @unchecked Sendable {
         preloads.stop(drain: false)
         fetcher.shutdown()
         flushAll()
+        saveUnsaved(until: .distantFuture)
         store.stop()
     }
 

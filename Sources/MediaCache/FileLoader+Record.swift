@@ -6,14 +6,25 @@ import Foundation
 extension FileLoader {
     /// The record this loader may become, or nil while anything would be
     /// lost or cut short: a transfer, a waiting read, a pread or pwrite, a
-    /// freeing, unsaved metadata, a probe, the kernel reading the data file,
-    /// or a failure whose backoff a new loader would forget. The data file's
-    /// blocks are left for the caller to count (`allocatedBytes` 0).
-    func idleRecord() -> EntryRecord? {
+    /// freeing, a probe, the kernel reading the data file, a failure whose
+    /// backoff a new loader would forget, or unsaved metadata, unless it
+    /// claims no bytes over metadata that claimed none (a probe's answer):
+    /// that comes along as `unsaved`, for the caller to save, which needs
+    /// no sync and no loader. The data file's blocks are left for the
+    /// caller to count (`allocatedBytes` 0).
+    func idleRecord() -> (record: EntryRecord, unsaved: EntryMeta?)? {
+        // Whether the metadata on disk claims bytes is known under
+        // `flushLock`; one a save or a freeing holds is busy anyway.
+        guard let claimsOnDisk = flushLock.withLockIfAvailable({ _ in savedClaims }) else { return nil }
         lock.lock()
         defer { lock.unlock() }
-        guard transfers.isEmpty, waits.isEmpty, reading.isEmpty, writing.isEmpty, !isFreeingAnything, !dirty,
+        guard transfers.isEmpty, waits.isEmpty, reading.isEmpty, writing.isEmpty, !isFreeingAnything,
               kernelReaders == 0 else { return nil }
+        var unsaved: EntryMeta?
+        if dirty {
+            guard present.isEmpty, !claimsOnDisk, hasEntry, let snapshot = metaSnapshot() else { return nil }
+            unsaved = snapshot.meta
+        }
         let now = Self.now()
         switch probe {
         case .idle: break
@@ -27,10 +38,19 @@ extension FileLoader {
         }
         if now < retryAt || now < unavailableUntil { return nil }
         let attributes = info.map(Self.attributes(of:))
-        return EntryRecord(size: attributes?.size, mtime: attributes?.mtime ?? 0, cachedBytes: present.byteCount,
-                           allocatedBytes: 0, lastAccess: lastAccess,
-                           isComplete: info.map { present.contains(0..<$0.length) } ?? false, isPinned: pinned,
-                           // Metadata is saved only with content info.
-                           hasMeta: info != nil)
+        let record = EntryRecord(size: attributes?.size, mtime: attributes?.mtime ?? 0, cachedBytes: present.byteCount,
+                                 allocatedBytes: 0, lastAccess: lastAccess,
+                                 isComplete: info.map { present.contains(0..<$0.length) } ?? false, isPinned: pinned,
+                                 // Metadata is saved only with content info.
+                                 hasMeta: info != nil)
+        return (record, unsaved)
+    }
+
+    /// Its metadata must be saved (again): it was made from metadata not
+    /// on disk yet, or a save of an older one may have landed after its own.
+    func markUnsaved() {
+        lock.lock()
+        dirty = true
+        lock.unlock()
     }
 }

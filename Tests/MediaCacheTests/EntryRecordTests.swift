@@ -97,6 +97,32 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertEqual(fetcher.gets.count, gets, "bytes cached before the loader was retired were fetched again")
     }
 
+    func testAListedEntrysProbeAnswer_becomesARecordBeforeItIsSaved_andIsNeitherLostNorAskedAgain() throws {
+        let c = catalog()
+        _ = try c.list("/")
+        XCTAssertTrue(fetcher.waitUntil { _ in c.allLoaders.first?.knowsInfo == true })
+        XCTAssertTrue(fetcher.waitUntil { _ in c.flushAndRetire(flushing: false) == 1 })
+        XCTAssertNil(store.loadMeta(forKey: url), "saved already: this test no longer tests the unsaved path")
+        XCTAssertEqual(try c.attributes(at: "/a.bin")?.size, Int64(Self.size))
+        XCTAssertTrue(c.allLoaders.isEmpty)
+        let requests = fetcher.allRecords.count
+        // A loader made now starts from the answer, and saves it itself.
+        XCTAssertEqual(try c.file(at: "/a.bin").contentInfo().length, Int64(Self.size))
+        XCTAssertEqual(fetcher.allRecords.count, requests, "the answer was asked again")
+        c.flushAll()
+        XCTAssertEqual(store.loadMeta(forKey: url)?.info.length, Int64(Self.size))
+    }
+
+    func testProbeAnswersKeptWithRecords_areSavedByTheFlusher() throws {
+        let c = catalog()
+        _ = try c.list("/")
+        XCTAssertTrue(fetcher.waitUntil { _ in c.flushAndRetire(flushing: false) == 1 })
+        XCTAssertNil(store.loadMeta(forKey: url))
+        c.saveUnsaved(until: .distantFuture)
+        XCTAssertEqual(store.loadMeta(forKey: url)?.info.length, Int64(Self.size))
+        XCTAssertTrue(c.allLoaders.isEmpty)
+    }
+
     func testALoaderAHandleHolds_staysLive_andTheNextLookupGetsTheSameOne() throws {
         let c = catalog()
         try fill(c)
