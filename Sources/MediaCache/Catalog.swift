@@ -286,8 +286,9 @@ public final class Catalog: @unchecked Sendable {
         if flushing { for loader in retiredInUse { loader.flush() } }
         var count = 0
         for url in urls {
-            if flushing { flushLoader(of: url) }
-            guard retireIfIdle(url) else { continue }
+            // A probe's unsaved answer goes with the record: saving it
+            // first would hold a listing's loaders for the whole pass.
+            guard retireIfIdle(url) || flushing && flushLoader(of: url) && retireIfIdle(url) else { continue }
             count += 1
             // Saving a listing's probed entries takes seconds: what they
             // held is given back as the pass goes, not only at its end.
@@ -297,13 +298,14 @@ public final class Catalog: @unchecked Sendable {
         return count
     }
 
-    /// Returns holding no reference to the loader.
+    /// Returns holding no reference to the loader; false when it has none.
     @inline(never)
-    private func flushLoader(of url: String) {
+    private func flushLoader(of url: String) -> Bool {
         lock.lock()
         let loader = loaders[url]
         lock.unlock()
         loader?.flush()
+        return loader != nil
     }
 
     private func retireIfIdle(_ url: String) -> Bool {
