@@ -3,7 +3,9 @@
 // unfinished and finished downloads do in the mobile caches this grew from).
 // Least recently used goes first. Entries of the running mount are evicted
 // through their loader, which refuses while a transfer runs or a read waits;
-// others (a mounted file's record, or an entry of no mounted file) are
+// a mounted file known by its record gets a loader for it (moving its entry
+// away would forget the validators that tell a change, and the kernel would
+// go on serving the old version's pages); entries of no mounted file are
 // renamed into trash/, while no loader stands for them, and deleted in the
 // background. Pinned
 // entries are never evicted or trimmed, but count against the size limit:
@@ -78,6 +80,8 @@ public struct CacheEvictor: Sendable {
         var mounted = Set<String>()
         /// The removal guard of the pass under way (see `run`).
         var remover: ((_ url: String, _ remove: () -> Void) -> Bool)?
+        /// Makes the loader of a record of the pass under way (see `run`).
+        var loading: ((_ url: String) -> FileLoader?)?
     }
 
     public let store: CacheStore
@@ -105,18 +109,26 @@ public struct CacheEvictor: Sendable {
     /// updates its record, if any), and says whether it did. A loader made
     /// between the pass's snapshot and the removal would otherwise claim
     /// bytes from a directory in the trash (and read zeros from the fresh
-    /// data file that replaces it). Without it, records are never removed.
+    /// data file that replaces it).
+    ///
+    /// `loading` makes the loader of a record's URL, through which its
+    /// entry is evicted; without it, records are never evicted.
     @discardableResult
     public func run(mounted: [String: FileLoader] = [:], records: [String: EntryRecord] = [:],
                     budget: CacheBudget? = nil, now: Int64 = Int64(time(nil)),
-                    removing: ((_ url: String, _ remove: () -> Void) -> Bool)? = nil) -> Report {
+                    removing: ((_ url: String, _ remove: () -> Void) -> Bool)? = nil,
+                    loading: ((_ url: String) -> FileLoader?)? = nil) -> Report {
         let mark = budget?.mark ?? 0
         let extra = budget?.isPressed == true ? headroom : 0
         var report = Report()
         index.lock.lock()
         defer { index.lock.unlock() }
         index.remover = removing
-        defer { index.remover = nil }
+        index.loading = loading
+        defer {
+            index.remover = nil
+            index.loading = nil
+        }
         if index.scanned {
             follow(mounted, records)
         } else {
@@ -255,9 +267,7 @@ public struct CacheEvictor: Sendable {
         case .loader(let loader):
             return loader.evict()
         case .record(let url):
-            // Only the catalog can keep its record true.
-            guard let remover = index.remover else { return false }
-            return remover(url) { store.remove(directory: store.directory(forKey: url)) }
+            return index.loading?(url)?.evict() ?? false
         case .unmounted(let directory, let url):
             if let remover = index.remover, let url {
                 guard remover(url, { store.remove(directory: directory) }) else {

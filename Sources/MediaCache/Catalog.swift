@@ -156,9 +156,6 @@ public final class Catalog: @unchecked Sendable {
     /// uses is taken back if the URL returns, so one URL never has two.
     private var retired: [String: WeakLoader] = [:]
     private var changeHandler: @Sendable (String) -> Void = { _ in }
-    /// Tests only: runs on the evictor's pass between its snapshot and the
-    /// removal of an entry without a loader (where a lookup may come).
-    var beforeRemoving: ((String) -> Void)?
     /// The last pass of the cache limits, for `stats` and to log a change
     /// in whether pinned bytes alone exceed the limit.
     private var lastEviction = CacheEvictor.Report()
@@ -471,9 +468,9 @@ public final class Catalog: @unchecked Sendable {
         }
         let recorded = records
         lock.unlock()
-        guard let report = evictor?.run(mounted: byURL, records: recorded, budget: budget,
-                                        removing: { [self] url, remove in
-            beforeRemoving?(url)
+        // Where each URL is, found once a pass and only if a record must go.
+        var paths: [String: String]?
+        guard let report = evictor?.run(mounted: byURL, records: recorded, budget: budget, removing: { [self] url, remove in
             // Under the lock that making a loader (and loading its metadata) holds.
             lock.lock()
             defer { lock.unlock() }
@@ -481,9 +478,35 @@ public final class Catalog: @unchecked Sendable {
             remove()
             records[url]?.dropBytes()
             return true
+        }, loading: { [self] url in
+            lock.lock()
+            defer { lock.unlock() }
+            if paths == nil { paths = pathsOfFiles() }
+            guard let path = paths?[url] else { return nil }
+            return liveLoader(url: url, path: path)
         }) else { return }
         statistics.countEvictions(report.evictedEntries)
         noteEviction(report)
+    }
+
+    /// Each file URL's path (the first name that leads to it). Linear in
+    /// the tree. Call with `lock` held.
+    private func pathsOfFiles() -> [String: String] {
+        var paths: [String: String] = [:]
+        func collect(_ directory: Directory) {
+            for name in directory.order {
+                switch directory.children[name] {
+                case .file(let url)?:
+                    if paths[url] == nil { paths[url] = directory.path + "/" + name }
+                case .directory(let sub)?:
+                    collect(sub)
+                case nil:
+                    break
+                }
+            }
+        }
+        collect(root)
+        return paths
     }
 
     /// Stops and joins the background threads, ends the network, and

@@ -1,7 +1,8 @@
 // A mounted file as a record until used, and back: stats answered from the
 // record with no loader and no disk, idle loaders turned into records and
-// made again with the same bytes, and the evictor removing a record-only
-// entry while loaders are made for it (never a wrong byte).
+// made again with the same bytes, and the evictor freeing a record-only
+// entry (through a loader, keeping its validators) while loaders are made
+// for it (never a wrong byte).
 import Foundation
 import Synchronization
 import XCTest
@@ -31,11 +32,11 @@ final class EntryRecordTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: base)
     }
 
-    private func catalog(limits: CacheLimits? = nil) -> Catalog {
+    private func catalog(limits: CacheLimits? = nil, revalidateAfter: Double? = 60) -> Catalog {
         var settings = LoaderSettings()
         settings.timeout = 10
         return Catalog(sources: [Source(name: "a.bin", url: url)], store: store, fetcher: fetcher, settings: settings,
-                       limits: limits)
+                       limits: limits, revalidateAfter: revalidateAfter)
     }
 
     /// Limits that evict every entry not in use at each pass.
@@ -131,7 +132,7 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertTrue(try c.file(at: "/a.bin") === held, "two loaders on one cache entry")
     }
 
-    func testARecordOnlyEntry_isEvicted_andItsRecordKeepsNoBytes() throws {
+    func testARecordOnlyEntry_isEvictedThroughALoader_keepingItsValidatorsAndNoBytes() throws {
         let c = catalog(limits: evictEverything)
         c.applyLimits()
         try fill(c)
@@ -139,26 +140,30 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertEqual(c.cacheUsage().cachedBytes, Int64(Self.size))
         c.applyLimits()
         XCTAssertEqual(c.statistics.snapshot.evictions, 1)
-        XCTAssertNil(store.loadMeta(forKey: url))
+        // Evicted through a loader made for it: the bytes go, the validators stay.
+        XCTAssertEqual(store.loadMeta(forKey: url)?.present.isEmpty, true)
+        XCTAssertEqual(store.loadMeta(forKey: url)?.info.etag, "\"v1\"")
         XCTAssertEqual(c.cacheUsage().cachedBytes, 0)
         XCTAssertEqual(try c.attributes(at: "/a.bin")?.size, Int64(Self.size), "the size is still known")
         XCTAssertTrue(try read(c, at: 0, count: Self.size) == content, "wrong bytes")
     }
 
-    func testALoaderMadeAfterTheEvictorsSnapshot_keepsItsRecordOnlyEntryFromRemoval() throws {
-        let c = catalog(limits: evictEverything)
+    func testARecordOnlyEntry_evictedWhileTheServerChangedIt_stillSeesTheChangeAtTheNextOpen() throws {
+        // Moving the entry to the trash forgot its validators: the next open
+        // learned the new version as if new, and the kernel kept serving
+        // the old version's pages.
+        let c = catalog(limits: evictEverything, revalidateAfter: 0)
         c.applyLimits()
         try fill(c)
         XCTAssertEqual(c.flushAndRetire(), 1)
-        var made: FileLoader?
-        c.beforeRemoving = { _ in made = try? c.file(at: "/a.bin") }
+        fetcher.update(url) {
+            $0.bytes = content.map { $0 ^ 0xFF }
+            $0.etag = "\"v2\""
+        }
         c.applyLimits()
-        c.beforeRemoving = nil
-        XCTAssertNotNil(made)
-        XCTAssertEqual(c.statistics.snapshot.evictions, 0, "removed under a loader")
-        XCTAssertEqual(store.loadMeta(forKey: url)?.isComplete, true)
-        // Its data file is opened only now: in the trash, this would be a fresh one of zeros.
-        XCTAssertTrue(try read(c, at: 0, count: Self.size) == content, "wrong bytes")
+        XCTAssertEqual(c.statistics.snapshot.evictions, 1)
+        XCTAssertEqual(c.flushAndRetire(), 1)
+        XCTAssertTrue(try c.willOpen("/a.bin"), "the change went unseen: the kernel would serve old pages")
     }
 
     func testEvictingARecordOnlyEntry_whileLoadersAreMadeForIt_neverReadsWrongBytes() throws {
