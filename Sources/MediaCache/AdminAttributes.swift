@@ -134,8 +134,7 @@ public enum AdminAttributes {
     public static func writeRoot(_ name: String, value: String, to catalog: Catalog) throws -> Effect {
         switch try writableKey(name) {
         case "purge":
-            catalog.purgeAll()
-            return .invalidate(catalog.allLoaders.map(\.source.name))
+            return .invalidate(catalog.purgeAll())
         case "add":
             _ = try catalog.add(url: value)
             return .none

@@ -3,15 +3,20 @@
 // unfinished and finished downloads do in the mobile caches this grew from).
 // Least recently used goes first. Entries of the running mount are evicted
 // through their loader, which refuses while a transfer runs or a read waits;
-// others are renamed into trash/ and deleted in the background. Pinned
+// a mounted file known by its record gets a loader for it (moving its entry
+// away would forget the validators that tell a change, and the kernel would
+// go on serving the old version's pages); entries of no mounted file are
+// renamed into trash/, while no loader stands for them, and deleted in the
+// background. Pinned
 // entries are never evicted or trimmed, but count against the size limit:
 // when they alone fill it, the rest goes and new bytes pass uncached.
 //
 // The disk is scanned once, at the first pass: the cache lock makes this
 // process the cache's only user, so afterwards the entries of the mount are
-// known through their loaders, and the others (`Index.unmounted`) change
-// only when a pass evicts them or a loader is dropped. A pass thus reads no
-// metadata file, and costs O(n) plus a sort when something must go.
+// known through their loaders and records, and the others
+// (`Index.unmounted`) change only when a pass evicts them or a file leaves
+// the mount. A pass thus reads no metadata file, and costs O(n) plus a sort
+// when something must go.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -41,15 +46,26 @@ public struct CacheEvictor: Sendable {
     }
 
     private struct Item {
-        /// Where an entry without a loader is; unused for a loader's.
-        var directory: String
-        /// The URL an entry without a loader caches (from its metadata).
-        var url: String?
+        enum Place {
+            /// A file of the mount in use: freed through its loader.
+            case loader(FileLoader)
+            /// A file of the mount known by its record (by URL).
+            case record(String)
+            /// An entry of no mounted file: its directory, and the URL its
+            /// metadata names.
+            case unmounted(directory: String, url: String?)
+        }
+
+        var place: Place
         var allocated: Int64
         var lastAccess: Double
         var complete: Bool
         var pinned: Bool
-        var loader: FileLoader?
+
+        var loader: FileLoader? {
+            if case .loader(let loader) = place { return loader }
+            return nil
+        }
     }
 
     /// What the passes know of the cache between them. `lock` serialises
@@ -57,12 +73,15 @@ public struct CacheEvictor: Sendable {
     private final class Index: @unchecked Sendable {
         let lock = NSLock()
         var scanned = false
-        /// Entries no loader of the mount stands for, by directory.
+        /// Entries of no mounted file, by directory.
         var unmounted: [String: Item] = [:]
-        /// The loaders of the last pass, by URL.
-        var mounted: [String: FileLoader] = [:]
+        /// The URLs of the mount's files (loaders and records) at the last
+        /// pass. URLs only: a loader held here could never become a record.
+        var mounted = Set<String>()
         /// The removal guard of the pass under way (see `run`).
         var remover: ((_ url: String, _ remove: () -> Void) -> Bool)?
+        /// Makes the loader of a record of the pass under way (see `run`).
+        var loading: ((_ url: String) -> FileLoader?)?
     }
 
     public let store: CacheStore
@@ -80,30 +99,40 @@ public struct CacheEvictor: Sendable {
     public var headroom: Int64 { min(limits.maxSize / 8, 64 << 20) }
 
     /// Applies the limits once. `mounted` are the loaders of the running
-    /// mount, by URL; their bytes are freed only through them. With a
+    /// mount, by URL; their bytes are freed only through them. `records`
+    /// are its other files (a URL in both counts as a loader). With a
     /// `budget`, the room left under the limits is measured for it, and
     /// when it ran out (writes were refused) `headroom` more is made.
     ///
     /// `removing`, when given, removes an entry without a loader: it runs
-    /// the removal only while no loader stands for that URL, and says
-    /// whether it did. A loader made between the pass's snapshot and the
-    /// removal would otherwise claim bytes from a directory in the trash
-    /// (and read zeros from the fresh data file that replaces it).
+    /// the removal only while no loader stands for that URL (and then
+    /// updates its record, if any), and says whether it did. A loader made
+    /// between the pass's snapshot and the removal would otherwise claim
+    /// bytes from a directory in the trash (and read zeros from the fresh
+    /// data file that replaces it).
+    ///
+    /// `loading` makes the loader of a record's URL, through which its
+    /// entry is evicted; without it, records are never evicted.
     @discardableResult
-    public func run(mounted: [String: FileLoader] = [:], budget: CacheBudget? = nil,
-                    now: Int64 = Int64(time(nil)),
-                    removing: ((_ url: String, _ remove: () -> Void) -> Bool)? = nil) -> Report {
+    public func run(mounted: [String: FileLoader] = [:], records: [String: EntryRecord] = [:],
+                    budget: CacheBudget? = nil, now: Int64 = Int64(time(nil)),
+                    removing: ((_ url: String, _ remove: () -> Void) -> Bool)? = nil,
+                    loading: ((_ url: String) -> FileLoader?)? = nil) -> Report {
         let mark = budget?.mark ?? 0
         let extra = budget?.isPressed == true ? headroom : 0
         var report = Report()
         index.lock.lock()
         defer { index.lock.unlock() }
         index.remover = removing
-        defer { index.remover = nil }
+        index.loading = loading
+        defer {
+            index.remover = nil
+            index.loading = nil
+        }
         if index.scanned {
-            follow(mounted)
+            follow(mounted, records)
         } else {
-            scan(mounted, report: &report)
+            scan(mounted, records, report: &report)
         }
         var items = Array(index.unmounted.values)
         items.reserveCapacity(items.count + mounted.count)
@@ -111,8 +140,12 @@ public struct CacheEvictor: Sendable {
             // An entry with no bytes yet (most of a big listing) costs nothing to keep.
             let usage = loader.usage()
             guard usage.allocatedBytes > 0 else { continue }
-            items.append(Item(directory: "", allocated: usage.allocatedBytes, lastAccess: usage.lastAccess,
-                              complete: usage.isComplete, pinned: usage.isPinned, loader: loader))
+            items.append(Item(place: .loader(loader), allocated: usage.allocatedBytes, lastAccess: usage.lastAccess,
+                              complete: usage.isComplete, pinned: usage.isPinned))
+        }
+        for (url, record) in records where record.allocatedBytes > 0 && mounted[url] == nil {
+            items.append(Item(place: .record(url), allocated: record.allocatedBytes, lastAccess: record.lastAccess,
+                              complete: record.isComplete, pinned: record.isPinned))
         }
 
         var kept: [Item] = []
@@ -168,40 +201,54 @@ public struct CacheEvictor: Sendable {
     /// The first pass: every entry on disk that no loader stands for is
     /// indexed, or removed when its metadata is missing or damaged (a
     /// crash's leftovers: nothing in it is trusted). Call with `index.lock` held.
-    private func scan(_ mounted: [String: FileLoader], report: inout Report) {
-        let mountedDirectories = Set(mounted.keys.map { store.directory(forKey: $0) })
+    private func scan(_ mounted: [String: FileLoader], _ records: [String: EntryRecord], report: inout Report) {
+        let urls = Set(mounted.keys).union(records.keys)
+        let mountedDirectories = Set(urls.map { store.directory(forKey: $0) })
         for entry in store.entries(excluding: mountedDirectories) {
             if let meta = entry.meta {
-                index.unmounted[entry.directory] = Item(directory: entry.directory, url: meta.url,
+                index.unmounted[entry.directory] = Item(place: .unmounted(directory: entry.directory, url: meta.url),
                                                         allocated: entry.allocatedBytes,
                                                         lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
-                                                        pinned: meta.pinned, loader: nil)
+                                                        pinned: meta.pinned)
             } else {
                 store.remove(directory: entry.directory)
                 report.evictedEntries += 1
                 report.freedBytes += entry.allocatedBytes
             }
         }
-        index.mounted = mounted
+        index.mounted = urls
         index.scanned = true
     }
 
-    /// Later passes: a loader new to the mount takes its entry out of the
-    /// index (it is followed through the loader now); the entry of a loader
-    /// the mount dropped is read back from disk. Call with `index.lock` held.
-    private func follow(_ mounted: [String: FileLoader]) {
-        for url in mounted.keys where index.mounted[url] == nil {
-            index.unmounted[store.directory(forKey: url)] = nil
+    /// Later passes: a file new to the mount takes its entry out of the
+    /// index (it is followed through its loader or record now); the entry
+    /// of a file that left the mount is read back from disk. Without a
+    /// change, a pass only looks each URL up. Call with `index.lock` held.
+    private func follow(_ mounted: [String: FileLoader], _ records: [String: EntryRecord]) {
+        var known = 0
+        var changed = false
+        func note(_ url: String) {
+            if index.mounted.contains(url) {
+                known += 1
+            } else {
+                index.unmounted[store.directory(forKey: url)] = nil
+                changed = true
+            }
         }
-        for url in index.mounted.keys where mounted[url] == nil {
-            let directory = store.directory(forKey: url)
-            guard let meta = store.loadMeta(forKey: url) else { continue }
-            index.unmounted[directory] = Item(directory: directory, url: url,
-                                              allocated: Self.allocatedBytes(in: directory),
-                                              lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
-                                              pinned: meta.pinned, loader: nil)
+        for url in mounted.keys { note(url) }
+        for url in records.keys where mounted[url] == nil { note(url) }
+        if known < index.mounted.count {
+            changed = true
+            for url in index.mounted where mounted[url] == nil && records[url] == nil {
+                let directory = store.directory(forKey: url)
+                guard let meta = store.loadMeta(forKey: url) else { continue }
+                index.unmounted[directory] = Item(place: .unmounted(directory: directory, url: url),
+                                                  allocated: Self.allocatedBytes(in: directory),
+                                                  lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
+                                                  pinned: meta.pinned)
+            }
         }
-        index.mounted = mounted
+        if changed { index.mounted = Set(mounted.keys).union(records.keys) }
     }
 
     private static func allocatedBytes(in directory: String) -> Int64 {
@@ -216,18 +263,24 @@ public struct CacheEvictor: Sendable {
     /// Call with `index.lock` held.
     private func evict(_ item: Item) -> Bool {
         if item.pinned { return false }
-        if let loader = item.loader { return loader.evict() }
-        if let remover = index.remover, let url = item.url {
-            guard remover(url, { store.remove(directory: item.directory) }) else {
-                // In use again: the next pass finds its loader.
-                index.unmounted[item.directory] = nil
-                return false
+        switch item.place {
+        case .loader(let loader):
+            return loader.evict()
+        case .record(let url):
+            return index.loading?(url)?.evict() ?? false
+        case .unmounted(let directory, let url):
+            if let remover = index.remover, let url {
+                guard remover(url, { store.remove(directory: directory) }) else {
+                    // In use again: the next pass finds its loader.
+                    index.unmounted[directory] = nil
+                    return false
+                }
+            } else {
+                store.remove(directory: directory)
             }
-        } else {
-            store.remove(directory: item.directory)
+            index.unmounted[directory] = nil
+            return true
         }
-        index.unmounted[item.directory] = nil
-        return true
     }
 }
 

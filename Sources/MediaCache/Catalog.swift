@@ -3,14 +3,17 @@
 // first lookup (the one lookup that waits for it) and again, in the
 // background on the listings worker, once `dirCacheTime` has passed or the
 // user asks: meanwhile, and while its server is down, lookups answer from
-// the last listing. Every file is a FileLoader, one per URL however many
-// names lead to it (two loaders on one cache entry would fight). The FUSE
-// adapter talks only to this type. It also owns the background thread that
-// persists metadata and applies the cache limits.
+// the last listing. A file in use is a FileLoader, one per URL however many
+// names lead to it (two loaders on one cache entry would fight); an idle one
+// is an EntryRecord, which answers stats and listings and is counted by the
+// evictor, until a use makes its loader again. The FUSE adapter talks only
+// to this type. It also owns the background thread that persists metadata,
+// turns idle loaders back into records and applies the cache limits.
 //
-// Lock: `lock` guards the tree (`root` and every Directory below it) and the
-// last eviction report. Never held while fetching a listing or calling into
-// a loader that may wait.
+// Lock: `lock` guards the tree (`root` and every Directory below it), the
+// loaders and records, and the last eviction report. Taken before a
+// loader's `lock` (to make, check or retire one), never after; never held
+// while fetching a listing or calling into a loader that may wait.
 import CSystem
 import Foundation
 #if canImport(Glibc)
@@ -26,6 +29,16 @@ public final class Catalog: @unchecked Sendable {
     /// A listing that failed to refresh is tried again after this long (or
     /// the directory cache time, when shorter); its old listing is served.
     public static let listingRetry: Double = 30
+    /// Loaders turned into records in one pass past which the heap's holes
+    /// are given back (a listing's probed entries, about 1 KiB each).
+    static let trimAfterRetiring = 1_000
+    static let trimDuringPass = 10_000
+    /// Probe answers saved between two looks at the catalog's lock.
+    static let saveBatch = 64
+    /// With a backlog, the flusher comes back this often, and saves
+    /// answers for this long each time.
+    static let backlogInterval: Double = 1
+    static let saveSlice: Double = 0.5
 
     /// What opening a file preloads of the files after it, in source order.
     public struct PreloadNext: Sendable, Equatable {
@@ -44,12 +57,20 @@ public final class Catalog: @unchecked Sendable {
         case directory
     }
 
-    /// A name in a directory's listing; a file's loader lets the listing
-    /// carry the attributes already known (readdirplus).
+    /// A name in a directory's listing, with what lets the listing carry a
+    /// file's attributes already known (readdirplus): its record's, or its
+    /// loader's as they are when the entry is sent.
     public struct Entry {
         public let name: String
         public let isDirectory: Bool
-        public let loader: FileLoader?
+        /// Weak: a listing kept open must not keep its loaders from
+        /// becoming records (then the kernel asks getattr, which the
+        /// record answers).
+        public weak var loader: FileLoader?
+        let recorded: (size: Int64, mtime: Int)?
+
+        /// Size and mtime if known now, without waiting.
+        public var knownAttributes: (size: Int64, mtime: Int)? { recorded ?? loader?.knownAttributes() }
     }
 
     /// A directory of the mount: its names in order, and for a listed one,
@@ -120,7 +141,16 @@ public final class Catalog: @unchecked Sendable {
 
     private let lock = NSLock()
     private let root = Directory(url: nil, path: "")
+    /// Every URL a name leads to has a loader here or a record in `records`,
+    /// never both.
     private var loaders: [String: FileLoader] = [:]
+    private var records: [String: EntryRecord] = [:]
+    /// Probe answers of loaders turned into records before their metadata
+    /// was saved (a listing's entries), and those being saved now: a
+    /// loader made meanwhile starts from them. Saved by the flusher, with
+    /// no sync (they claim no bytes), so loaders need not wait for it.
+    private var unsaved: [String: EntryMeta] = [:]
+    private var saving: [String: EntryMeta] = [:]
     /// Loaders of URLs no name leads to any more (a listing dropped them,
     /// or `remove`), held weakly: one an open handle or a transfer still
     /// uses is taken back if the URL returns, so one URL never has two.
@@ -167,27 +197,26 @@ public final class Catalog: @unchecked Sendable {
                                 budget: budget, openFiles: OpenDataFiles(capacity: OpenDataFiles.defaultCapacity))
         // The entries' metadata, read in parallel: a remount of 100,000
         // entries reads 100,000 small files, and the disk serves several
-        // at once. Nothing else touches the cache before `start`.
+        // at once. Nothing else touches the cache before `start`. No
+        // loader is made: most entries of a big mount are only ever stat'ed.
         var seen = Set<String>()
         let urls = sources.filter { !$0.isDirectory && seen.insert($0.url).inserted }.map(\.url)
-        let metas = Self.loadMetas(urls, from: store)
-        var preloaded: [String: EntryMeta?] = [:]
-        preloaded.reserveCapacity(urls.count)
-        for (url, meta) in zip(urls, metas) { preloaded[url] = meta }
-        for source in sources { _ = insert(source, into: root, preloaded: preloaded[source.url]) }
+        records.reserveCapacity(urls.count)
+        for (url, record) in zip(urls, Self.loadRecords(urls, from: store)) { records[url] = record }
+        for source in sources { _ = insert(source, into: root) }
     }
 
-    /// `store.loadMeta` of each URL, in order, on a few threads.
-    private static func loadMetas(_ urls: [String], from store: CacheStore) -> [EntryMeta?] {
+    /// The record of each URL's metadata, in order, on a few threads.
+    private static func loadRecords(_ urls: [String], from store: CacheStore) -> [EntryRecord?] {
         let threads = urls.count < 256 ? 1 : 8
-        let results = UnsafeMutableBufferPointer<EntryMeta?>.allocate(capacity: urls.count)
+        let results = UnsafeMutableBufferPointer<EntryRecord?>.allocate(capacity: urls.count)
         results.initialize(repeating: nil)
         defer { results.deallocate() }
         nonisolated(unsafe) let shared = results
         DispatchQueue.concurrentPerform(iterations: threads) { part in
             // Each thread writes only its own indexes.
             for index in stride(from: part, to: urls.count, by: threads) {
-                shared[index] = store.loadMeta(forKey: urls[index])
+                shared[index] = EntryRecord(meta: store.loadMeta(forKey: urls[index]), store: store)
             }
         }
         let array = Array(results)
@@ -196,21 +225,143 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// Adds a source to a directory under its name (made unique); returns
-    /// the name. Call with `lock` held, or before the mount runs.
-    private func insert(_ source: Source, into directory: Directory, preloaded: EntryMeta?? = nil) -> String {
+    /// the name. A file new to the mount gets a record of its metadata (read
+    /// under `lock`, see `liveLoader`), or back the loader it had, if that
+    /// is still in use. Call with `lock` held, or before the mount runs.
+    private func insert(_ source: Source, into directory: Directory) -> String {
         if source.isDirectory {
             let name = directory.naming.peek(source.name)
             return directory.add(source.name, .directory(Directory(url: source.url, path: directory.path + "/" + name)))
         }
         let name = directory.add(source.name, .file(source.url))
-        if loaders[source.url] == nil {
-            let path = directory.path + "/" + name
-            let loader = retired.removeValue(forKey: source.url)?.loader
-                ?? FileLoader(source: Source(name: path, url: source.url), context: context, meta: preloaded)
-            loader.onChange = { [weak self] in self?.changeHandler(path) }
-            loaders[source.url] = loader
+        let url = source.url
+        if loaders[url] == nil && records[url] == nil {
+            if let loader = retired.removeValue(forKey: url)?.loader {
+                let path = directory.path + "/" + name
+                loader.onChange = { [weak self] in self?.changeHandler(path) }
+                loaders[url] = loader
+            } else {
+                records[url] = EntryRecord(meta: store.loadMeta(forKey: url), store: store)
+            }
         }
         return name
+    }
+
+    /// The loader of a mounted URL, made from the cache if only its record
+    /// was kept; nil when no name leads to the URL. Call with `lock` held:
+    /// the loader reads the entry's metadata under it, and the evictor
+    /// removes an entry only under it and while no loader stands for it, so
+    /// no loader claims bytes from a directory moved to the trash.
+    private func liveLoader(url: String, path: String) -> FileLoader? {
+        if let loader = loaders[url] { return loader }
+        guard let record = records.removeValue(forKey: url) else { return nil }
+        let pending = unsaved.removeValue(forKey: url) ?? saving[url]
+        let preloaded: EntryMeta?? = pending.map { .some($0) } ?? (record.hasMeta ? nil : .some(nil))
+        // One in use elsewhere would otherwise be a second loader on the entry.
+        let loader = retired.removeValue(forKey: url)?.loader
+            ?? FileLoader(source: Source(name: path, url: url), context: context, meta: preloaded)
+        // It saves its metadata itself from now on.
+        if pending != nil { loader.markUnsaved() }
+        loader.onChange = { [weak self] in self?.changeHandler(path) }
+        loaders[url] = loader
+        return loader
+    }
+
+    /// The flusher's pass over the loaders: each one's metadata saved
+    /// (unless `flushing` is false), then, when nothing else holds it (no
+    /// open handle, queued probe, preload or listing) and nothing is in
+    /// flight, it is turned into a record. One at a time, so a pass over a
+    /// listing's 100,000 probed entries frees them as it goes. A loader
+    /// something else holds stays live, so a record never misses what it
+    /// did since. Returns how many became records.
+    @discardableResult
+    func flushAndRetire(flushing: Bool = true) -> Int {
+        lock.lock()
+        let urls = Array(loaders.keys)
+        let retiredInUse = retired.values.compactMap(\.loader)
+        lock.unlock()
+        if flushing { for loader in retiredInUse { loader.flush() } }
+        var count = 0
+        for url in urls {
+            // A probe's unsaved answer goes with the record: saving it
+            // first would hold a listing's loaders for the whole pass.
+            guard retireIfIdle(url) || flushing && flushLoader(of: url) && retireIfIdle(url) else { continue }
+            count += 1
+            // Saving a listing's probed entries takes seconds: what they
+            // held is given back as the pass goes, not only at its end.
+            if count % Self.trimDuringPass == 0 { mediafs_malloc_trim() }
+        }
+        if count > 0 { Log.debug("\(count) of \(urls.count) loaders idle: kept as records") }
+        return count
+    }
+
+    /// Returns holding no reference to the loader; false when it has none.
+    @inline(never)
+    private func flushLoader(of url: String) -> Bool {
+        lock.lock()
+        let loader = loaders[url]
+        lock.unlock()
+        loader?.flush()
+        return loader != nil
+    }
+
+    private func retireIfIdle(_ url: String) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        // Out of the dictionary, so that only this reference counts.
+        guard var loader = loaders.removeValue(forKey: url) else { return false }
+        guard isKnownUniquelyReferenced(&loader), let idle = loader.idleRecord() else {
+            loaders[url] = loader
+            return false
+        }
+        // Unique and idle under `lock`: nothing changes its data file now.
+        var record = idle.record
+        if record.cachedBytes > 0 { record.allocatedBytes = EntryRecord.allocatedBytes(forKey: url, in: store) }
+        records[url] = record
+        if let meta = idle.unsaved { unsaved[url] = meta }
+        return true
+    }
+
+    /// Saves the probe answers kept with records, a batch at a time, until
+    /// `deadline`. A loader made for one while it is written starts from
+    /// it, and saves its own again after: the last save is the loader's.
+    func saveUnsaved(until deadline: Date) {
+        while Date() < deadline {
+            lock.lock()
+            var batch: [(url: String, meta: EntryMeta)] = []
+            for (url, meta) in unsaved {
+                batch.append((url, meta))
+                if batch.count == Self.saveBatch { break }
+            }
+            for entry in batch {
+                unsaved[entry.url] = nil
+                saving[entry.url] = entry.meta
+            }
+            lock.unlock()
+            guard !batch.isEmpty else { return }
+            for entry in batch {
+                do {
+                    try store.saveMeta(entry.meta, forKey: entry.url, durable: false)
+                } catch {
+                    // Costs a probe at the next mount, as a failed flush would.
+                    statistics.cacheWriteFailed(error as? MediaError ?? MediaError.io("\(error)"))
+                }
+            }
+            lock.lock()
+            for entry in batch {
+                saving[entry.url] = nil
+                loaders[entry.url]?.markUnsaved()
+            }
+            lock.unlock()
+        }
+    }
+
+    /// Whether the flusher should come back soon rather than at the next
+    /// flush: a listing's loaders to turn into records, or answers to save.
+    private var hasBacklog: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return loaders.count >= Self.trimAfterRetiring || !unsaved.isEmpty
     }
 
     /// Drops the loaders no name in the tree leads to any more, keeping
@@ -228,6 +379,7 @@ public final class Catalog: @unchecked Sendable {
         }
         collect(root)
         retired = retired.filter { $0.value.loader != nil }
+        records = records.filter { live.contains($0.key) }
         var dropped: [FileLoader] = []
         for (url, loader) in loaders where !live.contains(url) {
             loaders[url] = nil
@@ -267,22 +419,33 @@ public final class Catalog: @unchecked Sendable {
             mediafs_malloc_trim()
             stopping.lock()
             var flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
+            var wake = flushDue
             while !stopped {
-                if budget?.isPressed != true { _ = stopping.wait(until: flushDue) }
+                if budget?.isPressed != true { _ = stopping.wait(until: wake) }
                 if stopped { break }
+                let pressed = budget?.isPressed == true
                 stopping.unlock()
                 // Woken early when a write found no room: make room at once,
-                // and flush only when a flush is due.
-                if Date() >= flushDue {
-                    flushAll()
+                // and flush only when a flush is due. Woken for a backlog
+                // (a listing's probed entries): loaders to records, and
+                // their answers saved, a slice at a time.
+                let retiredNow: Int
+                let due = Date() >= flushDue
+                if due {
+                    retiredNow = flushAndRetire()
                     flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
+                } else {
+                    retiredNow = flushAndRetire(flushing: false)
                 }
-                applyLimits()
+                saveUnsaved(until: Date(timeIntervalSinceNow: Self.saveSlice))
+                if due || pressed { applyLimits() }
                 // A listing's probes free as much as they took (a request,
                 // a transfer and buffers an entry), in holes malloc keeps:
-                // 20 MiB of 190 at 100,000 entries. Given back here, off
-                // the network thread.
-                if feeder.takeDrained() { mediafs_malloc_trim() }
+                // 20 MiB of 190 at 100,000 entries; so do loaders turned
+                // into records. Given back here, off the network thread.
+                let drained = feeder.takeDrained()
+                if drained || retiredNow >= Self.trimAfterRetiring { mediafs_malloc_trim() }
+                wake = hasBacklog ? min(flushDue, Date(timeIntervalSinceNow: Self.backlogInterval)) : flushDue
                 stopping.lock()
             }
             flusherRunning = false
@@ -293,8 +456,9 @@ public final class Catalog: @unchecked Sendable {
         thread.start()
     }
 
-    /// One eviction pass over the mount's loaders, measuring the room left.
-    private func applyLimits() {
+    /// One eviction pass over the mount's loaders and records, measuring
+    /// the room left.
+    func applyLimits() {
         lock.lock()
         // Retired loaders still in use count as mounted: their bytes are
         // freed through them, never from under them.
@@ -302,17 +466,47 @@ public final class Catalog: @unchecked Sendable {
         for (url, weak) in retired where byURL[url] == nil {
             if let loader = weak.loader { byURL[url] = loader }
         }
+        let recorded = records
         lock.unlock()
-        guard let report = evictor?.run(mounted: byURL, budget: budget, removing: { [self] url, remove in
+        // Where each URL is, found once a pass and only if a record must go.
+        var paths: [String: String]?
+        guard let report = evictor?.run(mounted: byURL, records: recorded, budget: budget, removing: { [self] url, remove in
             // Under the lock that making a loader (and loading its metadata) holds.
             lock.lock()
             defer { lock.unlock() }
             guard loaders[url] == nil, retired[url]?.loader == nil else { return false }
             remove()
+            records[url]?.dropBytes()
             return true
+        }, loading: { [self] url in
+            lock.lock()
+            defer { lock.unlock() }
+            if paths == nil { paths = pathsOfFiles() }
+            guard let path = paths?[url] else { return nil }
+            return liveLoader(url: url, path: path)
         }) else { return }
         statistics.countEvictions(report.evictedEntries)
         noteEviction(report)
+    }
+
+    /// Each file URL's path (the first name that leads to it). Linear in
+    /// the tree. Call with `lock` held.
+    private func pathsOfFiles() -> [String: String] {
+        var paths: [String: String] = [:]
+        func collect(_ directory: Directory) {
+            for name in directory.order {
+                switch directory.children[name] {
+                case .file(let url)?:
+                    if paths[url] == nil { paths[url] = directory.path + "/" + name }
+                case .directory(let sub)?:
+                    collect(sub)
+                case nil:
+                    break
+                }
+            }
+        }
+        collect(root)
+        return paths
     }
 
     /// Stops and joins the background threads, ends the network, and
@@ -329,13 +523,35 @@ public final class Catalog: @unchecked Sendable {
         preloads.stop(drain: false)
         fetcher.shutdown()
         flushAll()
+        saveUnsaved(until: .distantFuture)
         store.stop()
     }
 
+    /// The loaders live now (files in use); the others are records.
     public var allLoaders: [FileLoader] {
         lock.lock()
         defer { lock.unlock() }
         return Array(loaders.values)
+    }
+
+    /// The mount's files, and what they hold in the cache: loaders and records.
+    public func cacheUsage() -> (entries: Int, entriesWithBytes: Int, cachedBytes: Int64) {
+        lock.lock()
+        let live = Array(loaders.values)
+        var withBytes = 0
+        var cached: Int64 = 0
+        for record in records.values where record.cachedBytes > 0 {
+            withBytes += 1
+            cached = cached.addingSaturating(record.cachedBytes)
+        }
+        let entries = live.count + records.count
+        lock.unlock()
+        for loader in live {
+            let bytes = loader.status().cachedBytes
+            if bytes > 0 { withBytes += 1 }
+            cached = cached.addingSaturating(bytes)
+        }
+        return (entries, withBytes, cached)
     }
 
     public func flushAll() {
@@ -493,17 +709,47 @@ public final class Catalog: @unchecked Sendable {
             try listIfDue(directory)
             return .directory
         case .file(let url)?:
-            return .file(try loader(url: url))
+            return .file(try loader(url: url, path: parent.path + "/" + last))
         case nil:
             throw MediaError(ENOENT, "no such file or directory")
         }
     }
 
-    private func loader(url: String) throws -> FileLoader {
+    private func loader(url: String, path: String) throws -> FileLoader {
         lock.lock()
         defer { lock.unlock() }
-        guard let loader = loaders[url] else { throw MediaError(ENOENT, "no such file") }
+        guard let loader = liveLoader(url: url, path: path) else { throw MediaError(ENOENT, "no such file") }
         return loader
+    }
+
+    /// For getattr: nil for a directory, else a file's size and mtime. A
+    /// file without a loader whose record knows them answers from it: no
+    /// loader is made and the disk is not read. Otherwise its loader
+    /// answers, waiting on a probe if need be.
+    public func attributes(at path: String) throws -> (size: Int64, mtime: Int)? {
+        var parts = components(path)
+        guard let last = parts.popLast() else { return nil }
+        let parent = try directory(at: parts)
+        lock.lock()
+        let child = parent.children[last]
+        var known: (size: Int64, mtime: Int)?
+        var loader: FileLoader?
+        if case .file(let url)? = child {
+            known = loaders[url] == nil ? records[url]?.attributes : nil
+            if known == nil { loader = liveLoader(url: url, path: parent.path + "/" + last) }
+        }
+        lock.unlock()
+        switch child {
+        case .directory(let directory)?:
+            try listIfDue(directory)
+            return nil
+        case .file?:
+            if let known { return known }
+            guard let loader else { throw MediaError(ENOENT, "no such file") }
+            return try loader.attributes()
+        case nil:
+            throw MediaError(ENOENT, "no such file or directory")
+        }
     }
 
     /// The file at `path`; EISDIR for a directory.
@@ -524,13 +770,17 @@ public final class Catalog: @unchecked Sendable {
         let entries = directory.order.map { name -> Entry in
             switch directory.children[name] {
             case .directory?:
-                return Entry(name: name, isDirectory: true, loader: nil)
+                return Entry(name: name, isDirectory: true, loader: nil, recorded: nil)
             case .file(let url)?:
-                let loader = loaders[url]
+                if loaders[url] == nil, let known = records[url]?.attributes {
+                    return Entry(name: name, isDirectory: false, loader: nil, recorded: known)
+                }
+                // Unknown attributes are probed, through a loader.
+                let loader = liveLoader(url: url, path: directory.path + "/" + name)
                 if let loader { files.append(loader) }
-                return Entry(name: name, isDirectory: false, loader: loader)
+                return Entry(name: name, isDirectory: false, loader: loader, recorded: nil)
             case nil:
-                return Entry(name: name, isDirectory: false, loader: nil)
+                return Entry(name: name, isDirectory: false, loader: nil, recorded: nil)
             }
         }
         lock.unlock()
@@ -555,7 +805,7 @@ public final class Catalog: @unchecked Sendable {
         let isDirectory = URLComponents(string: trimmed)?.path.hasSuffix("/") ?? false
         let name = insert(Source(name: FileNaming.name(forURL: trimmed), url: trimmed, isDirectory: isDirectory),
                           into: root)
-        let loader = loaders[trimmed]
+        let loader = isDirectory || records[trimmed]?.attributes != nil ? nil : liveLoader(url: trimmed, path: "/" + name)
         lock.unlock()
         loader?.prefetchInfo()
         Log.info("added \(MediaError.redacted(trimmed)) as \(name)")
@@ -596,13 +846,17 @@ public final class Catalog: @unchecked Sendable {
         var parts = components(path)
         guard let name = parts.popLast(), let parent = try? directory(at: parts) else { return }
         lock.lock()
-        let next: [FileLoader] = parent.order.firstIndex(of: name).map { index in
-            parent.order[(index + 1)...].compactMap { sibling -> FileLoader? in
-                if case .file(let url)? = parent.children[sibling] { return loaders[url] }
-                return nil
-            }.prefix(preloadNext.count).map { $0 }
-        } ?? []
+        var following: [FileLoader] = []
+        if let index = parent.order.firstIndex(of: name) {
+            for sibling in parent.order[(index + 1)...] where following.count < preloadNext.count {
+                if case .file(let url)? = parent.children[sibling],
+                   let loader = liveLoader(url: url, path: parent.path + "/" + sibling) {
+                    following.append(loader)
+                }
+            }
+        }
         lock.unlock()
+        let next = following
         guard !next.isEmpty else { return }
         preloads.submit {
             for loader in next {
@@ -633,13 +887,34 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
-    public func purgeAll() {
-        for loader in allLoaders { loader.purge() }
+    /// Drops every cached byte of the mount's files (a record with bytes
+    /// gets its loader to do it); returns the paths whose pages the kernel
+    /// must drop.
+    public func purgeAll() -> [String] {
+        lock.lock()
+        var targets = Array(loaders.values)
+        func collect(_ directory: Directory) {
+            for (name, child) in directory.children {
+                switch child {
+                case .file(let url):
+                    if let record = records[url], record.cachedBytes > 0,
+                       let loader = liveLoader(url: url, path: directory.path + "/" + name) {
+                        targets.append(loader)
+                    }
+                case .directory(let sub):
+                    collect(sub)
+                }
+            }
+        }
+        collect(root)
+        lock.unlock()
+        for loader in targets { loader.purge() }
+        return targets.map(\.source.name)
     }
 
     /// For statfs: the cache's room and what this mount's files hold of it.
     public func usage() -> (capacity: Int64, used: Int64, available: Int64) {
-        let cached = allLoaders.reduce(Int64(0)) { $0.addingSaturating($1.status().cachedBytes) }
+        let cached = cacheUsage().cachedBytes
         let available = store.freeBytes() ?? 0
         return (cached.addingSaturating(available), cached, available)
     }
@@ -647,12 +922,11 @@ public final class Catalog: @unchecked Sendable {
     /// The root's `stats`: one JSON object.
     public func statsJSON() -> String {
         let counters = statistics.snapshot
-        let all = allLoaders
-        let cached = all.reduce(Int64(0)) { $0.addingSaturating($1.status().cachedBytes) }
+        let usage = cacheUsage()
         lock.lock()
         let eviction = lastEviction
         lock.unlock()
-        return "{\"entries\":\(all.count),\"cached_bytes\":\(cached),"
+        return "{\"entries\":\(usage.entries),\"cached_bytes\":\(usage.cachedBytes),"
             + "\"cache_max_size\":\(evictor?.limits.maxSize ?? 0),\"pinned_bytes\":\(eviction.pinnedBytes),"
             + "\"pinned_over_limit\":\(eviction.pinnedOverLimit),"
             + "\"bytes_from_cache\":\(counters.bytesFromCache),\"bytes_from_network\":\(counters.bytesFromNetwork),"

@@ -39,10 +39,7 @@ extension FileLoader {
     }
 
     public func usage() -> Usage {
-        // By path: asking must not open (and hold) a descriptor per entry.
-        var st = stat()
-        let path = store.directory(forKey: key) + "/data"
-        let allocated = stat(path, &st) == 0 ? Int64(st.st_blocks) * 512 : 0
+        let allocated = EntryRecord.allocatedBytes(forKey: key, in: store)
         lock.lock()
         defer { lock.unlock() }
         return Usage(allocatedBytes: hasEntry ? allocated : 0, lastAccess: lastAccess,

@@ -645,7 +645,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         return known.map(Self.attributes(of:))
     }
 
-    private static func attributes(of info: ContentInfo) -> (size: Int64, mtime: Int) {
+    static func attributes(of info: ContentInfo) -> (size: Int64, mtime: Int) {
         (info.length, info.lastModified.flatMap(HTTPDate.seconds) ?? 0)
     }
 

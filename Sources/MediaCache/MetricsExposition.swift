@@ -18,7 +18,7 @@ public struct MetricsExposition: Sendable {
     public func text(for catalog: Catalog) -> String {
         let statistics = catalog.statistics
         let counters = statistics.snapshot
-        let usage = catalog.allLoaders.map { $0.status().cachedBytes }
+        let usage = catalog.cacheUsage()
         var out = Output()
         out.metric("mediafs_network_received_bytes_total", .counter,
                    "File bytes received from the servers (response bodies).", counters.bytesFromNetwork)
@@ -42,12 +42,12 @@ public struct MetricsExposition: Sendable {
         out.metric("mediafs_transfers_in_flight", .gauge, "File transfers running or queued now.",
                    counters.transfersInFlight)
         out.metric("mediafs_cache_used_bytes", .gauge, "Bytes the mount's files hold in the cache.",
-                   usage.reduce(Int64(0)) { $0.addingSaturating($1) })
+                   usage.cachedBytes)
         if let cacheLimit {
             out.metric("mediafs_cache_limit_bytes", .gauge, "The cache size limit (--cache-max-size).", cacheLimit)
         }
         out.metric("mediafs_cache_entries", .gauge, "Files of the mount with bytes in the cache.",
-                   Int64(usage.filter { $0 > 0 }.count))
+                   Int64(usage.entriesWithBytes))
         out.metric("mediafs_evictions_total", .counter, "Cache entries removed to keep the cache limits.",
                    counters.evictions)
         if let bandwidthLimit {

@@ -106,11 +106,11 @@ func makeOperations() -> fuse_operations {
         reply("getattr") {
             let fs = adapter()
             fs.catalog.statistics.countAttributeRequest()
-            guard case .file(let loader) = try fs.catalog.node(at: pathString(path)) else {
+            guard let attributes = try fs.catalog.attributes(at: pathString(path)) else {
                 stat!.pointee = directoryStat(fs)
                 return 0
             }
-            stat!.pointee = fileStat(fs, try loader.attributes())
+            stat!.pointee = fileStat(fs, attributes)
             return 0
         }
     }
@@ -152,7 +152,7 @@ func makeOperations() -> fuse_operations {
                     if entry.isDirectory {
                         stat = directoryStat(fs)
                         fill = plus ? FUSE_FILL_DIR_PLUS : none
-                    } else if plus, let attributes = entry.loader?.knownAttributes() {
+                    } else if plus, let attributes = entry.knownAttributes {
                         stat = fileStat(fs, attributes)
                         fill = FUSE_FILL_DIR_PLUS
                     } else {
@@ -309,7 +309,7 @@ func makeOperations() -> fuse_operations {
             stat!.pointee.f_blocks = fsblkcnt_t(usage.capacity / block)
             stat!.pointee.f_bfree = fsblkcnt_t(usage.available / block)
             stat!.pointee.f_bavail = fsblkcnt_t(usage.available / block)
-            stat!.pointee.f_files = fsfilcnt_t(adapter().catalog.allLoaders.count)
+            stat!.pointee.f_files = fsfilcnt_t(adapter().catalog.cacheUsage().entries)
             stat!.pointee.f_namemax = 255
             return 0
         }

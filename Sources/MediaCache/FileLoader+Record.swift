@@ -1,0 +1,56 @@
+// A loader with nothing in flight gives way to its record (EntryRecord): the
+// catalog keeps that instead, and makes a loader again from the cache when
+// the file is next used. Only what the metadata on disk already says is lost.
+import Foundation
+
+extension FileLoader {
+    /// The record this loader may become, or nil while anything would be
+    /// lost or cut short: a transfer, a waiting read, a pread or pwrite, a
+    /// freeing, a probe, the kernel reading the data file, a failure whose
+    /// backoff a new loader would forget, or unsaved metadata, unless it
+    /// claims no bytes over metadata that claimed none (a probe's answer):
+    /// that comes along as `unsaved`, for the caller to save, which needs
+    /// no sync and no loader. The data file's blocks are left for the
+    /// caller to count (`allocatedBytes` 0).
+    func idleRecord() -> (record: EntryRecord, unsaved: EntryMeta?)? {
+        // Whether the metadata on disk claims bytes is known under
+        // `flushLock`; one a save or a freeing holds is busy anyway.
+        guard let claimsOnDisk = flushLock.withLockIfAvailable({ _ in savedClaims }) else { return nil }
+        lock.lock()
+        defer { lock.unlock() }
+        guard transfers.isEmpty, waits.isEmpty, reading.isEmpty, writing.isEmpty, !isFreeingAnything,
+              kernelReaders == 0 else { return nil }
+        var unsaved: EntryMeta?
+        if dirty {
+            guard present.isEmpty, !claimsOnDisk, hasEntry, let snapshot = metaSnapshot() else { return nil }
+            unsaved = snapshot.meta
+        }
+        let now = Self.now()
+        switch probe {
+        case .idle: break
+        // A new loader would probe again now just the same.
+        case .retrying(let at) where now >= at: break
+        case .failed(_, let at) where now - at >= settings.probeRetryAfter: break
+        default: return nil
+        }
+        if lastError != nil, now - lastErrorAt < max(settings.probeRetryAfter, settings.unavailableFor) {
+            return nil
+        }
+        if now < retryAt || now < unavailableUntil { return nil }
+        let attributes = info.map(Self.attributes(of:))
+        let record = EntryRecord(size: attributes?.size, mtime: attributes?.mtime ?? 0, cachedBytes: present.byteCount,
+                                 allocatedBytes: 0, lastAccess: lastAccess,
+                                 isComplete: info.map { present.contains(0..<$0.length) } ?? false, isPinned: pinned,
+                                 // Metadata is saved only with content info.
+                                 hasMeta: info != nil)
+        return (record, unsaved)
+    }
+
+    /// Its metadata must be saved (again): it was made from metadata not
+    /// on disk yet, or a save of an older one may have landed after its own.
+    func markUnsaved() {
+        lock.lock()
+        dirty = true
+        lock.unlock()
+    }
+}

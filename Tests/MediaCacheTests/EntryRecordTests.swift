@@ -1,0 +1,198 @@
+// A mounted file as a record until used, and back: stats answered from the
+// record with no loader and no disk, idle loaders turned into records and
+// made again with the same bytes, and the evictor freeing a record-only
+// entry (through a loader, keeping its validators) while loaders are made
+// for it (never a wrong byte).
+import Foundation
+import Synchronization
+import XCTest
+@testable import MediaCache
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class EntryRecordTests: XCTestCase {
+    private var base = ""
+    private var store: CacheStore!
+    private var fetcher: FakeFetcher!
+    private let url = "https://media.example/a.bin"
+    private static let size = 1 << 20
+    /// No zero byte: a read of a hole in a fresh data file would show.
+    private let content = (0..<EntryRecordTests.size).map { UInt8(1 + $0 % 251) }
+
+    override func setUpWithError() throws {
+        base = try TemporaryDirectory.make("records")
+        store = try CacheStore(root: base)
+        fetcher = FakeFetcher(chunkSize: 64 << 10)
+        fetcher.add(url, bytes: content)
+    }
+
+    override func tearDownWithError() throws {
+        fetcher.shutdown()
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    private func catalog(limits: CacheLimits? = nil, revalidateAfter: Double? = 60) -> Catalog {
+        var settings = LoaderSettings()
+        settings.timeout = 10
+        return Catalog(sources: [Source(name: "a.bin", url: url)], store: store, fetcher: fetcher, settings: settings,
+                       limits: limits, revalidateAfter: revalidateAfter)
+    }
+
+    /// Limits that evict every entry not in use at each pass.
+    private var evictEverything: CacheLimits {
+        var limits = CacheLimits()
+        limits.minFree = 0
+        limits.maxAgePartial = -1
+        limits.maxAgeComplete = -1
+        return limits
+    }
+
+    private func read(_ catalog: Catalog, at offset: Int, count: Int) throws -> [UInt8] {
+        let loader = try catalog.file(at: "/a.bin")
+        var buffer = [UInt8](repeating: 0, count: count)
+        let n = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: Int64(offset), pattern: ReadPattern()) }
+        return Array(buffer[..<n])
+    }
+
+    /// Reads the whole file through the catalog and waits until its loader is idle.
+    private func fill(_ catalog: Catalog) throws {
+        XCTAssertTrue(try read(catalog, at: 0, count: Self.size) == content, "wrong bytes")
+        let loader = try catalog.file(at: "/a.bin")
+        XCTAssertTrue(fetcher.waitUntil { _ in loader.status().state == .idle })
+    }
+
+    func testAStatOfAnEntryKnownAtMount_answersFromItsRecord_makingNoLoaderAndReadingNoDisk() throws {
+        let first = catalog()
+        try fill(first)
+        first.flushAll()
+        let requests = fetcher.allRecords.count
+        let remounted = catalog()
+        // Gone from disk after the mount read it: a stat that read it would fail.
+        XCTAssertEqual(unlink(store.directory(forKey: url) + "/meta"), 0)
+        let attributes = try XCTUnwrap(try remounted.attributes(at: "/a.bin"))
+        XCTAssertEqual(attributes.size, Int64(Self.size))
+        XCTAssertEqual(attributes.mtime, HTTPDate.seconds("Tue, 01 Oct 2024 10:00:00 GMT"))
+        let entry = try XCTUnwrap(remounted.list("/").first)
+        XCTAssertNil(entry.loader)
+        XCTAssertEqual(entry.knownAttributes?.size, Int64(Self.size))
+        XCTAssertTrue(remounted.allLoaders.isEmpty, "a stat or a listing of a known entry made a loader")
+        XCTAssertEqual(fetcher.allRecords.count, requests)
+        XCTAssertEqual(remounted.cacheUsage().cachedBytes, Int64(Self.size))
+    }
+
+    func testAnIdleLoader_becomesARecord_andTheNextOpenReadsTheSameBytesWithoutARequest() throws {
+        let c = catalog()
+        weak var first: FileLoader?
+        try {
+            try fill(c)
+            first = try c.file(at: "/a.bin")
+        }()
+        XCTAssertEqual(c.flushAndRetire(), 1)
+        XCTAssertNil(first, "the loader outlived its retirement")
+        XCTAssertTrue(c.allLoaders.isEmpty)
+        XCTAssertEqual(c.cacheUsage().entries, 1)
+        XCTAssertEqual(c.cacheUsage().cachedBytes, Int64(Self.size))
+        let gets = fetcher.gets.count
+        XCTAssertTrue(try read(c, at: 0, count: Self.size) == content, "wrong bytes")
+        XCTAssertEqual(fetcher.gets.count, gets, "bytes cached before the loader was retired were fetched again")
+    }
+
+    func testAListedEntrysProbeAnswer_becomesARecordBeforeItIsSaved_andIsNeitherLostNorAskedAgain() throws {
+        let c = catalog()
+        _ = try c.list("/")
+        XCTAssertTrue(fetcher.waitUntil { _ in c.allLoaders.first?.knowsInfo == true })
+        XCTAssertTrue(fetcher.waitUntil { _ in c.flushAndRetire(flushing: false) == 1 })
+        XCTAssertNil(store.loadMeta(forKey: url), "saved already: this test no longer tests the unsaved path")
+        XCTAssertEqual(try c.attributes(at: "/a.bin")?.size, Int64(Self.size))
+        XCTAssertTrue(c.allLoaders.isEmpty)
+        let requests = fetcher.allRecords.count
+        // A loader made now starts from the answer, and saves it itself.
+        XCTAssertEqual(try c.file(at: "/a.bin").contentInfo().length, Int64(Self.size))
+        XCTAssertEqual(fetcher.allRecords.count, requests, "the answer was asked again")
+        c.flushAll()
+        XCTAssertEqual(store.loadMeta(forKey: url)?.info.length, Int64(Self.size))
+    }
+
+    func testProbeAnswersKeptWithRecords_areSavedByTheFlusher() throws {
+        let c = catalog()
+        _ = try c.list("/")
+        XCTAssertTrue(fetcher.waitUntil { _ in c.flushAndRetire(flushing: false) == 1 })
+        XCTAssertNil(store.loadMeta(forKey: url))
+        c.saveUnsaved(until: .distantFuture)
+        XCTAssertEqual(store.loadMeta(forKey: url)?.info.length, Int64(Self.size))
+        XCTAssertTrue(c.allLoaders.isEmpty)
+    }
+
+    func testALoaderAHandleHolds_staysLive_andTheNextLookupGetsTheSameOne() throws {
+        let c = catalog()
+        try fill(c)
+        let held = try c.file(at: "/a.bin")
+        XCTAssertEqual(c.flushAndRetire(), 0)
+        XCTAssertTrue(try c.file(at: "/a.bin") === held, "two loaders on one cache entry")
+    }
+
+    func testARecordOnlyEntry_isEvictedThroughALoader_keepingItsValidatorsAndNoBytes() throws {
+        let c = catalog(limits: evictEverything)
+        c.applyLimits()
+        try fill(c)
+        XCTAssertEqual(c.flushAndRetire(), 1)
+        XCTAssertEqual(c.cacheUsage().cachedBytes, Int64(Self.size))
+        c.applyLimits()
+        XCTAssertEqual(c.statistics.snapshot.evictions, 1)
+        // Evicted through a loader made for it: the bytes go, the validators stay.
+        XCTAssertEqual(store.loadMeta(forKey: url)?.present.isEmpty, true)
+        XCTAssertEqual(store.loadMeta(forKey: url)?.info.etag, "\"v1\"")
+        XCTAssertEqual(c.cacheUsage().cachedBytes, 0)
+        XCTAssertEqual(try c.attributes(at: "/a.bin")?.size, Int64(Self.size), "the size is still known")
+        XCTAssertTrue(try read(c, at: 0, count: Self.size) == content, "wrong bytes")
+    }
+
+    func testARecordOnlyEntry_evictedWhileTheServerChangedIt_stillSeesTheChangeAtTheNextOpen() throws {
+        // Moving the entry to the trash forgot its validators: the next open
+        // learned the new version as if new, and the kernel kept serving
+        // the old version's pages.
+        let c = catalog(limits: evictEverything, revalidateAfter: 0)
+        c.applyLimits()
+        try fill(c)
+        XCTAssertEqual(c.flushAndRetire(), 1)
+        fetcher.update(url) {
+            $0.bytes = content.map { $0 ^ 0xFF }
+            $0.etag = "\"v2\""
+        }
+        c.applyLimits()
+        XCTAssertEqual(c.statistics.snapshot.evictions, 1)
+        XCTAssertEqual(c.flushAndRetire(), 1)
+        XCTAssertTrue(try c.willOpen("/a.bin"), "the change went unseen: the kernel would serve old pages")
+    }
+
+    func testEvictingARecordOnlyEntry_whileLoadersAreMadeForIt_neverReadsWrongBytes() throws {
+        let c = catalog(limits: evictEverything)
+        c.applyLimits()
+        let stop = Atomic(false)
+        // The flusher's pass, again and again: loaders to records, records evicted.
+        let flusher = Background { () -> Int in
+            var retired = 0
+            while !stop.load(ordering: .relaxed) {
+                retired += c.flushAndRetire()
+                c.applyLimits()
+            }
+            return retired
+        }
+        var random = SplitMix64(seed: 11)
+        var wrong: [String] = []
+        for step in 0..<300 {
+            let offset = Int(random.next() % UInt64(Self.size))
+            let count = Int(1 + random.next() % (128 << 10))
+            let got = try read(c, at: offset, count: count)
+            if got != Array(content[offset..<min(offset + count, Self.size)]) {
+                wrong.append("step \(step): \(count) bytes at \(offset)")
+            }
+        }
+        stop.store(true, ordering: .relaxed)
+        let retired = try flusher.result()
+        XCTAssertEqual(wrong, [])
+        XCTAssertGreaterThan(retired, 0, "no loader became a record: the race was not run")
+        XCTAssertGreaterThan(c.statistics.snapshot.evictions, 0, "nothing was evicted: the race was not run")
+    }
+}
