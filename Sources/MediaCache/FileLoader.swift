@@ -554,12 +554,18 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     }
 
     /// Stops the transfers a handle started that no read waits on, unless
-    /// `offset` will soon be reached by one or it is nearly done.
-    /// Call with `lock` held.
+    /// `offset` will soon be reached by one or it is nearly done: less left
+    /// than `cancelTolerance`, or than one round trip of the link carries,
+    /// which the server has sent already when the stop reaches it. Stopping
+    /// those saved nothing, and another handle's read of those bytes then
+    /// fetched them a second time (seen in CI: a 1 MiB link-sized fetch
+    /// stopped, then 112 KiB of it asked for again). Call with `lock` held.
     func cancelTransfers(of owner: ObjectIdentifier, except offset: Int64?) {
+        guard transfers.values.contains(where: { $0.owner == owner && !$0.cancelled }) else { return }
+        let inFlight = max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
         for (id, transfer) in transfers where transfer.owner == owner && !transfer.cancelled {
             if let offset, covers(transfer, offset) { continue }
-            if transfer.end - transfer.position < settings.cancelTolerance { continue }
+            if transfer.end - transfer.position < inFlight { continue }
             if waits.values.contains(where: { $0.range.overlaps(transfer.position..<transfer.end) }) { continue }
             transfers[id]!.cancelled = true
             fetcher.cancel(id)
