@@ -3,17 +3,7 @@
 // instead of listing the directory again. Passed as fuse_file_info.fh.
 import MediaCache
 
-final class OpenDirectory {
+final class OpenDirectory: FileHandleBox {
     /// Taken at offset 0 (the first call, and a rewinddir).
     var entries: [Catalog.Entry] = []
-
-    var handle: UInt64 { UInt64(UInt(bitPattern: Unmanaged.passRetained(self).toOpaque())) }
-
-    static func borrow(_ handle: UInt64) -> OpenDirectory {
-        Unmanaged<OpenDirectory>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(handle))!).takeUnretainedValue()
-    }
-
-    static func release(_ handle: UInt64) {
-        Unmanaged<OpenDirectory>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(handle))!).release()
-    }
 }

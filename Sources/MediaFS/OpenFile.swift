@@ -2,7 +2,7 @@
 // its access pattern. Passed to the kernel as fuse_file_info.fh.
 import MediaCache
 
-final class OpenFile {
+final class OpenFile: FileHandleBox {
     let loader: FileLoader
     let pattern = ReadPattern()
     /// How the kernel reads this handle, when the mount has passthrough.
@@ -10,15 +10,5 @@ final class OpenFile {
 
     init(loader: FileLoader) {
         self.loader = loader
-    }
-
-    var handle: UInt64 { UInt64(UInt(bitPattern: Unmanaged.passRetained(self).toOpaque())) }
-
-    static func borrow(_ handle: UInt64) -> OpenFile {
-        Unmanaged<OpenFile>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(handle))!).takeUnretainedValue()
-    }
-
-    static func release(_ handle: UInt64) {
-        Unmanaged<OpenFile>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(handle))!).release()
     }
 }
