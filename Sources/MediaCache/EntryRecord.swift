@@ -8,7 +8,8 @@ import Glibc
 
 public struct EntryRecord: Sendable, Equatable {
     /// Size and mtime (getattr, readdirplus); nil: not known, and a stat
-    /// makes a loader to probe.
+    /// probes: with a HEAD for a listed entry (RecordProbe), else through
+    /// a loader, whose lookup brings the first bytes along.
     public var size: Int64?
     public var mtime: Int
     /// Bytes the metadata claims.
@@ -23,6 +24,10 @@ public struct EntryRecord: Sendable, Equatable {
     /// made without reading the disk: a listing of 100,000 new entries
     /// makes a loader each, under the catalog's lock.
     public var hasMeta: Bool
+    /// A listing named it while its size was unknown: its probe waits in
+    /// the ProbeFeeder, and a stat that overtakes it sends a HEAD too,
+    /// since a scan of a library stats every file and reads none.
+    public var listed = false
 
     public var attributes: (size: Int64, mtime: Int)? { size.map { ($0, mtime) } }
 

@@ -38,11 +38,12 @@ extension FileLoader {
         }
         if now < retryAt || now < unavailableUntil { return nil }
         let attributes = info.map(Self.attributes(of:))
-        let record = EntryRecord(size: attributes?.size, mtime: attributes?.mtime ?? 0, cachedBytes: present.byteCount,
+        var record = EntryRecord(size: attributes?.size, mtime: attributes?.mtime ?? 0, cachedBytes: present.byteCount,
                                  allocatedBytes: 0, lastAccess: lastAccess,
                                  isComplete: info.map { present.contains(0..<$0.length) } ?? false, isPinned: pinned,
                                  // Metadata is saved only with content info.
                                  hasMeta: info != nil)
+        record.listed = listed && info == nil
         return (record, unsaved)
     }
 

@@ -295,6 +295,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     func probeFinished(_ result: Result<ContentInfo, MediaError>) {
         lock.lock()
         defer { lock.broadcast(); lock.unlock() }
+        settleProbe(result)
+    }
+
+    /// `logged`: the failure was said already (a record probe's). Call
+    /// with `lock` held.
+    private func settleProbe(_ result: Result<ContentInfo, MediaError>, logged: Bool = false,
+                             at: Double = FileLoader.now()) {
         switch result {
         case .success(let learned):
             take(learned)
@@ -302,15 +309,35 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             // A transient failure (unreachable, 5xx): lookups waiting now,
             // or coming later, probe again after a backoff, bounded by their
             // timeout. No timer thread: nothing probes once nobody asks.
-            Log.warning("\(source.displayURL): \(error.message); retrying")
+            if !logged { Log.warning("\(source.displayURL): \(error.message); retrying") }
             probeAttempts += 1
             let backoff = min(settings.firstBackoff * Double(1 << min(probeAttempts - 1, 16)), settings.maxBackoff)
-            probe = .retrying(at: Self.now() + backoff)
+            probe = .retrying(at: at + backoff)
         case .failure(let error):
-            Log.error("\(source.displayURL): \(error.message)")
-            probe = .failed(error, at: Self.now())
+            if !logged { Log.error("\(source.displayURL): \(error.message)") }
+            probe = .failed(error, at: at)
             probeAttempts = 0
         }
+    }
+
+    /// What a probe of this entry made without it (a listing's, into its
+    /// record) learned: taken unless the info is known or its own probe runs.
+    func offer(_ learned: ContentInfo) {
+        lock.lock()
+        defer { lock.broadcast(); lock.unlock() }
+        guard info == nil else { return }
+        if case .running = probe { return }
+        take(learned)
+    }
+
+    /// A record probe's failure, as if this loader's own probe had failed
+    /// at `at`: its backoff decides when the next stat probes again.
+    func takeProbeFailure(_ error: MediaError, at: Double) {
+        lock.lock()
+        defer { lock.broadcast(); lock.unlock() }
+        guard info == nil else { return }
+        if case .running = probe { return }
+        settleProbe(.failure(error), logged: true, at: at)
     }
 
     /// A probe's answer: a new entry. Call with `lock` held.

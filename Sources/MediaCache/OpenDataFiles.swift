@@ -3,7 +3,10 @@
 // entries holds a few hundred descriptors, not one per entry. The table
 // holds the only lasting reference to each DataFile; a read or write in
 // flight holds its own, so closing here never pulls a descriptor from
-// under one (it closes when that one lets go).
+// under one (it closes when that one lets go). Never more than half the
+// process's descriptor limit, read at each open: a limit lowered under a
+// running mount (256, with 240 data files open) failed metadata reads, which
+// forget an entry's bytes, before the table ever saw EMFILE.
 //
 // Lock: `lock` is a leaf: nothing is called, and no file opened, under it.
 import Foundation
@@ -20,9 +23,18 @@ public final class OpenDataFiles: @unchecked Sendable {
     private var capacity: Int
     private var files: [ObjectIdentifier: (file: DataFile, used: UInt64)] = [:]
     private var clock: UInt64 = 0
+    /// The soft RLIMIT_NOFILE now; a parameter for tests.
+    private let descriptorLimit: () -> Int
 
-    public init(capacity: Int = .max) {
+    public init(capacity: Int = .max, descriptorLimit: @escaping () -> Int = OpenDataFiles.softDescriptorLimit) {
         self.capacity = max(capacity, Self.minimumCapacity)
+        self.descriptorLimit = descriptorLimit
+    }
+
+    public static func softDescriptorLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return .max }
+        return Int(clamping: limit.rlim_cur)
     }
 
     /// Fewer than this, and a handful of streams would close each other's files.
@@ -41,6 +53,8 @@ public final class OpenDataFiles: @unchecked Sendable {
             guard shrink() else { throw error }
             opened = try open()
         }
+        // The other half: connections, metadata files being read or saved.
+        let allowed = max(min(capacity, descriptorLimit() / 2), Self.minimumCapacity)
         lock.lock()
         defer { lock.unlock() }
         clock += 1
@@ -50,7 +64,7 @@ public final class OpenDataFiles: @unchecked Sendable {
             return existing.file
         }
         files[owner] = (opened, clock)
-        if files.count > capacity { dropOldest(files.count - capacity) }
+        if files.count > allowed { dropOldest(files.count - allowed) }
         return opened
     }
 

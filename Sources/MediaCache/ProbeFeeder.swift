@@ -2,9 +2,9 @@
 // listing of 100,000 files is followed by a stat of each, so every entry of
 // unknown size is probed, but queueing them all at once held a request, a
 // probe and a transfer per entry (tens of megabytes, left fragmented in the
-// heap once they ended). Here they wait as a reference each, and the next
+// heap once they ended). Here they wait as a URL each, and the next
 // starts when one settles. A stat that comes first probes its entry itself,
-// and the feeder then finds it known and skips it.
+// and the feeder then finds it known (or its probe running) and skips it.
 import Foundation
 
 final class ProbeFeeder: @unchecked Sendable {
@@ -14,7 +14,10 @@ final class ProbeFeeder: @unchecked Sendable {
 
     private let lock = NSLock()
     /// Guarded by `lock`.
-    private var queue = FIFO<FileLoader>()
+    private var queue = FIFO<String>()
+    /// Starts a URL's probe unless it is known or being probed; returns
+    /// whether it did (then it calls the closure once the probe settled).
+    private var start: (String, @escaping @Sendable () -> Void) -> Bool = { _, _ in false }
     private var running = 0
     private var stopped = false
     /// Every probe handed to it settled since `takeDrained` was last asked.
@@ -25,11 +28,18 @@ final class ProbeFeeder: @unchecked Sendable {
         limit = outstanding
     }
 
-    /// Probes these loaders' content info in the background, in order,
-    /// after those already waiting.
-    func add(_ loaders: [FileLoader]) {
+    /// What starts a probe; set once, before the first `add`.
+    func starting(with start: @escaping (String, @escaping @Sendable () -> Void) -> Bool) {
         lock.lock()
-        for loader in loaders { queue.append(loader) }
+        self.start = start
+        lock.unlock()
+    }
+
+    /// Probes these URLs' content info in the background, in order, after
+    /// those already waiting.
+    func add(_ urls: [String]) {
+        lock.lock()
+        for url in urls { queue.append(url) }
         lock.unlock()
         pump()
     }
@@ -49,8 +59,8 @@ final class ProbeFeeder: @unchecked Sendable {
         return queue.count
     }
 
-    /// Starts probes while fewer than the limit run. The loaders are asked
-    /// with `lock` released: a probe's completion calls `settled`.
+    /// Starts probes while fewer than the limit run, with `lock` released:
+    /// a probe's completion calls `settled`.
     private func pump() {
         while true {
             lock.lock()
@@ -59,8 +69,9 @@ final class ProbeFeeder: @unchecked Sendable {
                 return
             }
             running += 1
+            let start = self.start
             lock.unlock()
-            if !next.prefetchInfo(then: { [weak self] in self?.settled() }) {
+            if !start(next, { [weak self] in self?.settled() }) {
                 // Known already, or a lookup's probe runs: nothing to wait for.
                 lock.lock()
                 running -= 1

@@ -39,7 +39,9 @@ public final class MediaFS: @unchecked Sendable {
     /// Directories show the mount's start as their times.
     let mountedAt = time(nil)
     private let options: Options
-    private let makeCatalog: () -> Catalog
+    /// Dropped once run: what it holds (the parsed sources of a list of
+    /// 100,000 URLs, 4 MiB) is the catalog's now.
+    private var makeCatalog: (() -> Catalog)?
     private var started: Catalog?
     private let readaheadRaised = Mutex(false)
     private var fuse: OpaquePointer?
@@ -118,7 +120,8 @@ public final class MediaFS: @unchecked Sendable {
             defer { fuse_remove_signal_handlers(session) }
             if options.passthrough { Passthrough.install(on: session!) }
 
-            let catalog = makeCatalog()
+            let catalog = makeCatalog!()
+            makeCatalog = nil
             started = catalog
             catalog.start { [weak self] path in self?.invalidate([path]) }
             options.metrics?.start(serving: catalog)

@@ -1,5 +1,6 @@
 // `mediafs mount`: reads the arguments, refuses bad input before anything is
 // mounted, then hands over to the FUSE adapter.
+import CSystem
 import Foundation
 import MediaCache
 import MediaFS
@@ -258,6 +259,7 @@ struct MountCommand {
     func run() throws {
         Log.configure(level: debug ? .debug : .info, sink: .stderr)
         Self.raiseDescriptorLimit()
+        mediafs_malloc_tune()
         let http = self.http
         let parsed = try Source.parse(arguments: sources) { try TextFetch.get($0, options: http) }
         try MediaFS.checkMountpoint(mountpoint)

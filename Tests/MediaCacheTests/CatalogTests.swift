@@ -65,8 +65,10 @@ final class CatalogTests: XCTestCase {
         fetcher.setChunkDelay(0.002)
         let loaders = urls.map { FileLoader(source: Source(name: $0, url: $0), store: store, fetcher: fetcher,
                                             settings: LoaderSettings()) }
+        let byURL = Dictionary(uniqueKeysWithValues: zip(urls, loaders))
         let feeder = ProbeFeeder(outstanding: 4)
-        feeder.add(loaders + loaders)
+        feeder.starting { url, settled in byURL[url]!.prefetchInfo(then: settled) }
+        feeder.add(urls + urls)
         var most = 0
         XCTAssertTrue(fetcher.waitUntil { fetcher in
             // Probes asked for whose answer is not in yet (read in this
@@ -77,6 +79,39 @@ final class CatalogTests: XCTestCase {
         })
         XCTAssertLessThanOrEqual(most, 4)
         XCTAssertEqual(fetcher.heads.count, urls.count, "an entry listed twice was probed twice")
+    }
+
+    func testStattingEveryEntryOfAListing_makesNoLoader_andSendsOneHEADAnEntry() throws {
+        // `ls -l` of 100,000 listed files made a loader each (100 MiB).
+        let urls = (0..<300).map { "https://a.example/\($0).bin" }
+        for (index, url) in urls.enumerated() { fetcher.add(url, bytes: [UInt8](repeating: 7, count: index + 1)) }
+        let c = try catalog(urls.enumerated().map { Source(name: "\($0.offset).bin", url: $0.element) })
+        _ = try c.list("/")
+        // The last first: it overtakes its background probe, or finds it done.
+        for index in urls.indices.reversed() {
+            XCTAssertEqual(try c.attributes(at: "/\(index).bin")?.size, Int64(index + 1))
+        }
+        XCTAssertTrue(c.allLoaders.isEmpty, "\(c.allLoaders.count) loaders made")
+        XCTAssertTrue(fetcher.gets.isEmpty, "a stat of a listed entry sent a GET")
+        XCTAssertTrue(fetcher.waitUntil { $0.heads.count == urls.count })
+        XCTAssertEqual(Set(fetcher.heads.map(\.request.url)).count, urls.count, "an entry was probed twice")
+        XCTAssertEqual(try c.list("/").filter { $0.knownAttributes == nil }.map(\.name), [])
+    }
+
+    func testAListedEntryThatFailsItsProbe_failsItsStats_withoutAskingAgainEachTime() throws {
+        let missing = "https://a.example/gone.bin"
+        fetcher.add("https://a.example/here.bin", bytes: [1, 2])
+        let c = try catalog([Source(name: "gone.bin", url: missing), Source(name: "here.bin", url: "https://a.example/here.bin")])
+        _ = try c.list("/")
+        XCTAssertTrue(fetcher.waitUntil { $0.allRecords.filter { $0.status != 0 }.count == 2 })
+        for _ in 0..<3 {
+            XCTAssertThrowsError(try c.attributes(at: "/gone.bin")) {
+                XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT, "\($0)")
+            }
+        }
+        XCTAssertEqual(fetcher.allRecords.filter { $0.request.url == missing }.count, 1,
+                       "\(fetcher.allRecords.filter { $0.request.url == missing }.map(\.method))")
+        XCTAssertEqual(try c.attributes(at: "/here.bin")?.size, 2)
     }
 
     func testAdd_ofABadURL_isRefusedWithAMessage() throws {

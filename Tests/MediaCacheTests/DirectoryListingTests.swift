@@ -192,7 +192,7 @@ final class DirectoryListingTests: XCTestCase {
     func testParse_namesThatCollideOnceSafe_areMadeUniqueByFileNaming() {
         let html = #"<a href="x%2Fy.mp4">1</a><a href="x_y.mp4">2</a><a href="x%01y.mp4">3</a>"#
         let entries = DirectoryListing.parse(html: html, base: base)
-        var naming = FileNaming()
+        var naming = Claims()
         XCTAssertEqual(entries.map { naming.claim(FileNaming.safe($0.name)) },
                        ["x_y.mp4", "x_y (2).mp4", "x_y (3).mp4"])
     }

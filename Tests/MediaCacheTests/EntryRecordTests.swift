@@ -98,11 +98,13 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertEqual(fetcher.gets.count, gets, "bytes cached before the loader was retired were fetched again")
     }
 
-    func testAListedEntrysProbeAnswer_becomesARecordBeforeItIsSaved_andIsNeitherLostNorAskedAgain() throws {
+    func testAListedEntrysProbeAnswer_goesIntoItsRecordWithoutALoader_andIsNeitherLostNorAskedAgain() throws {
         let c = catalog()
         _ = try c.list("/")
-        XCTAssertTrue(fetcher.waitUntil { _ in c.allLoaders.first?.knowsInfo == true })
-        XCTAssertTrue(fetcher.waitUntil { _ in c.flushAndRetire(flushing: false) == 1 })
+        XCTAssertTrue(fetcher.waitUntil { _ in (try? c.list("/").first?.knownAttributes) != nil })
+        XCTAssertTrue(c.allLoaders.isEmpty, "a listing's probe made a loader")
+        XCTAssertEqual(fetcher.heads.count, 1)
+        XCTAssertTrue(fetcher.gets.isEmpty)
         XCTAssertNil(store.loadMeta(forKey: url), "saved already: this test no longer tests the unsaved path")
         XCTAssertEqual(try c.attributes(at: "/a.bin")?.size, Int64(Self.size))
         XCTAssertTrue(c.allLoaders.isEmpty)
@@ -114,13 +116,35 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertEqual(store.loadMeta(forKey: url)?.info.length, Int64(Self.size))
     }
 
+    func testALoaderProbedByAListing_becomesARecordBeforeItsAnswerIsSaved_andIsNeitherLostNorAskedAgain() throws {
+        let c = catalog()
+        // A loader of unknown size, which the listing then probes.
+        XCTAssertFalse(try c.file(at: "/a.bin").knowsInfo)
+        _ = try c.list("/")
+        XCTAssertTrue(fetcher.waitUntil { _ in c.allLoaders.first?.knowsInfo == true })
+        XCTAssertTrue(fetcher.waitUntil { _ in c.flushAndRetire(flushing: false) == 1 })
+        XCTAssertNil(store.loadMeta(forKey: url), "saved already: this test no longer tests the unsaved path")
+        XCTAssertEqual(try c.attributes(at: "/a.bin")?.size, Int64(Self.size))
+        XCTAssertTrue(c.allLoaders.isEmpty)
+        let requests = fetcher.allRecords.count
+        XCTAssertEqual(try c.file(at: "/a.bin").contentInfo().length, Int64(Self.size))
+        XCTAssertEqual(fetcher.allRecords.count, requests, "the answer was asked again")
+        c.flushAll()
+        XCTAssertEqual(store.loadMeta(forKey: url)?.info.length, Int64(Self.size))
+    }
+
     func testProbeAnswersKeptWithRecords_areSavedByTheFlusher() throws {
         let c = catalog()
         _ = try c.list("/")
-        XCTAssertTrue(fetcher.waitUntil { _ in c.flushAndRetire(flushing: false) == 1 })
+        XCTAssertTrue(fetcher.waitUntil { _ in (try? c.list("/").first?.knownAttributes) != nil })
         XCTAssertNil(store.loadMeta(forKey: url))
         c.saveUnsaved(until: .distantFuture)
-        XCTAssertEqual(store.loadMeta(forKey: url)?.info.length, Int64(Self.size))
+        // All the answer said, though only its size and date are kept with the record.
+        let meta = try XCTUnwrap(store.loadMeta(forKey: url))
+        XCTAssertEqual(meta.info, ContentInfo(length: Int64(Self.size), contentType: "video/mp4", etag: "\"v1\"",
+                                              lastModified: "Tue, 01 Oct 2024 10:00:00 GMT", acceptsRanges: true))
+        XCTAssertTrue(meta.present.isEmpty)
+        XCTAssertGreaterThan(meta.lastValidated, 0)
         XCTAssertTrue(c.allLoaders.isEmpty)
     }
 

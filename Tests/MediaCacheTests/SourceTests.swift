@@ -154,7 +154,7 @@ final class SourceTests: XCTestCase {
     }
 
     func testClaim_duplicates_getNumberBeforeTheExtension() {
-        var naming = FileNaming()
+        var naming = Claims()
         XCTAssertEqual(["a.mp4", "a.mp4", "a.mp4", "a", "a", ".hidden", ".hidden", "a.b.mkv", "a.b.mkv"]
                         .map { naming.claim($0) },
                        ["a.mp4", "a (2).mp4", "a (3).mp4", "a", "a (2)", ".hidden", ".hidden (2)",
@@ -162,7 +162,7 @@ final class SourceTests: XCTestCase {
     }
 
     func testClaim_duplicateOfMaxLengthNameWithExtension_staysWithinNameMax() {
-        var naming = FileNaming()
+        var naming = Claims()
         let name = String(repeating: "x", count: 251) + ".mp4"
         XCTAssertEqual(naming.claim(name), name)
         let second = naming.claim(name)
@@ -174,7 +174,7 @@ final class SourceTests: XCTestCase {
     func testClaim_duplicateOfMaxLengthNameWithoutExtension_returnsAUniqueName() {
         let name = String(repeating: "y", count: 255)
         let claimed = Background { () -> [String] in
-            var naming = FileNaming()
+            var naming = Claims()
             return [naming.claim(name), naming.claim(name)]
         }
         guard let names = try? claimed.result(timeout: 5) else {
@@ -183,5 +183,18 @@ final class SourceTests: XCTestCase {
         XCTAssertEqual(names.first, name)
         XCTAssertNotEqual(names.last, name)
         XCTAssertLessThanOrEqual(names.last?.utf8.count ?? 0, 255)
+    }
+}
+
+/// FileNaming with the names it returned taken, as a directory's children are.
+struct Claims {
+    private var naming = FileNaming()
+    private var taken = Set<String>()
+
+    mutating func claim(_ name: String) -> String {
+        let taken = self.taken
+        let unique = naming.claim(name) { taken.contains($0) }
+        self.taken.insert(unique)
+        return unique
     }
 }
