@@ -12,10 +12,11 @@ import Glibc
 
 final class ContentProbe: TransferDelegate, @unchecked Sendable {
     typealias Completion = @Sendable (Result<ContentInfo, MediaError>) -> Void
-    /// Told what a ranged GET learned, with its transfer still running:
-    /// returns the delegate that takes the body over (the info then counts
-    /// as reported), or nil to stop it and report through the completion.
-    typealias Handover = @Sendable (ContentInfo, TransferID, ResponseHead) -> TransferDelegate?
+    /// Told what a ranged GET learned, with its transfer still running, and
+    /// when it was asked for: returns the delegate that takes the body over
+    /// (the info then counts as reported), or nil to stop it and report
+    /// through the completion.
+    typealias Handover = @Sendable (ContentInfo, TransferID, ResponseHead, _ askedAt: Double) -> TransferDelegate?
 
     enum Step: Equatable {
         /// GET the first bytes, whose body the handover takes.
@@ -36,6 +37,9 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     /// Where a handed-over body goes; set once the info was reported.
     private var sink: TransferDelegate?
     private var handedOver = false
+    /// When the current step's request was sent (FileLoader.now()): set
+    /// before the fetcher has it, read on the fetcher's thread after.
+    private var sentAt = 0.0
     /// The running request and its priority; a lookup waiting on a
     /// background probe makes it a read (`promote`).
     private let current: Locked<(id: TransferID, priority: FetchRequest.Priority)>
@@ -79,6 +83,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
             Log.debug("GET \(MediaError.redacted(url)) bytes 0-0")
             request = FetchRequest(url: url, range: 0..<1, priority: priority)
         }
+        sentAt = FileLoader.now()
         current.withLock { current in
             current.priority = min(current.priority, request.priority)
             var request = request
@@ -108,7 +113,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
                   let info = Self.info(from: head), info.length > 0 else { return false }
             handedOver = true
             fetcher.statistics?.probeDuration.observe(since: started)
-            sink = handover(info, id, head)
+            sink = handover(info, id, head, sentAt)
             return sink != nil
         }
     }

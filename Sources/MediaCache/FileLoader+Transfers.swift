@@ -20,16 +20,19 @@ extension FileLoader {
     /// A lookup's ranged GET probe learned the info: it is taken as the
     /// probe's answer, and the transfer, still running, as one of the first
     /// `limit` bytes, which a first read joins instead of asking again.
-    /// Returns the delegate for its body; nil stops it.
-    func adoptProbe(_ learned: ContentInfo, id: TransferID, head: ResponseHead, limit: Int64) -> TransferDelegate? {
+    /// Its head time is the link's first round trip (with the connection's
+    /// setup: the next transfer's lowers it), so the first reads past it
+    /// are sized to the link, not to the read. Returns the delegate for its
+    /// body; nil stops it.
+    func adoptProbe(_ learned: ContentInfo, id: TransferID, head: ResponseHead, limit: Int64,
+                    askedAt: Double) -> TransferDelegate? {
         lock.lock()
         defer { lock.broadcast(); lock.unlock() }
         take(learned)
         let end = min(limit, learned.length)
         let reserved = budget?.reserve(upTo: end) ?? 0
-        // Asked for before the loader knew of it: no round trip to learn.
         transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
-                                 reserved: reserved, askedAt: nil)
+                                 reserved: reserved, askedAt: askedAt)
         statistics.requests.add(1, ordering: .relaxed)
         statistics.transfersInFlight.add(1, ordering: .relaxed)
         guard accept(head, of: id) else {

@@ -284,8 +284,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         // a listing's stays byte-frugal.
         let firstBytes = priority == .read && !listed ? settings.probeFirstBytes : 0
         probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority,
-                                            firstBytes: firstBytes, handover: { [self] info, id, head in
-            self.adoptProbe(info, id: id, head: head, limit: firstBytes)
+                                            firstBytes: firstBytes, handover: { [self] info, id, head, askedAt in
+            self.adoptProbe(info, id: id, head: head, limit: firstBytes, askedAt: askedAt)
         }) { [self] result in
             self.probeFinished(result)
             settled?()

@@ -56,6 +56,33 @@ final class RoundTripTests: XCTestCase {
         XCTAssertEqual(fetcher.gets.map(\.range), [0..<first])
     }
 
+    func testALookupsGet_teachesTheLinkItsRoundTrip_soTheFirstReadPastItIsLinkSized() throws {
+        // At 40 ms, the reads just past the lookup's bytes went out at the
+        // kernel's 128 KiB, one by one and on a second connection, until a
+        // fetch of the loader's own measured the round trip.
+        let source = addContent(count: 8 << 20)
+        let far = HeaderRewritingFetcher(fetcher) { request, head in
+            if request.range?.lowerBound == 0 { Thread.sleep(forTimeInterval: 0.03) }
+            return head
+        }
+        var settings = LoaderSettings()
+        settings.timeout = 5
+        settings.link = LinkEstimate()
+        let loader = FileLoader(source: Source(name: "video.mp4", url: url), store: store, fetcher: far,
+                                settings: settings)
+        let first = settings.probeFirstBytes
+        let pattern = ReadPattern()
+        let chunk = 128 * Self.kib
+        for offset in stride(from: Int64(0), through: first, by: Int(chunk)) {
+            var buffer = [UInt8](repeating: 0, count: Int(chunk))
+            let n = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: offset, pattern: pattern) }
+            XCTAssertEqual(Array(buffer[..<n]), Array(source[Int(offset)..<Int(offset + chunk)]))
+        }
+        XCTAssertEqual(fetcher.gets.map(\.range?.lowerBound), [0, first])
+        XCTAssertEqual(fetcher.gets.last?.range?.count, Int(ReadPattern.linkStart),
+                       "the first read past the lookup's bytes was not sized to the link")
+    }
+
     func testBackgroundProbe_ofAListingsEntry_isAHead() throws {
         _ = addContent(count: 1 << 20)
         let loader = makeLoader()
