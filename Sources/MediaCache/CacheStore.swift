@@ -79,37 +79,57 @@ public final class CacheStore: Sendable {
         return "\(entriesRoot)/\(hash.prefix(2))/\(hash)"
     }
 
-    /// The entry's metadata, or nil when there is none worth trusting. Damage
-    /// is logged and treated as a miss: the cache may forget, never invent.
+    /// What reading an entry's metadata found.
+    public enum MetaRead {
+        case found(EntryMeta)
+        /// None, or none worth trusting (damage is logged).
+        case missing
+        /// It could not be read now (out of descriptors or memory, an I/O
+        /// error): it may well claim bytes, so the entry must not be
+        /// treated as new, which would write over them.
+        case unreadable(MediaError)
+    }
+
+    /// The entry's metadata, or nil when there is none worth trusting or it
+    /// cannot be read now.
     public func loadMeta(forKey key: String) -> EntryMeta? {
+        if case .found(let meta) = readMeta(forKey: key) { return meta }
+        return nil
+    }
+
+    /// The entry's metadata. Damage is logged and treated as a miss: the
+    /// cache may forget, never invent.
+    public func readMeta(forKey key: String) -> MetaRead {
         let dir = directory(forKey: key)
         let path = dir + "/meta"
         let meta: EntryMeta
         do {
             meta = try MetaFormat.decode(readWholeFile(path))
         } catch let error as MediaError where error.errno == ENOENT || error.errno == ENOTDIR {
-            return nil
+            return .missing
+        } catch let error as MediaError where [EMFILE, ENFILE, ENOMEM, EIO].contains(error.errno) {
+            return .unreadable(error)
         } catch {
             Log.warning("ignoring cache metadata \(path): \(error)")
-            return nil
+            return .missing
         }
         guard meta.url == key else {
             Log.warning("ignoring cache metadata \(path): it is for \(MediaError.redacted(meta.url)), not \(MediaError.redacted(key))")
-            return nil
+            return .missing
         }
         var st = stat()
         if lstat(dir + "/data", &st) == 0 && st.st_mode & S_IFMT != S_IFREG {
             Log.warning("ignoring cache metadata \(path): its data is not a regular file")
-            return nil
+            return .missing
         }
         if let end = meta.present.ranges.last?.upperBound {
             let size: Int64 = lstat(dir + "/data", &st) == 0 ? Int64(st.st_size) : 0
             guard end <= size else {
                 Log.warning("ignoring cache metadata \(path): claims bytes up to \(end) but data holds \(size)")
-                return nil
+                return .missing
             }
         }
-        return meta
+        return .found(meta)
     }
 
     /// Replaces the entry's metadata atomically and durably. The caller must

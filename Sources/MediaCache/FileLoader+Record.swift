@@ -21,7 +21,9 @@ extension FileLoader {
         guard transfers.isEmpty, waits.isEmpty, reading.isEmpty, writing.isEmpty, !isFreeingAnything,
               kernelReaders == 0 else { return nil }
         var unsaved: EntryMeta?
-        if dirty {
+        // One whose metadata could not be read has nothing to save: its
+        // record says the metadata may exist, for the next loader to read.
+        if dirty && !cacheUnusable {
             guard present.isEmpty, !claimsOnDisk, hasEntry, let snapshot = metaSnapshot() else { return nil }
             unsaved = snapshot.meta
         }
@@ -42,7 +44,7 @@ extension FileLoader {
                                  allocatedBytes: 0, lastAccess: lastAccess,
                                  isComplete: info.map { present.contains(0..<$0.length) } ?? false, isPinned: pinned,
                                  // Metadata is saved only with content info.
-                                 hasMeta: info != nil)
+                                 hasMeta: info != nil || cacheUnusable)
         record.listed = listed && info == nil
         return (record, unsaved)
     }

@@ -91,6 +91,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Whether the file has a cache entry (its data file is opened on
     /// demand, through `openFiles`).
     var hasEntry = false
+    /// Its metadata could not be read when it was made: it never makes or
+    /// claims a cache entry (reads pass uncached), so nothing on disk is
+    /// replaced by a loader that does not know what it said.
+    var cacheUnusable = false
     /// When opening the data file last failed and was said, so a mount out
     /// of descriptors logs once a while, not once a read.
     var openFailureSaidAt = 0.0
@@ -174,7 +178,17 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         self.context = context
         // The data file is opened when first needed: an idle entry holds
         // no descriptor.
-        guard let meta = preloaded ?? context.store.loadMeta(forKey: source.url) else { return }
+        let read: CacheStore.MetaRead = preloaded.map { $0.map { .found($0) } ?? .missing }
+            ?? context.store.readMeta(forKey: source.url)
+        if case .unreadable(let error) = read {
+            // Taken as new, its first save would replace metadata that
+            // may claim bytes it then writes over (a changed file's, with
+            // a crash between). This loader goes without the cache.
+            cacheUnusable = true
+            Log.warning("\(source.displayURL): cannot read its cache metadata (\(error.message)); "
+                        + "reading it without the cache for now")
+        }
+        guard case .found(let meta) = read else { return }
         info = meta.info
         present = meta.present
         lastAccess = Double(meta.lastAccess)
@@ -344,7 +358,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     func take(_ learned: ContentInfo) {
         // Its data file is made when first needed.
         openFiles.replace(ObjectIdentifier(self), with: nil)
-        hasEntry = true
+        hasEntry = !cacheUnusable
         info = learned
         present = ByteRangeSet()
         lastAccess = Self.now()

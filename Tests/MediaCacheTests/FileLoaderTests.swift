@@ -99,6 +99,45 @@ final class FileLoaderTests: XCTestCase {
 
     // MARK: Cold, warm and remounted reads
 
+    func testALoaderThatCannotReadItsMetadataNow_passesReadsUncached_andLeavesTheEntryAsItWas() throws {
+        // Out of descriptors when a loader was made, it took the entry for
+        // new: its saves replaced metadata claiming bytes it then wrote
+        // over, so a crash could pair the old claims with another
+        // version's bytes.
+        let old = Self.content(count: 256 << 10, seed: 1)
+        fetcher.add(url, bytes: old)
+        let first = makeLoader()
+        var buffer = [UInt8](repeating: 0, count: old.count)
+        XCTAssertEqual(try buffer.withUnsafeMutableBytes { try first.read(into: $0, at: 0, pattern: ReadPattern()) },
+                       old.count)
+        XCTAssertTrue(fetcher.waitUntil { _ in first.status().state == .idle })
+        first.flush()
+        let saved = try XCTUnwrap(store.loadMeta(forKey: url))
+        XCTAssertEqual(saved.present.byteCount, Int64(old.count))
+        let new = Self.content(count: 256 << 10, seed: 2)
+        fetcher.update(url) {
+            $0.bytes = new
+            $0.etag = "\"v2\""
+        }
+        // Every open fails with EMFILE while the loader reads its metadata.
+        var limit = rlimit()
+        XCTAssertEqual(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit), 0)
+        var low = limit
+        low.rlim_cur = 3
+        XCTAssertEqual(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &low), 0)
+        let blind = makeLoader()
+        XCTAssertEqual(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit), 0)
+        XCTAssertTrue(blind.cacheUnusable)
+        XCTAssertEqual(try buffer.withUnsafeMutableBytes { try blind.read(into: $0, at: 0, pattern: ReadPattern()) },
+                       new.count)
+        XCTAssertTrue(buffer == new, "wrong bytes")
+        XCTAssertTrue(fetcher.waitUntil { _ in blind.status().state == .idle })
+        blind.flush()
+        XCTAssertEqual(store.loadMeta(forKey: url), saved, "the metadata was replaced")
+        let data = try XCTUnwrap(FileManager.default.contents(atPath: store.directory(forKey: url) + "/data"))
+        XCTAssertTrue([UInt8](data) == old, "the cached bytes were written over")
+    }
+
     func testRead_ofColdRange_returnsExactBytes() throws {
         let source = addContent(count: 1 << 20)
         let loader = makeLoader()
