@@ -103,12 +103,20 @@ public final class CacheStore: Sendable {
         let dir = directory(forKey: key)
         let path = dir + "/meta"
         let meta: EntryMeta
+        let bytes: [UInt8]
         do {
-            meta = try MetaFormat.decode(readWholeFile(path))
+            bytes = try readWholeFile(path)
         } catch let error as MediaError where error.errno == ENOENT || error.errno == ENOTDIR {
             return .missing
         } catch let error as MediaError where [EMFILE, ENFILE, ENOMEM, EIO].contains(error.errno) {
+            // Opening or reading failed; the file itself may be sound.
             return .unreadable(error)
+        } catch {
+            Log.warning("ignoring cache metadata \(path): \(error)")
+            return .missing
+        }
+        do {
+            meta = try MetaFormat.decode(bytes)
         } catch {
             Log.warning("ignoring cache metadata \(path): \(error)")
             return .missing

@@ -21,6 +21,22 @@ final class CacheStoreTests: XCTestCase {
                   present: ByteRangeSet(present), lastAccess: 1_700_000_000, lastValidated: 1_700_000_000)
     }
 
+    func testReadMeta_tellsDamagedMetadata_aMiss_fromMetadataThatCannotBeReadNow() throws {
+        // A decoding failure is an EIO too: taken for "cannot read now", a
+        // damaged entry was neither logged nor replaced.
+        let store = try CacheStore(root: base)
+        let key = "https://a.example/v.mp4"
+        try store.saveMeta(EntryMeta(url: key, info: ContentInfo(length: 10), present: ByteRangeSet(),
+                                     lastAccess: 1, lastValidated: 1), forKey: key)
+        guard case .found = store.readMeta(forKey: key) else { return XCTFail("saved metadata not found") }
+        XCTAssertTrue(FileManager.default.createFile(atPath: store.directory(forKey: key) + "/meta",
+                                                     contents: Data("mediafs-meta 1\nurl".utf8)))
+        guard case .missing = store.readMeta(forKey: key) else { return XCTFail("damaged metadata not a miss") }
+        XCTAssertTrue(FileManager.default.createFile(atPath: store.directory(forKey: key) + "/meta",
+                                                     contents: Data([0xff, 0x00, 0x13])))
+        guard case .missing = store.readMeta(forKey: key) else { return XCTFail("garbage not a miss") }
+    }
+
     func testInit_createsVersionedAndTrashDirectories() throws {
         let store = try CacheStore(root: base + "/deep/cache")
         XCTAssertEqual(store.root, base + "/deep/cache")
