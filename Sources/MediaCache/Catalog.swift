@@ -395,11 +395,11 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// Whether the flusher should come back soon rather than at the next
-    /// flush: a listing's loaders to turn into records, or answers to save.
-    private var hasBacklog: Bool {
+    /// flush: a listing's loaders to turn into records.
+    private var hasLoadersToRetire: Bool {
         lock.lock()
         defer { lock.unlock() }
-        return loaders.count >= Self.trimAfterRetiring || !unsaved.isEmpty
+        return loaders.count >= Self.trimAfterRetiring
     }
 
     /// Drops the loaders no name in the tree leads to any more, keeping
@@ -489,7 +489,7 @@ public final class Catalog: @unchecked Sendable {
                 // each waiting answer is memory; saving all the time slowed
                 // the stats by a fifth where a new file costs 300 µs).
                 wake = hasUnsaved ? Date(timeIntervalSinceNow: Self.saveSlice)
-                    : hasBacklog ? min(flushDue, Date(timeIntervalSinceNow: Self.backlogInterval)) : flushDue
+                    : hasLoadersToRetire ? min(flushDue, Date(timeIntervalSinceNow: Self.backlogInterval)) : flushDue
                 stopping.lock()
             }
             flusherRunning = false
@@ -882,7 +882,8 @@ public final class Catalog: @unchecked Sendable {
             Log.warning("\(MediaError.redacted(url)): \(error.message)")
         }
         lock.unlock()
-        if case .success(let info) = result { offerTo?.offer(info) }
+        // A failure waits in `probing` for the next stat to hand over.
+        if case .success = result { offerTo?.adoptRecordProbe(result, finishedAt: probe.finishedAt) }
         // A batch waits: saving starts now, not at the next flush.
         if wakeFlusher { wakeFlushing() }
     }
@@ -902,7 +903,7 @@ public final class Catalog: @unchecked Sendable {
             probe.failureHandedOver = true
             lock.unlock()
             guard let loader else { throw MediaError(ENOENT, "no such file") }
-            if handOver { loader.takeProbeFailure(error, at: probe.finishedAt) }
+            if handOver { loader.adoptRecordProbe(.failure(error), finishedAt: probe.finishedAt) }
             return try loader.attributes()
         case nil:
             throw MediaError.io("\(MediaError.redacted(url)): no answer within \(Int(settings.timeout)) s")

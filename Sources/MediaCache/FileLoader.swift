@@ -335,23 +335,18 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     }
 
     /// What a probe of this entry made without it (a listing's, into its
-    /// record) learned: taken unless the info is known or its own probe runs.
-    func offer(_ learned: ContentInfo) {
+    /// record) found, taken unless the info is known or its own probe
+    /// runs: the answer, or the failure as if this loader's own probe had
+    /// failed at `finishedAt` (its backoff decides when a stat asks again).
+    func adoptRecordProbe(_ result: Result<ContentInfo, MediaError>, finishedAt: Double) {
         lock.lock()
         defer { lock.broadcast(); lock.unlock() }
         guard info == nil else { return }
         if case .running = probe { return }
-        take(learned)
-    }
-
-    /// A record probe's failure, as if this loader's own probe had failed
-    /// at `at`: its backoff decides when the next stat probes again.
-    func takeProbeFailure(_ error: MediaError, at: Double) {
-        lock.lock()
-        defer { lock.broadcast(); lock.unlock() }
-        guard info == nil else { return }
-        if case .running = probe { return }
-        settleProbe(.failure(error), logged: true, at: at)
+        switch result {
+        case .success(let learned): take(learned)
+        case .failure(let error): settleProbe(.failure(error), logged: true, at: finishedAt)
+        }
     }
 
     /// A probe's answer: a new entry. Call with `lock` held.
