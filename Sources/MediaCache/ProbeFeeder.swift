@@ -18,6 +18,8 @@ final class ProbeFeeder: @unchecked Sendable {
     /// Starts a URL's probe unless it is known or being probed; returns
     /// whether it did (then it calls the closure once the probe settled).
     private var start: (String, @escaping @Sendable () -> Void) -> Bool = { _, _ in false }
+    /// Told when the last probe waiting or running settled.
+    private var onDrained: () -> Void = {}
     private var running = 0
     private var stopped = false
     /// Every probe handed to it settled since `takeDrained` was last asked.
@@ -28,11 +30,21 @@ final class ProbeFeeder: @unchecked Sendable {
         limit = outstanding
     }
 
-    /// What starts a probe; set once, before the first `add`.
-    func starting(with start: @escaping (String, @escaping @Sendable () -> Void) -> Bool) {
+    /// What starts a probe, and what hears that none is left; set once,
+    /// before the first `add`.
+    func starting(with start: @escaping (String, @escaping @Sendable () -> Void) -> Bool,
+                  whenDrained: @escaping () -> Void = {}) {
         lock.lock()
         self.start = start
+        onDrained = whenDrained
         lock.unlock()
+    }
+
+    /// Whether probes wait or run.
+    var isBusy: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return running > 0 || queue.count > 0
     }
 
     /// Probes these URLs' content info in the background, in order, after
@@ -83,8 +95,11 @@ final class ProbeFeeder: @unchecked Sendable {
     private func settled() {
         lock.lock()
         running -= 1
-        if running == 0 && queue.count == 0 { drained = true }
+        let nowDrained = running == 0 && queue.count == 0
+        if nowDrained { drained = true }
+        let onDrained = self.onDrained
         lock.unlock()
+        if nowDrained { onDrained() }
         pump()
     }
 
