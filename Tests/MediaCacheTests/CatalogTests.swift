@@ -81,6 +81,44 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(fetcher.heads.count, urls.count, "an entry listed twice was probed twice")
     }
 
+    func testProbeFeeder_tellsOnceWhenItsLastProbeSettled() throws {
+        // The flusher holds a listing's answers while the feeder is busy
+        // and saves them when told it drained: a lost call would leave
+        // them unsaved until the bound or the next listing.
+        let store = try CacheStore(root: base)
+        let urls = (0..<10).map { "https://a.example/\($0).bin" }
+        for url in urls { fetcher.add(url, bytes: [1, 2, 3]) }
+        fetcher.hold()
+        let loaders = Dictionary(uniqueKeysWithValues: urls.map {
+            ($0, FileLoader(source: Source(name: $0, url: $0), store: store, fetcher: fetcher, settings: LoaderSettings()))
+        })
+        let feeder = ProbeFeeder(outstanding: 3)
+        let drained = Locked(0)
+        feeder.starting(with: { url, settled in loaders[url]!.prefetchInfo(then: settled) },
+                        whenDrained: { drained.withLock { $0 += 1 } })
+        feeder.add(urls)
+        XCTAssertTrue(fetcher.waitUntil { $0.heads.count == 3 })
+        XCTAssertTrue(feeder.isBusy)
+        XCTAssertEqual(drained.withLock { $0 }, 0)
+        fetcher.release()
+        XCTAssertTrue(fetcher.waitUntil { _ in drained.withLock { $0 } == 1 })
+        XCTAssertFalse(feeder.isBusy)
+        XCTAssertTrue(loaders.values.allSatisfy(\.knowsInfo))
+        XCTAssertEqual(drained.withLock { $0 }, 1)
+    }
+
+    func testAListingsAnswers_heldWhileItsProbesRun_areSavedByStop() throws {
+        let urls = (0..<50).map { "https://a.example/\($0).bin" }
+        for url in urls { fetcher.add(url, bytes: [1, 2, 3]) }
+        let c = try catalog(urls.enumerated().map { Source(name: "\($0.offset).bin", url: $0.element) })
+        c.start()
+        _ = try c.list("/")
+        XCTAssertTrue(fetcher.waitUntil { _ in (try? c.list("/").allSatisfy { $0.knownAttributes != nil }) == true })
+        c.stop()
+        let store = try CacheStore(root: base)
+        XCTAssertEqual(urls.filter { store.loadMeta(forKey: $0)?.info.length != 3 }, [])
+    }
+
     func testStattingEveryEntryOfAListing_makesNoLoader_andSendsOneHEADAnEntry() throws {
         // `ls -l` of 100,000 listed files made a loader each (100 MiB).
         let urls = (0..<300).map { "https://a.example/\($0).bin" }
