@@ -84,10 +84,15 @@ final class ProbeFeeder: @unchecked Sendable {
             let start = self.start
             lock.unlock()
             if !start(next, { [weak self] in self?.settled() }) {
-                // Known already, or a lookup's probe runs: nothing to wait for.
+                // Known already, or a lookup's probe runs: nothing to wait
+                // for; if it was the last, the run has ended all the same.
                 lock.lock()
                 running -= 1
+                let nowDrained = running == 0 && queue.count == 0
+                if nowDrained { drained = true }
+                let onDrained = self.onDrained
                 lock.unlock()
+                if nowDrained { onDrained() }
             }
         }
     }
