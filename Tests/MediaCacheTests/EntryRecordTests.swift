@@ -193,18 +193,25 @@ final class EntryRecordTests: XCTestCase {
         let c = catalog(limits: evictEverything)
         c.applyLimits()
         let stop = Atomic(false)
+        let retiredSoFar = Atomic(0)
         // The flusher's pass, again and again: loaders to records, records evicted.
         let flusher = Background { () -> Int in
             var retired = 0
             while !stop.load(ordering: .relaxed) {
                 retired += c.flushAndRetire()
+                retiredSoFar.store(retired, ordering: .relaxed)
                 c.applyLimits()
             }
             return retired
         }
         var random = SplitMix64(seed: 11)
         var wrong: [String] = []
-        for step in 0..<300 {
+        // 300 reads, and more until the flusher both retired and evicted
+        // (on a loaded machine it may not have run by then).
+        func raced() -> Bool { retiredSoFar.load(ordering: .relaxed) > 0 && c.statistics.snapshot.evictions > 0 }
+        var step = 0
+        while step < 300 || (!raced() && step < 20_000) {
+            defer { step += 1 }
             let offset = Int(random.next() % UInt64(Self.size))
             let count = Int(1 + random.next() % (128 << 10))
             let got = try read(c, at: offset, count: count)
