@@ -86,18 +86,18 @@ final class ProbeFeeder: @unchecked Sendable {
             if !start(next, { [weak self] in self?.settled() }) {
                 // Known already, or a lookup's probe runs: nothing to wait
                 // for; if it was the last, the run has ended all the same.
-                lock.lock()
-                running -= 1
-                let nowDrained = running == 0 && queue.count == 0
-                if nowDrained { drained = true }
-                let onDrained = self.onDrained
-                lock.unlock()
-                if nowDrained { onDrained() }
+                endOne()
             }
         }
     }
 
     private func settled() {
+        endOne()
+        pump()
+    }
+
+    /// One started URL is done with; the last of a run tells `onDrained`.
+    private func endOne() {
         lock.lock()
         running -= 1
         let nowDrained = running == 0 && queue.count == 0
@@ -105,7 +105,6 @@ final class ProbeFeeder: @unchecked Sendable {
         let onDrained = self.onDrained
         lock.unlock()
         if nowDrained { onDrained() }
-        pump()
     }
 
     /// Whether a run of probes ended since the last call: their requests,
