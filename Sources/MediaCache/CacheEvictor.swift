@@ -14,9 +14,10 @@
 // The disk is scanned once, at the first pass: the cache lock makes this
 // process the cache's only user, so afterwards the entries of the mount are
 // known through their loaders and records, and the others
-// (`Index.unmounted`) change only when a pass evicts them or a file leaves
-// the mount. A pass thus reads no metadata file, and costs O(n) plus a sort
-// when something must go.
+// (`Index.unmounted`) change only when a pass evicts them or a file joins
+// or leaves the mount, which the caller reports (`Membership`). A pass thus
+// reads no metadata file, keeps no copy of the mount's URLs, and costs
+// O(entries with bytes) plus a sort when something must go.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -75,9 +76,6 @@ public struct CacheEvictor: Sendable {
         var scanned = false
         /// Entries of no mounted file, by directory.
         var unmounted: [String: Item] = [:]
-        /// The URLs of the mount's files (loaders and records) at the last
-        /// pass. URLs only: a loader held here could never become a record.
-        var mounted = Set<String>()
         /// The removal guard of the pass under way (see `run`).
         var remover: ((_ url: String, _ remove: () -> Void) -> Bool)?
         /// Makes the loader of a record of the pass under way (see `run`).
@@ -87,6 +85,24 @@ public struct CacheEvictor: Sendable {
     public let store: CacheStore
     public let limits: CacheLimits
     private let index = Index()
+
+    /// What the caller tells a pass of the mount's files besides their
+    /// loaders and the records that hold bytes.
+    public struct Membership {
+        /// Every URL of the mount: read by the first pass only, whose scan
+        /// of the disk skips their entries (they are followed through their
+        /// loaders and records).
+        public var all: () -> [String]
+        /// URLs that joined or left the mount since the last pass, each with
+        /// whether it is in the mount now. The entry of one that left is read
+        /// back from disk; that of one that joined leaves the index.
+        public var changed: [(url: String, mounted: Bool)]
+
+        public init(all: @escaping () -> [String] = { [] }, changed: [(url: String, mounted: Bool)] = []) {
+            self.all = all
+            self.changed = changed
+        }
+    }
 
     public init(store: CacheStore, limits: CacheLimits) {
         self.store = store
@@ -100,7 +116,9 @@ public struct CacheEvictor: Sendable {
 
     /// Applies the limits once. `mounted` are the loaders of the running
     /// mount, by URL; their bytes are freed only through them. `records`
-    /// are its other files (a URL in both counts as a loader). With a
+    /// are its other files that hold bytes (a URL that has a loader too
+    /// counts as a loader); `membership` says which files are in the mount
+    /// (the loaders' and records' URLs count as in it). With a
     /// `budget`, the room left under the limits is measured for it, and
     /// when it ran out (writes were refused) `headroom` more is made.
     ///
@@ -114,8 +132,8 @@ public struct CacheEvictor: Sendable {
     /// `loading` makes the loader of a record's URL, through which its
     /// entry is evicted; without it, records are never evicted.
     @discardableResult
-    public func run(mounted: [String: FileLoader] = [:], records: [String: EntryRecord] = [:],
-                    budget: CacheBudget? = nil, now: Int64 = Int64(time(nil)),
+    public func run(mounted: [String: FileLoader] = [:], records: [(url: String, record: EntryRecord)] = [],
+                    membership: Membership = Membership(), budget: CacheBudget? = nil, now: Int64 = Int64(time(nil)),
                     removing: ((_ url: String, _ remove: () -> Void) -> Bool)? = nil,
                     loading: ((_ url: String) -> FileLoader?)? = nil) -> Report {
         let mark = budget?.mark ?? 0
@@ -130,9 +148,10 @@ public struct CacheEvictor: Sendable {
             index.loading = nil
         }
         if index.scanned {
-            follow(mounted, records)
+            follow(membership.changed, mounted)
         } else {
-            scan(mounted, records, report: &report)
+            // The changes reported are older than the list `all` gives now.
+            scan(Set(mounted.keys).union(records.map(\.url)).union(membership.all()), report: &report)
         }
         var items = Array(index.unmounted.values)
         items.reserveCapacity(items.count + mounted.count)
@@ -198,11 +217,11 @@ public struct CacheEvictor: Sendable {
         return report
     }
 
-    /// The first pass: every entry on disk that no loader stands for is
-    /// indexed, or removed when its metadata is missing or damaged (a
-    /// crash's leftovers: nothing in it is trusted). Call with `index.lock` held.
-    private func scan(_ mounted: [String: FileLoader], _ records: [String: EntryRecord], report: inout Report) {
-        let urls = Set(mounted.keys).union(records.keys)
+    /// The first pass: every entry on disk that no file of the mount
+    /// (`urls`) stands for is indexed, or removed when its metadata is
+    /// missing or damaged (a crash's leftovers: nothing in it is trusted).
+    /// Call with `index.lock` held.
+    private func scan(_ urls: Set<String>, report: inout Report) {
         let mountedDirectories = Set(urls.map { store.directory(forKey: $0) })
         for entry in store.entries(excluding: mountedDirectories) {
             if let meta = entry.meta {
@@ -216,39 +235,27 @@ public struct CacheEvictor: Sendable {
                 report.freedBytes += entry.allocatedBytes
             }
         }
-        index.mounted = urls
         index.scanned = true
     }
 
-    /// Later passes: a file new to the mount takes its entry out of the
-    /// index (it is followed through its loader or record now); the entry
-    /// of a file that left the mount is read back from disk. Without a
-    /// change, a pass only looks each URL up. Call with `index.lock` held.
-    private func follow(_ mounted: [String: FileLoader], _ records: [String: EntryRecord]) {
-        var known = 0
-        var changed = false
-        func note(_ url: String) {
-            if index.mounted.contains(url) {
-                known += 1
-            } else {
-                index.unmounted[store.directory(forKey: url)] = nil
-                changed = true
+    /// Later passes: a file that joined the mount takes its entry out of
+    /// the index (it is followed through its loader or record now); the
+    /// entry of a file that left is read back from disk. A loader's entry
+    /// leaves the index whatever was reported: its bytes go only through
+    /// it. Call with `index.lock` held.
+    private func follow(_ changed: [(url: String, mounted: Bool)], _ mounted: [String: FileLoader]) {
+        for (url, isMounted) in changed where mounted[url] == nil {
+            let directory = store.directory(forKey: url)
+            guard !isMounted, let meta = store.loadMeta(forKey: url) else {
+                index.unmounted[directory] = nil
+                continue
             }
+            index.unmounted[directory] = Item(place: .unmounted(directory: directory, url: url),
+                                              allocated: Self.allocatedBytes(in: directory),
+                                              lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
+                                              pinned: meta.pinned)
         }
-        for url in mounted.keys { note(url) }
-        for url in records.keys where mounted[url] == nil { note(url) }
-        if known < index.mounted.count {
-            changed = true
-            for url in index.mounted where mounted[url] == nil && records[url] == nil {
-                let directory = store.directory(forKey: url)
-                guard let meta = store.loadMeta(forKey: url) else { continue }
-                index.unmounted[directory] = Item(place: .unmounted(directory: directory, url: url),
-                                                  allocated: Self.allocatedBytes(in: directory),
-                                                  lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
-                                                  pinned: meta.pinned)
-            }
-        }
-        if changed { index.mounted = Set(mounted.keys).union(records.keys) }
+        for url in mounted.keys { index.unmounted[store.directory(forKey: url)] = nil }
     }
 
     private static func allocatedBytes(in directory: String) -> Int64 {

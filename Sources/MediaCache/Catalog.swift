@@ -181,6 +181,10 @@ public final class Catalog: @unchecked Sendable {
     /// or `remove`), held weakly: one an open handle or a transfer still
     /// uses is taken back if the URL returns, so one URL never has two.
     private var retired: [String: WeakLoader] = [:]
+    /// URLs that joined or left the mount since the evictor's last pass,
+    /// which it needs to follow the entries of no mounted file without a
+    /// copy of every URL (4 MiB at 100,000).
+    private var membershipChanged: [String] = []
     private var changeHandler: @Sendable (String) -> Void = { _ in }
     /// The last pass of the cache limits, for `stats` and to log a change
     /// in whether pinned bytes alone exceed the limit.
@@ -264,6 +268,7 @@ public final class Catalog: @unchecked Sendable {
         let name = directory.add(source.name, .file(source.url))
         let url = source.url
         if loaders[url] == nil && records[url] == nil {
+            noteMembership(url)
             if let loader = retired.removeValue(forKey: url)?.loader {
                 let path = directory.path + "/" + name
                 loader.onChange = { [weak self] in self?.changeHandler(path) }
@@ -423,7 +428,8 @@ public final class Catalog: @unchecked Sendable {
             }
         }
         collect(root)
-        retired = retired.filter { $0.value.loader != nil }
+        dropDeadRetired()
+        for url in records.keys where !live.contains(url) { noteMembership(url) }
         records = records.filter { live.contains($0.key) }
         probing = probing.filter { live.contains($0.key) }
         var dropped: [FileLoader] = []
@@ -433,6 +439,22 @@ public final class Catalog: @unchecked Sendable {
             dropped.append(loader)
         }
         return dropped
+    }
+
+    /// Forgets the retired loaders no one uses any more: their URLs left
+    /// the mount. Call with `lock` held.
+    private func dropDeadRetired() {
+        let dead = retired.compactMap { $0.value.loader == nil ? $0.key : nil }
+        for url in dead {
+            retired[url] = nil
+            noteMembership(url)
+        }
+    }
+
+    /// A URL joined or left the mount: the evictor's next pass hears of it.
+    /// Call with `lock` held.
+    private func noteMembership(_ url: String) {
+        if evictor != nil { membershipChanged.append(url) }
     }
 
     /// Stops what dropped loaders were fetching and saves their metadata.
@@ -518,15 +540,29 @@ public final class Catalog: @unchecked Sendable {
         lock.lock()
         // Retired loaders still in use count as mounted: their bytes are
         // freed through them, never from under them.
+        dropDeadRetired()
         var byURL = loaders
         for (url, weak) in retired where byURL[url] == nil {
             if let loader = weak.loader { byURL[url] = loader }
         }
-        let recorded = records
+        // Only what holds bytes: a copy of every record would be copied
+        // whole (18 MiB at 100,000) by the first probe answer the pass met.
+        var recorded: [(url: String, record: EntryRecord)] = []
+        for (url, record) in records where record.allocatedBytes > 0 { recorded.append((url, record)) }
+        let changed = membershipChanged.map { url in
+            (url: url, mounted: loaders[url] != nil || records[url] != nil || retired[url]?.loader != nil)
+        }
+        membershipChanged = []
         lock.unlock()
+        let membership = CacheEvictor.Membership(all: { [self] in
+            lock.lock()
+            defer { lock.unlock() }
+            return Array(loaders.keys) + Array(records.keys) + retired.compactMap { $0.value.loader == nil ? nil : $0.key }
+        }, changed: changed)
         // Where each URL is, found once a pass and only if a record must go.
         var paths: [String: String]?
-        guard let report = evictor?.run(mounted: byURL, records: recorded, budget: budget, removing: { [self] url, remove in
+        guard let report = evictor?.run(mounted: byURL, records: recorded, membership: membership, budget: budget,
+                                        removing: { [self] url, remove in
             // Under the lock that making a loader (and loading its metadata) holds.
             lock.lock()
             defer { lock.unlock() }

@@ -181,4 +181,45 @@ final class PinningTests: XCTestCase {
         XCTAssertEqual(report.evictedEntries, 1)
         XCTAssertNil(store.loadMeta(forKey: otherURL))
     }
+
+    func testTheEvictor_readsBackTheEntryOfAFileThatLeftTheMount_andEvictsIt() throws {
+        let other = makeLoader(otherURL)
+        try fill(other)
+        let evictor = CacheEvictor(store: store, limits: limits(maxSize: 4 * Int64(Self.size)))
+        let farFuture = Int64(time(nil)) + 365 * 86_400
+        // The first pass skips the mount's entries: they go through their loaders.
+        XCTAssertEqual(evictor.run(mounted: [otherURL: other]).evictedEntries, 0)
+        // Gone from the mount, unreported: the evictor does not know of it.
+        var asked: [String] = []
+        let removing: (String, () -> Void) -> Bool = { url, remove in
+            asked.append(url)
+            remove()
+            return true
+        }
+        XCTAssertEqual(evictor.run(now: farFuture, removing: removing).evictedEntries, 0)
+        XCTAssertEqual(asked, [])
+        let report = evictor.run(membership: CacheEvictor.Membership(changed: [(url: otherURL, mounted: false)]),
+                                 now: farFuture, removing: removing)
+        XCTAssertEqual(report.evictedEntries, 1, "the entry of a file that left must be evictable")
+        XCTAssertEqual(asked, [otherURL])
+        XCTAssertNil(store.loadMeta(forKey: otherURL))
+    }
+
+    func testTheEvictor_forgetsTheEntryOfAFileThatJoinedTheMount() throws {
+        try fill(makeLoader(otherURL))
+        let evictor = CacheEvictor(store: store, limits: limits(maxSize: 4 * Int64(Self.size)))
+        // Indexed as no mounted file's entry.
+        XCTAssertEqual(evictor.run().evictedEntries, 0)
+        var asked: [String] = []
+        let report = evictor.run(membership: CacheEvictor.Membership(changed: [(url: otherURL, mounted: true)]),
+                                 now: Int64(time(nil)) + 365 * 86_400) { url, remove in
+            asked.append(url)
+            remove()
+            return true
+        }
+        // Mounted now, and held by no loader or record given: left alone.
+        XCTAssertEqual(report.evictedEntries, 0)
+        XCTAssertEqual(asked, [])
+        XCTAssertEqual(store.loadMeta(forKey: otherURL)?.isComplete, true)
+    }
 }
