@@ -62,6 +62,19 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertTrue(fetcher.waitUntil { _ in loader.status().state == .idle })
     }
 
+    func testARecord_fitsInFortyEightBytes_andKeepsAnUnknownSizeApartFromZero() {
+        // The catalog holds one per mounted file, in a dictionary whose
+        // buckets outnumber them: every byte counts 2.6 times at 100,000.
+        XCTAssertLessThanOrEqual(MemoryLayout<EntryRecord>.stride, 48)
+        var record = EntryRecord(meta: nil, store: store)
+        XCTAssertNil(record.size)
+        record.size = 0
+        XCTAssertEqual(record.size, 0)
+        XCTAssertEqual(record.attributes?.size, 0)
+        record.size = nil
+        XCTAssertNil(record.attributes)
+    }
+
     func testAStatOfAnEntryKnownAtMount_answersFromItsRecord_makingNoLoaderAndReadingNoDisk() throws {
         let first = catalog()
         try fill(first)
