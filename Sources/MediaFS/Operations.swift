@@ -105,6 +105,8 @@ func makeOperations() -> fuse_operations {
     ops.getattr = { path, stat, _ in
         reply("getattr") {
             let fs = adapter()
+            // Off the first open's path: the lookup that precedes it comes here.
+            fs.pinKernelReadaheadOnce()
             fs.catalog.statistics.countAttributeRequest()
             guard let attributes = try fs.catalog.attributes(at: pathString(path)) else {
                 stat!.pointee = directoryStat(fs)
