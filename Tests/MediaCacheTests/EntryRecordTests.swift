@@ -184,6 +184,30 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertTrue(try read(c, at: 0, count: Self.size) == content, "wrong bytes")
     }
 
+    func testAFileRemovedFromTheMount_asARecord_hasItsEntryEvicted() throws {
+        // The evictor learns of a file that left only from the catalog's
+        // notes: unnoted, its bytes would stay past every limit.
+        let c = catalog(limits: evictEverything)
+        c.applyLimits()
+        try fill(c)
+        XCTAssertEqual(c.flushAndRetire(), 1)
+        try c.remove(name: "a.bin")
+        c.applyLimits()
+        XCTAssertNil(store.loadMeta(forKey: url), "the entry of a file no longer mounted was kept")
+        XCTAssertEqual(c.statistics.snapshot.evictions, 1)
+    }
+
+    func testAFileRemovedFromTheMount_whileItsLoaderLived_hasItsBytesFreed() throws {
+        // Its loader is retired, kept weakly while something uses it; once
+        // it is gone the file has left, and the next pass must hear of it.
+        let c = catalog(limits: evictEverything)
+        c.applyLimits()
+        try fill(c)
+        try c.remove(name: "a.bin")
+        c.applyLimits()
+        XCTAssertEqual(store.loadMeta(forKey: url)?.present.byteCount ?? 0, 0, "bytes of a removed file were kept")
+    }
+
     func testARecordOnlyEntry_evictedWhileTheServerChangedIt_stillSeesTheChangeAtTheNextOpen() throws {
         // Moving the entry to the trash forgot its validators: the next open
         // learned the new version as if new, and the kernel kept serving
