@@ -262,4 +262,58 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertGreaterThan(retired, 0, "no loader became a record: the race was not run")
         XCTAssertGreaterThan(c.statistics.snapshot.evictions, 0, "nothing was evicted: the race was not run")
     }
+
+    func testRemovingAndAddingAFile_whileItIsReadAndEvicted_neverReadsWrongBytes() throws {
+        // The file leaves and joins the mount again and again, so the
+        // evictor's passes see it come and go (its entry read back from
+        // disk, evicted, then its own again) while loaders read it.
+        let c = catalog(limits: evictEverything)
+        c.applyLimits()
+        let stop = Atomic(false)
+        let flusher = Background { () -> Int in
+            var passes = 0
+            while !stop.load(ordering: .relaxed) {
+                c.flushAndRetire()
+                c.applyLimits()
+                passes += 1
+            }
+            return passes
+        }
+        let url = self.url
+        let churn = Background { () -> Int in
+            var rounds = 0
+            while !stop.load(ordering: .relaxed) {
+                try c.remove(name: "a.bin")
+                let name = try c.add(url: url)
+                guard name == "a.bin" else { throw MediaError.io("added back as \(name)") }
+                rounds += 1
+            }
+            return rounds
+        }
+        var random = SplitMix64(seed: 23)
+        var wrong: [String] = []
+        var reads = 0
+        var step = 0
+        while step < 2_000 && (reads < 200 || c.statistics.snapshot.evictions == 0) {
+            defer { step += 1 }
+            let offset = Int(random.next() % UInt64(Self.size))
+            let count = Int(1 + random.next() % (64 << 10))
+            let got: [UInt8]
+            do {
+                got = try read(c, at: offset, count: count)
+            } catch let error as MediaError where error.errno == ENOENT {
+                continue   // Between a remove and its add.
+            }
+            reads += 1
+            if got != Array(content[offset..<min(offset + count, Self.size)]) {
+                wrong.append("step \(step): \(count) bytes at \(offset)")
+            }
+        }
+        stop.store(true, ordering: .relaxed)
+        XCTAssertGreaterThan(try churn.result(), 0, "the file never left the mount: the race was not run")
+        XCTAssertGreaterThan(try flusher.result(), 0)
+        XCTAssertEqual(wrong, [])
+        XCTAssertGreaterThan(reads, 0, "no read found the file")
+        XCTAssertGreaterThan(c.statistics.snapshot.evictions, 0, "nothing was evicted: the race was not run")
+    }
 }
