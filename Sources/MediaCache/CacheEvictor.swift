@@ -256,6 +256,12 @@ public struct CacheEvictor: Sendable {
                                               pinned: meta.pinned)
         }
         for url in mounted.keys { index.unmounted[store.directory(forKey: url)] = nil }
+        // A dictionary keeps its buckets when emptied: a remount's first
+        // pass, before its listing was fetched, indexed all 100,000 of its
+        // entries, which the listing then took back (20 MiB left).
+        if index.unmounted.count < index.unmounted.capacity / 4 {
+            index.unmounted = index.unmounted.isEmpty ? [:] : Dictionary(uniqueKeysWithValues: index.unmounted.map { $0 })
+        }
     }
 
     private static func allocatedBytes(in directory: String) -> Int64 {

@@ -123,10 +123,10 @@ extension FileLoader {
         let pending = isFreeingAnything
         lock.unlock()
         guard pending else { return }
-        flushLock.withLock { _ in finishFreeingHoldingFlushLock() }
+        flushLock.withLock { savedClaims in finishFreeingHoldingFlushLock(&savedClaims) }
     }
 
-    private func finishFreeingHoldingFlushLock() {
+    private func finishFreeingHoldingFlushLock(_ savedClaims: inout Bool) {
         lock.lock()
         while isFreeingAnything {
             let resetsTarget = resetsAsked
@@ -150,10 +150,10 @@ extension FileLoader {
 
             if let snapshot {
                 do {
-                    try persist(snapshot)
+                    try persist(snapshot, savedClaims: &savedClaims)
                 } catch {
                     statistics.cacheWriteFailed(error as? MediaError ?? MediaError.io("\(error)"))
-                    persisted = forgetMeta()
+                    persisted = forgetMeta(&savedClaims)
                 }
             }
             if !persisted {
@@ -193,7 +193,7 @@ extension FileLoader {
     /// When the metadata cannot be rewritten without the doomed bytes, the
     /// entry's metadata goes: a miss is safe, a stale claim is not. Returns
     /// whether no metadata claims anything any more.
-    private func forgetMeta() -> Bool {
+    private func forgetMeta(_ savedClaims: inout Bool) -> Bool {
         do {
             try store.forgetMeta(forKey: key)
             savedClaims = false

@@ -15,7 +15,7 @@ extension FileLoader {
     func idleRecord() -> (record: EntryRecord, unsaved: EntryMeta?)? {
         // Whether the metadata on disk claims bytes is known under
         // `flushLock`; one a save or a freeing holds is busy anyway.
-        guard let claimsOnDisk = flushLock.withLockIfAvailable({ _ in savedClaims }) else { return nil }
+        guard let claimsOnDisk = flushLock.withLockIfAvailable({ $0 }) else { return nil }
         lock.lock()
         defer { lock.unlock() }
         guard transfers.isEmpty, waits.isEmpty, reading.isEmpty, writing.isEmpty, !isFreeingAnything,

@@ -4,7 +4,6 @@
 // keeps just one thread, and are all joined after the loop, before `fuse_destroy`.
 import CFuse
 import Foundation
-import Synchronization
 import MediaCache
 #if canImport(Glibc)
 import Glibc
@@ -43,9 +42,9 @@ public final class MediaFS: @unchecked Sendable {
     /// 100,000 URLs, 4 MiB) is the catalog's now.
     private var makeCatalog: (() -> Catalog)?
     private var started: Catalog?
-    private let readaheadRaised = Mutex(false)
+    private let readaheadRaised = Locked(false)
     private var fuse: OpaquePointer?
-    private let passthroughState = Mutex<(checked: Bool, value: Passthrough?)>((false, nil))
+    private let passthroughState = Locked<(checked: Bool, value: Passthrough?)>((false, nil))
     /// Sends the kernel its invalidations: one thread, stopped before the
     /// session is destroyed, so none touches `struct fuse` after.
     private let invalidations = Worker(name: "mediafs-invalidate")
