@@ -260,7 +260,7 @@ public struct CacheEvictor: Sendable {
         // pass, before its listing was fetched, indexed all 100,000 of its
         // entries, which the listing then took back (20 MiB left).
         if index.unmounted.count < index.unmounted.capacity / 4 {
-            index.unmounted = index.unmounted.isEmpty ? [:] : Dictionary(uniqueKeysWithValues: index.unmounted.map { $0 })
+            index.unmounted = Dictionary(uniqueKeysWithValues: index.unmounted.map { $0 })
         }
     }
 

@@ -451,6 +451,12 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
+    /// Whether a name leads to the URL, or a retired loader of it is still
+    /// in use (its bytes are freed through it). Call with `lock` held.
+    private func isMounted(_ url: String) -> Bool {
+        loaders[url] != nil || records[url] != nil || retired[url]?.loader != nil
+    }
+
     /// A URL joined or left the mount: the evictor's next pass hears of it.
     /// Call with `lock` held.
     private func noteMembership(_ url: String) {
@@ -549,15 +555,13 @@ public final class Catalog: @unchecked Sendable {
         // whole (18 MiB at 100,000) by the first probe answer the pass met.
         var recorded: [(url: String, record: EntryRecord)] = []
         for (url, record) in records where record.allocatedBytes > 0 { recorded.append((url, record)) }
-        let changed = membershipChanged.map { url in
-            (url: url, mounted: loaders[url] != nil || records[url] != nil || retired[url]?.loader != nil)
-        }
+        let changed = membershipChanged.map { (url: $0, mounted: isMounted($0)) }
         membershipChanged = []
         lock.unlock()
         let membership = CacheEvictor.Membership(all: { [self] in
             lock.lock()
             defer { lock.unlock() }
-            return Array(loaders.keys) + Array(records.keys) + retired.compactMap { $0.value.loader == nil ? nil : $0.key }
+            return Array(loaders.keys) + Array(records.keys) + retired.keys.filter(isMounted)
         }, changed: changed)
         // Where each URL is, found once a pass and only if a record must go.
         var paths: [String: String]?
@@ -754,8 +758,7 @@ public final class Catalog: @unchecked Sendable {
         lock.unlock()
         settle(dropped)
         // The page's text, its parse and the metadata read for it leave
-        // holes between what stays (a remount's listing of 100,000 kept
-        // 35 MiB of them).
+        // holes between what stays (3 MiB of a remount's listing of 100,000).
         if new.count >= Self.trimAfterRetiring { mediafs_malloc_trim() }
         Log.debug("listed \(MediaError.redacted(url)): \(entries.count) entries"
                   + (dropped.isEmpty ? "" : ", \(dropped.count) files gone"))
