@@ -48,8 +48,11 @@ def test_a_read_of_another_file_takes_the_next_free_place_ahead_of_24_waiting_re
         describe(srv.requests)
     srv.clear_log()
 
-    # Two seconds a transfer, so the first places stay taken while the rest queue.
-    srv.set_fault("a.bin", "drip", bytes_per_sec=16 * KiB, chunk=4 * KiB)
+    # Four seconds a transfer, so the first places stay taken while the rest
+    # queue and b.bin's read reaches the fetcher: at two, a CI run under load
+    # asked for b.bin late in the window, and its read arrived after three
+    # places had freed (the order showed a ninth a.bin GET before it).
+    srv.set_fault("a.bin", "drip", bytes_per_sec=8 * KiB, chunk=4 * KiB)
     length = (2 * holes - 1) * piece
     joins = [in_thread(lambda b=b: pread_direct(path_a, b, length)) for b in bases]
     waiting = holes * readers
