@@ -1,5 +1,6 @@
 // The cache's place on disk: `<root>/v1/<2 hex>/<sha256 of key>/{data,meta}`,
-// `<root>/trash/` and `<root>/lock` (CacheLock); paths, atomic metadata
+// `<root>/answers` (AnswerJournal: the metadata of entries that hold no
+// bytes), `<root>/trash/` and `<root>/lock` (CacheLock); paths, atomic metadata
 // replacement and removal. It must not decide what to fetch or evict, and holds
 // no per-entry locks: callers serialize per entry. It follows no symlink it did
 // not make: a planted `data` or `meta` link is a miss.
@@ -16,6 +17,8 @@ public final class CacheStore: Sendable {
     /// Makes temp and trash names unique within this process; the pid covers other processes.
     private let counter = Atomic<Int>(0)
     private let trash: TrashWorker
+    /// Probe answers: opened by the cache lock's holder (`openAnswers`).
+    public let answers: AnswerJournal
 
     /// Creates the layout (0700) and refuses a root that another user owns or
     /// may write into: whoever can write there decides what the mount serves.
@@ -24,6 +27,7 @@ public final class CacheStore: Sendable {
         entriesRoot = root + "/v1"
         trashRoot = root + "/trash"
         trash = TrashWorker(directory: trashRoot)
+        answers = AnswerJournal(path: root + "/answers")
         if let code = makeDirectories(root, mode: 0o700) {
             throw MediaError(code, "cannot create cache directory \(root): \(String(cString: strerror(code)))")
         }
@@ -97,9 +101,61 @@ public final class CacheStore: Sendable {
         return nil
     }
 
+    /// Opens the journal of probe answers; call holding the cache lock.
+    /// Answers not accessed since `accessedAfter` are dropped. Without it
+    /// (a damaged file, a symlink in its place), answers are saved as
+    /// entry directories, as they were before it.
+    public func openAnswers(accessedAfter: Int64? = nil) {
+        guard !answers.isOpen else { return }
+        do {
+            try answers.open(accessedAfter: accessedAfter)
+        } catch {
+            Log.warning("\(error)")
+        }
+    }
+
+    /// Saves probe answers: metadata claiming no bytes over metadata that
+    /// claimed none, which needs no sync. In the journal when it is open,
+    /// else one entry directory each. Throws the last failure.
+    public func saveAnswers(_ metas: [EntryMeta]) throws {
+        if answers.isOpen {
+            do {
+                return try answers.append(metas)
+            } catch {
+                Log.warning("\(error)")
+            }
+        }
+        var failure: Error?
+        for meta in metas {
+            do {
+                try saveMeta(meta, forKey: meta.url, durable: false)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
     /// The entry's metadata. Damage is logged and treated as a miss: the
-    /// cache may forget, never invent.
+    /// cache may forget, never invent. A probe answer in the journal is
+    /// preferred to a meta file that claims no bytes when it is newer
+    /// (the file was saved by a loader before its content changed); a meta
+    /// file that claims bytes always wins, so an answer never hides claims
+    /// a later write could make false.
     public func readMeta(forKey key: String) -> MetaRead {
+        let onDisk = readMetaFile(forKey: key)
+        guard let answer = answers.answer(forKey: key) else { return onDisk }
+        switch onDisk {
+        case .found(let meta) where !meta.present.isEmpty || meta.lastValidated >= answer.lastValidated:
+            return onDisk
+        case .unreadable:
+            return onDisk
+        default:
+            return .found(answer)
+        }
+    }
+
+    private func readMetaFile(forKey key: String) -> MetaRead {
         let dir = directory(forKey: key)
         let path = dir + "/meta"
         let meta: EntryMeta
@@ -278,6 +334,12 @@ public final class CacheStore: Sendable {
             }
         }
         return result
+    }
+
+    /// The probe answers in the journal, as entries that hold nothing: for
+    /// `mediafs cache ls`, read as they are, beside a running mount too.
+    public func answerEntries() -> [StoredEntry] {
+        AnswerJournal.read(path: answers.path).map { StoredEntry(directory: answers.path, meta: $0, allocatedBytes: 0) }
     }
 
     /// Free space on the cache's file system, for `--cache-min-free`.

@@ -35,17 +35,12 @@ public final class Catalog: @unchecked Sendable {
     /// are given back (a listing's probed entries, about 1 KiB each).
     static let trimAfterRetiring = 1_000
     static let trimDuringPass = 10_000
-    /// Probe answers saved between two looks at the catalog's lock.
-    static let saveBatch = 64
-    /// Answers kept in memory, unsaved, while a listing's probes run (about
-    /// 4 MiB): saving one costs two new inodes, 300 µs each on an ext4
-    /// without journal that just deleted many (the cache of a listing
-    /// mounted before), and saving while probing slowed a cold `ls -l`
-    /// of 10,000 entries by a fifth. Past it, saving goes on beside them.
-    static let heldAnswers = 16_384
-    /// With a backlog, the flusher comes back this often, and saves
-    /// answers for this long each time.
+    /// Probe answers saved between two looks at the catalog's lock; the
+    /// flusher is woken when this many wait (AnswerJournal: a few µs each).
+    static let saveBatch = 512
+    /// With loaders to turn into records, the flusher comes back this often.
     static let backlogInterval: Double = 1
+    /// With answers waiting, it comes back this soon.
     static let saveSlice: Double = 0.5
 
     /// What opening a file preloads of the files after it, in source order.
@@ -229,6 +224,7 @@ public final class Catalog: @unchecked Sendable {
         // entries reads 100,000 small files, and the disk serves several
         // at once. Nothing else touches the cache before `start`. No
         // loader is made: most entries of a big mount are only ever stat'ed.
+        store.openAnswers(accessedAfter: limits.map { Int64(Date().timeIntervalSince1970 - $0.maxAgePartial) })
         var seen = Set<String>()
         let urls = sources.filter { !$0.isDirectory && seen.insert($0.url).inserted }.map(\.url)
         records.reserveCapacity(urls.count)
@@ -375,13 +371,11 @@ public final class Catalog: @unchecked Sendable {
             if unsaved.isEmpty { unsaved = [:] }
             lock.unlock()
             guard !batch.isEmpty else { return }
-            for entry in batch {
-                do {
-                    try store.saveMeta(entry.meta, forKey: entry.url, durable: false)
-                } catch {
-                    // Costs a probe at the next mount, as a failed flush would.
-                    statistics.cacheWriteFailed(error as? MediaError ?? MediaError.io("\(error)"))
-                }
+            do {
+                try store.saveAnswers(batch.map(\.meta))
+            } catch {
+                // Costs probes at the next mount, as a failed flush would.
+                statistics.cacheWriteFailed(error as? MediaError ?? MediaError.io("\(error)"))
             }
             lock.lock()
             for entry in batch {
@@ -511,9 +505,7 @@ public final class Catalog: @unchecked Sendable {
                 } else {
                     retiredNow = flushAndRetire(flushing: false)
                 }
-                // Answers wait while a listing's probes run, unless too many.
-                let holding = feeder.isBusy && unsavedCount < Self.heldAnswers
-                if !holding { saveUnsaved(until: Date(timeIntervalSinceNow: Self.saveSlice)) }
+                saveUnsaved(until: Date(timeIntervalSinceNow: Self.saveSlice))
                 if due || pressed { applyLimits() }
                 // A listing's probes free as much as they took (a request,
                 // a transfer and buffers an entry), in holes malloc keeps:
@@ -521,14 +513,7 @@ public final class Catalog: @unchecked Sendable {
                 // into records. Given back here, off the network thread.
                 let drained = feeder.takeDrained()
                 if drained || retiredNow >= Self.trimAfterRetiring { mediafs_malloc_trim() }
-                // Answers to save: half the time (a cold `ls -l` of
-                // 100,000 entries probes faster than the disk saves, and
-                // each waiting answer is memory; saving all the time slowed
-                // the stats by a fifth where a new file costs 300 µs).
-                // Held, they are saved once the feeder drains (it wakes
-                // the flusher) or their number reaches the bound.
-                wake = holding ? min(flushDue, Date(timeIntervalSinceNow: Self.backlogInterval))
-                    : unsavedCount > 0 ? Date(timeIntervalSinceNow: Self.saveSlice)
+                wake = unsavedCount > 0 ? Date(timeIntervalSinceNow: Self.saveSlice)
                     : hasLoadersToRetire ? min(flushDue, Date(timeIntervalSinceNow: Self.backlogInterval)) : flushDue
                 stopping.lock()
             }
@@ -931,7 +916,7 @@ public final class Catalog: @unchecked Sendable {
                 record.hasMeta = true
                 records[url] = record
                 unsaved[url] = ProbeAnswer(info: info, validated: Int64(now))
-                wakeFlusher = unsaved.count == Self.saveBatch || unsaved.count == Self.heldAnswers
+                wakeFlusher = unsaved.count == Self.saveBatch
             }
         case .failure(let error):
             Log.warning("\(MediaError.redacted(url)): \(error.message)")

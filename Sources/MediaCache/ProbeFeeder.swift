@@ -40,13 +40,6 @@ final class ProbeFeeder: @unchecked Sendable {
         lock.unlock()
     }
 
-    /// Whether probes wait or run.
-    var isBusy: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return running > 0 || queue.count > 0
-    }
-
     /// Probes these URLs' content info in the background, in order, after
     /// those already waiting.
     func add(_ urls: [String]) {

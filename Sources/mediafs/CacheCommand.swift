@@ -39,6 +39,7 @@ struct CacheCommand {
             // when the command returns, leftovers of a crashed mount included.
             defer { store.stop(); store.emptyTrash() }
             if action == "gc" {
+                store.openAnswers(accessedAfter: Int64(Date().timeIntervalSince1970 - cache.limits.maxAgePartial))
                 let report = CacheEvictor(store: store, limits: cache.limits).run()
                 print("removed \(report.evictedEntries) entries, freed \(StatusCommand.human(report.freedBytes)); "
                       + "\(StatusCommand.human(report.usedBytes)) in use")
@@ -60,7 +61,11 @@ struct CacheCommand {
         } catch {
             Log.warning("\(error)")
         }
-        let entries = store.entries().sorted { ($0.meta?.lastAccess ?? 0) > ($1.meta?.lastAccess ?? 0) }
+        var entries = store.entries()
+        // Probe answers of entries with no directory: they hold no bytes.
+        let stored = Set(entries.compactMap { $0.meta?.url })
+        entries += store.answerEntries().filter { !stored.contains($0.meta?.url ?? "") }
+        entries.sort { ($0.meta?.lastAccess ?? 0) > ($1.meta?.lastAccess ?? 0) }
         print("SIZE        CACHED  COMPLETE  PINNED  LAST ACCESS           URL")
         for entry in entries {
             guard let meta = entry.meta else {
@@ -82,16 +87,20 @@ struct CacheCommand {
     }
 
     private func clear(_ store: CacheStore) throws {
+        store.openAnswers()
         if urls.isEmpty {
             for entry in store.entries() { store.remove(directory: entry.directory) }
+            store.answers.clear()
             print("cleared \(store.root)")
             return
         }
+        let answered = Set(store.answers.forget(urls))
         for url in urls {
-            guard FileManager.default.fileExists(atPath: store.directory(forKey: url)) else {
+            let stored = FileManager.default.fileExists(atPath: store.directory(forKey: url))
+            guard stored || answered.contains(url) else {
                 throw MediaError(ENOENT, "no cache entry for \(MediaError.redacted(url))")
             }
-            store.remove(key: url)
+            if stored { store.remove(key: url) }
             print("removed \(MediaError.redacted(url))")
         }
     }
