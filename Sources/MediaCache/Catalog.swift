@@ -122,8 +122,8 @@ public final class Catalog: @unchecked Sendable {
 
     /// A probe's answer not saved yet: the rest of its metadata is the
     /// record's (no bytes; its last access and pin). Kept apart from the
-    /// record, 80 bytes a bucket where a whole EntryMeta took 128: a cold
-    /// `ls -l` of 100,000 entries probes faster than the disk saves them.
+    /// record, 80 bytes a bucket where a whole EntryMeta took 128, until
+    /// the flusher appends it to the store's AnswerJournal.
     struct ProbeAnswer {
         var info: ContentInfo
         var validated: Int64
@@ -165,8 +165,9 @@ public final class Catalog: @unchecked Sendable {
     private var records: [String: EntryRecord] = [:]
     /// Probe answers of loaders turned into records before their metadata
     /// was saved (a listing's entries), and those being saved now: a
-    /// loader made meanwhile starts from them. Saved by the flusher, with
-    /// no sync (they claim no bytes), so loaders need not wait for it.
+    /// loader made meanwhile starts from them. Saved by the flusher into
+    /// the journal, with no sync (they claim no bytes), so loaders need
+    /// not wait for it.
     private var unsaved: [String: ProbeAnswer] = [:]
     private var saving: [String: EntryMeta] = [:]
     /// Probes of listed entries that have no loader, by URL, while they
