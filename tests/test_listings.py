@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from harness import data_of, guarded, read_whole, xget, xset
+from harness import data_of, guarded, mediafs, read_whole, xget, xset
 
 WAIT = 30.0
 MOUNT_ARGS = ["--timeout", "10"]
@@ -113,6 +113,41 @@ def test_ls_l_after_a_remount_gets_every_size_with_the_names_and_no_stat_reaches
     assert sizes == {name: len(data) for name, data in files.items()}
     asked = json.loads(xget(m.mountpoint, "stats"))["attribute_requests"] - before
     assert asked < len(files) // 10, f"{asked} stats of {len(files)} entries reached the daemon"
+
+
+def test_probe_answers_go_to_one_journal_which_cache_ls_lists_and_cache_clear_forgets(mount, srv, tmp_path):
+    # A stat'ed, never read entry's content info is one record appended to
+    # <cache>/answers, not an entry directory (two new inodes each).
+    files = {f"f{i:02d}.bin": data_of(2000 + i, i) for i in range(20)}
+    serve_listing(srv, files)
+    cache = tmp_path / "cache-answers"
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
+    for name in os.listdir(m.path("media")):
+        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
+    assert m.unmount() == 0
+    assert (cache / "answers").stat().st_size > 0
+    assert list((cache / "v1").iterdir()) == [], "answers were saved as entry directories"
+
+    ls = mediafs("cache", "ls", "--cache-dir", str(cache))
+    assert ls.returncode == 0, ls.stderr
+    rows = [line for line in ls.stdout.splitlines() if "://" in line]
+    assert sorted(line.split()[-1] for line in rows) == sorted(srv.url(f"media/{n}") for n in files), ls.stdout
+    assert all(" 0.0% " in line for line in rows), ls.stdout
+    assert ls.stdout.splitlines()[-1].startswith("20 entries"), ls.stdout
+
+    gone = srv.url("media/f03.bin")
+    cleared = mediafs("cache", "clear", "--cache-dir", str(cache), gone)
+    assert cleared.returncode == 0, cleared.stderr
+    missing = mediafs("cache", "clear", "--cache-dir", str(cache), gone)
+    assert missing.returncode != 0 and "no cache entry" in missing.stderr, missing.stderr
+
+    # Only the forgotten answer is asked again.
+    srv.clear_log()
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
+    for name in os.listdir(m.path("media")):
+        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
+    asked = sorted({r.path for r in srv.requests if r.path != "/media/"})
+    assert asked == ["/media/f03.bin"], asked
 
 
 def test_refresh_of_a_listing_whose_server_fails_keeps_the_old_listing_and_says_so(mount, srv):
