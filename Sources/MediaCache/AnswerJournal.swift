@@ -9,7 +9,7 @@
 // After a header line, each frame is `a <length> <accessed>\n` and then the
 // entry's metadata in MetaFormat, whose checksum guards it. The index maps
 // a 64-bit hash of the URL to its last frame (place and length packed in
-// one word, 16 bytes a URL in memory): a read checks the URL it finds, so a
+// one word; AnswerIndex, about 20 bytes a URL in memory): a read checks the URL it finds, so a
 // collision is a miss, never another entry's info. Only the cache lock's
 // holder opens it (`open`): it cuts a torn tail, and rewrites the file
 // without superseded frames, or frames not accessed within the age limit
@@ -36,7 +36,7 @@ public final class AnswerJournal: @unchecked Sendable {
         var fd: Int32 = -1
         /// Where the next frame goes: the end of the last whole frame.
         var end: Int64 = 0
-        var index: [UInt64: UInt64] = [:]
+        var index = AnswerIndex()
     }
 
     let path: String
@@ -164,7 +164,7 @@ public final class AnswerJournal: @unchecked Sendable {
         state.withLock { state in
             guard state.fd >= 0, ftruncate(state.fd, off_t(Self.header.count)) == 0 else { return }
             state.end = Int64(Self.header.count)
-            state.index = [:]
+            state.index = AnswerIndex()
         }
     }
 
@@ -177,7 +177,7 @@ public final class AnswerJournal: @unchecked Sendable {
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return [] }
         let scan = scan(fd: fd, size: min(Int64(st.st_size), maxSize))
-        return scan.index.values.sorted().compactMap { word in
+        return scan.index.pairs.map(\.value).sorted().compactMap { word in
             let (offset, length) = unpack(word)
             var bytes = [UInt8](repeating: 0, count: length)
             let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
@@ -213,7 +213,7 @@ public final class AnswerJournal: @unchecked Sendable {
         /// The end of the last whole frame; 0 when even the header is wrong.
         var end: Int64
         var frames = 0
-        var index: [UInt64: UInt64] = [:]
+        var index = AnswerIndex()
         var oldestAccessed = Int64.max
     }
 
@@ -290,16 +290,15 @@ public final class AnswerJournal: @unchecked Sendable {
     /// A new file with the live frames, accessed since `accessedAfter`,
     /// renamed over the old one; nil when it cannot be made (the old one
     /// stays in use).
-    private func rewrite(from fd: Int32, index: [UInt64: UInt64], accessedAfter: Int64?) -> State? {
+    private func rewrite(from fd: Int32, index: AnswerIndex, accessedAfter: Int64?) -> State? {
         let temp = "\(path).tmp.\(getpid())"
         let out = Self.retrying { Glibc.open(temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard out >= 0 else { return nil }
         var kept = State(fd: out, end: Int64(Self.header.count))
-        kept.index.reserveCapacity(index.count)
         var pending = Self.header
         var pendingStart: Int64 = 0
         var ok = true
-        for (hash, word) in index.sorted(by: { $0.value < $1.value }) {
+        for (hash, word) in index.pairs.sorted(by: { $0.value < $1.value }) {
             let (offset, length) = Self.unpack(word)
             var frame = [UInt8](repeating: 0, count: length)
             let n = frame.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }

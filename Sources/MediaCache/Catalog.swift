@@ -257,7 +257,7 @@ public final class Catalog: @unchecked Sendable {
     /// the name. A file new to the mount gets a record of its metadata (read
     /// under `lock`, see `liveLoader`), or back the loader it had, if that
     /// is still in use. Call with `lock` held, or before the mount runs.
-    private func insert(_ source: Source, into directory: Directory, read: [String: EntryRecord] = [:]) -> String {
+    private func insert(_ source: Source, into directory: Directory, read: EntryRecord? = nil) -> String {
         if source.isDirectory {
             let name = directory.naming.peek(source.name) { directory.children[$0] != nil }
             return directory.add(source.name, .directory(Directory(url: source.url, path: directory.path + "/" + name)))
@@ -271,7 +271,7 @@ public final class Catalog: @unchecked Sendable {
                 loader.onChange = { [weak self] in self?.changeHandler(path) }
                 loaders[url] = loader
             } else {
-                records[url] = read[url] ?? EntryRecord(meta: store.loadMeta(forKey: url), store: store)
+                records[url] = read ?? EntryRecord(meta: store.loadMeta(forKey: url), store: store)
             }
         }
         return name
@@ -732,16 +732,23 @@ public final class Catalog: @unchecked Sendable {
         // The metadata of files new to the mount, read in parallel (a
         // remount's first listing of 100,000 read them one by one for 3 s)
         // but still under `lock`, as `insert` would read each.
-        let new = entries.filter { !$0.isDirectory && loaders[$0.url] == nil && records[$0.url] == nil }.map(\.url)
-        var read: [String: EntryRecord] = [:]
-        for (url, record) in zip(new, Self.loadRecords(new, from: store)) { read[url] = record }
-        for entry in entries {
+        // Taken in listing order as the entries are inserted: a dictionary
+        // of them by URL took 16 MiB at 100,000, on top of the records'.
+        let isNew = entries.map { !$0.isDirectory && loaders[$0.url] == nil && records[$0.url] == nil }
+        let new = zip(entries, isNew).compactMap { $1 ? $0.url : nil }
+        var read = Self.loadRecords(new, from: store).makeIterator()
+        // Grown once, not doubling 17 times with the old and new tables both held.
+        records.reserveCapacity(records.count + new.count)
+        directory.children.reserveCapacity(entries.count)
+        directory.order.reserveCapacity(entries.count)
+        for (entry, isNew) in zip(entries, isNew) {
+            let record = isNew ? read.next() ?? nil : nil
             let safe = FileNaming.safe(entry.name)
             if entry.isDirectory, case .directory(let existing)? = old[safe], existing.url == entry.url {
                 _ = directory.add(safe, .directory(existing))
             } else {
                 _ = insert(Source(name: safe, url: entry.url, isDirectory: entry.isDirectory), into: directory,
-                           read: read)
+                           read: record)
             }
         }
         directory.listedAt = now

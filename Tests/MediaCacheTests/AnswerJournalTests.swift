@@ -172,3 +172,37 @@ final class AnswerJournalTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: base + "/elsewhere"))
     }
 }
+
+final class AnswerIndexTests: XCTestCase {
+    func testItAgreesWithADictionary_throughGrowthOverwritesAndRemovals() {
+        var index = AnswerIndex()
+        var model: [UInt64: UInt64] = [:]
+        var generator = SystemRandomNumberGenerator()
+        var keys: [UInt64] = [2, 3]
+        for step in 0..<20_000 {
+            let key = step % 5 == 0 ? keys.randomElement(using: &generator)! : UInt64.random(in: 2...UInt64.max,
+                                                                                              using: &generator)
+            keys.append(key)
+            let value = UInt64(step)
+            index[key] = value
+            model[key] = value
+        }
+        for key in keys.prefix(5) {
+            index[key] = nil
+            model[key] = nil
+        }
+        XCTAssertEqual(index.count, model.count)
+        for key in keys { XCTAssertEqual(index[key], model[key]) }
+        XCTAssertEqual(Dictionary(uniqueKeysWithValues: index.pairs.map { ($0.key, $0.value) }), model)
+        XCTAssertNil(index[12_345])
+    }
+
+    func testHashZero_sharesTheKeyOfOne() {
+        var index = AnswerIndex()
+        index[0] = 7
+        XCTAssertEqual(index[1], 7)
+        index[1] = 8
+        XCTAssertEqual(index[0], 8)
+        XCTAssertEqual(index.count, 1)
+    }
+}
