@@ -34,6 +34,22 @@ def serve_listing(srv, files):
     srv.add("media/", index_html(sorted(files)).encode(), content_type="text/html")
 
 
+def stat_every_entry(m, files):
+    """`ls -l` of the listed directory: every entry stats with its size."""
+    for name in os.listdir(m.path("media")):
+        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
+
+
+def listed_once(mount, srv, files, cache):
+    """Serves the files' listing, mounts it on `cache`, stats every entry
+    and unmounts; returns the cache."""
+    serve_listing(srv, files)
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
+    stat_every_entry(m, files)
+    assert m.unmount() == 0
+    return cache
+
+
 def listing_gets(srv):
     return [r for r in srv.requests if r.method == "GET" and r.path == "/media/"]
 
@@ -100,12 +116,7 @@ def test_ls_l_after_a_remount_gets_every_size_with_the_names_and_no_stat_reaches
     # answers each stat itself: `ls -l` of a big library is one pass, not
     # a round trip to the daemon per file.
     files = {f"f{i:04d}.bin": data_of(1000 + i, i) for i in range(600)}
-    serve_listing(srv, files)
-    cache = tmp_path / "cache-remount"
-    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
-    for name in os.listdir(m.path("media")):
-        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
-    m.unmount()
+    cache = listed_once(mount, srv, files, tmp_path / "cache-remount")
     m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
     before = json.loads(xget(m.mountpoint, "stats"))["attribute_requests"]
     out = subprocess.run(["ls", "-l", m.path("media")], capture_output=True, text=True, check=True).stdout
@@ -119,12 +130,7 @@ def test_probe_answers_go_to_one_journal_which_cache_ls_lists_and_cache_clear_fo
     # A stat'ed, never read entry's content info is one record appended to
     # <cache>/answers, not an entry directory (two new inodes each).
     files = {f"f{i:02d}.bin": data_of(2000 + i, i) for i in range(20)}
-    serve_listing(srv, files)
-    cache = tmp_path / "cache-answers"
-    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
-    for name in os.listdir(m.path("media")):
-        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
-    assert m.unmount() == 0
+    cache = listed_once(mount, srv, files, tmp_path / "cache-answers")
     assert (cache / "answers").stat().st_size > 0
     assert list((cache / "v1").iterdir()) == [], "answers were saved as entry directories"
 
@@ -144,8 +150,7 @@ def test_probe_answers_go_to_one_journal_which_cache_ls_lists_and_cache_clear_fo
     # Only the forgotten answer is asked again.
     srv.clear_log()
     m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
-    for name in os.listdir(m.path("media")):
-        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
+    stat_every_entry(m, files)
     asked = sorted({r.path for r in srv.requests if r.path != "/media/"})
     assert asked == ["/media/f03.bin"], asked
 
