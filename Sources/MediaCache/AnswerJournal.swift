@@ -64,8 +64,10 @@ public final class AnswerJournal: @unchecked Sendable {
         }
         var scan = Self.scan(fd: fd, size: min(Int64(st.st_size), Self.maxSize))
         if scan.end == 0 || scan.end < Int64(st.st_size) {
-            if Int64(st.st_size) > 0 && scan.end < Int64(st.st_size) {
-                Log.warning("\(path): cutting \(Int64(st.st_size) - max(scan.end, 0)) bytes after its last whole answer")
+            if scan.end == 0 && st.st_size > 0 {
+                Log.warning("\(path) is not an answers journal of version 1; starting it afresh")
+            } else if scan.end > 0 {
+                Log.warning("\(path): cutting \(Int64(st.st_size) - scan.end) bytes after its last whole answer")
             }
             if scan.end == 0 {
                 guard ftruncate(fd, 0) == 0, Self.write(fd, Self.header, at: 0) else {
