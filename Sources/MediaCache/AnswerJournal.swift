@@ -55,7 +55,7 @@ public final class AnswerJournal: @unchecked Sendable {
     /// `accessedAfter` (Unix seconds) are dropped. A damaged file is
     /// started afresh: the cache may forget, never invent.
     func open(accessedAfter: Int64? = nil) throws {
-        let fd = Self.retrying { Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        let fd = retryingEINTR { Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw MediaError.system("cannot open \(path)") }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
@@ -135,13 +135,10 @@ public final class AnswerJournal: @unchecked Sendable {
         guard let (fd, word) = state.withLock({ state in state.index[hash].map { (state.fd, $0) } }) else {
             return nil
         }
-        let (offset, length) = Self.unpack(word)
         // Past `open`, the descriptor is closed only at deinit (or by an
         // offline `forget`), so reading outside the lock is safe; a frame
         // cut meanwhile (`clear`) reads short or fails its checksum.
-        var bytes = [UInt8](repeating: 0, count: length)
-        let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
-        guard n == length, let meta = Self.decodeFrame(bytes[...]), meta.url == url else { return nil }
+        guard let meta = Self.readFrame(fd, word).flatMap(Self.decodeFrame), meta.url == url else { return nil }
         return meta
     }
 
@@ -150,7 +147,9 @@ public final class AnswerJournal: @unchecked Sendable {
     /// descriptor closed: offline only, with no reader.
     public func forget(_ urls: [String]) -> [String] {
         state.withLock { state in
-            let had = urls.filter { state.index[Self.hash($0)] != nil && answerUnlocked(state, $0) }
+            let had = urls.filter { url in
+                state.index[Self.hash(url)].flatMap { Self.readFrame(state.fd, $0) }.flatMap(Self.decodeFrame)?.url == url
+            }
             guard !had.isEmpty else { return [] }
             for url in had { state.index[Self.hash(url)] = nil }
             if let rewritten = rewrite(from: state.fd, index: state.index, accessedAfter: nil) {
@@ -173,28 +172,23 @@ public final class AnswerJournal: @unchecked Sendable {
     /// Every answer in the file at `path`, the last of each URL, without
     /// opening it for use: for `mediafs cache ls`, beside a running mount.
     static func read(path: String) -> [EntryMeta] {
-        let fd = retrying { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        let fd = retryingEINTR { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         guard fd >= 0 else { return [] }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return [] }
         let scan = scan(fd: fd, size: min(Int64(st.st_size), maxSize))
-        return scan.index.pairs.map(\.value).sorted().compactMap { word in
-            let (offset, length) = unpack(word)
-            var bytes = [UInt8](repeating: 0, count: length)
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
-            return n == length ? decodeFrame(bytes[...]) : nil
-        }
+        return scan.index.pairs.map(\.value).sorted().compactMap { readFrame(fd, $0).flatMap(decodeFrame) }
     }
 
     // MARK: Frames
 
-    private func answerUnlocked(_ state: State, _ url: String) -> Bool {
-        guard let word = state.index[Self.hash(url)] else { return false }
-        let (offset, length) = Self.unpack(word)
-        var bytes = [UInt8](repeating: 0, count: length)
-        let n = bytes.withUnsafeMutableBytes { pread(state.fd, $0.baseAddress, length, off_t(offset)) }
-        return n == length && Self.decodeFrame(bytes[...])?.url == url
+    /// The whole frame an index word places, or nil when it reads short.
+    private static func readFrame(_ fd: Int32, _ word: UInt64) -> [UInt8]? {
+        let (offset, length) = unpack(word)
+        var frame = [UInt8](repeating: 0, count: length)
+        let n = frame.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
+        return n == length ? frame : nil
     }
 
     static func frame(_ meta: EntryMeta) -> [UInt8] {
@@ -203,7 +197,7 @@ public final class AnswerJournal: @unchecked Sendable {
     }
 
     /// A whole frame's metadata, if it decodes and claims no bytes.
-    private static func decodeFrame(_ frame: ArraySlice<UInt8>) -> EntryMeta? {
+    private static func decodeFrame(_ frame: [UInt8]) -> EntryMeta? {
         guard let newline = frame.firstIndex(of: UInt8(ascii: "\n")),
               let meta = try? MetaFormat.decode(Array(frame[(newline + 1)...])), meta.present.isEmpty else {
             return nil
@@ -258,7 +252,7 @@ public final class AnswerJournal: @unchecked Sendable {
             let bodyStart = offset + Int64(newline - head.startIndex + 1)
             guard have(bodyStart, length) else { break }
             guard let url = urlLine(bytes(bodyStart, length)) else { break }
-            scan.index[hash(url)] = pack(offset, Int(bodyStart - offset) + length)
+            scan.index[MetaFormat.fnv1a64(url)] = pack(offset, Int(bodyStart - offset) + length)
             scan.frames += 1
             scan.oldestAccessed = min(scan.oldestAccessed, accessed)
             scan.end = bodyStart + Int64(length)
@@ -272,10 +266,8 @@ public final class AnswerJournal: @unchecked Sendable {
         guard parts.count == 3, parts[0].elementsEqual([UInt8(ascii: "a")]),
               let length = Limits.length(String(decoding: parts[1], as: UTF8.self)), length > 0,
               length <= Int64(maxFrame) else { return nil }
-        let text = String(decoding: parts[2], as: UTF8.self)
-        let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
-        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              let accessed = Int64(text), Limits.unixSeconds.contains(accessed) else { return nil }
+        guard let accessed = MetaFormat.parseNumber(Substring(decoding: parts[2], as: UTF8.self), allowNegative: true),
+              Limits.unixSeconds.contains(accessed) else { return nil }
         return (Int(length), accessed)
     }
 
@@ -294,23 +286,20 @@ public final class AnswerJournal: @unchecked Sendable {
     /// stays in use).
     private func rewrite(from fd: Int32, index: AnswerIndex, accessedAfter: Int64?) -> State? {
         let temp = "\(path).tmp.\(getpid())"
-        let out = Self.retrying { Glibc.open(temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        let out = retryingEINTR { Glibc.open(temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard out >= 0 else { return nil }
         var kept = State(fd: out, end: Int64(Self.header.count))
         var pending = Self.header
         var pendingStart: Int64 = 0
         var ok = true
         for (hash, word) in index.pairs.sorted(by: { $0.value < $1.value }) {
-            let (offset, length) = Self.unpack(word)
-            var frame = [UInt8](repeating: 0, count: length)
-            let n = frame.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
-            guard n == length else { continue }
+            guard let frame = Self.readFrame(fd, word) else { continue }
             if let accessedAfter, let newline = frame.firstIndex(of: UInt8(ascii: "\n")),
                let (_, accessed) = Self.parseFrameHeader(frame[..<newline]), accessed < accessedAfter {
                 continue
             }
-            kept.index[hash] = Self.pack(kept.end, length)
-            kept.end += Int64(length)
+            kept.index[hash] = Self.pack(kept.end, frame.count)
+            kept.end += Int64(frame.count)
             pending += frame
             if pending.count >= 1 << 20 {
                 ok = ok && Self.write(out, pending, at: pendingStart)
@@ -330,17 +319,7 @@ public final class AnswerJournal: @unchecked Sendable {
 
     // MARK: Helpers
 
-    static func hash(_ url: String) -> UInt64 { hash(url.utf8) }
-
-    /// FNV-1a, 64 bits.
-    static func hash<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        return hash
-    }
+    static func hash(_ url: String) -> UInt64 { MetaFormat.fnv1a64(url.utf8) }
 
     private static func pack(_ offset: Int64, _ length: Int) -> UInt64 {
         UInt64(offset) << 24 | UInt64(length)
@@ -360,12 +339,5 @@ public final class AnswerJournal: @unchecked Sendable {
             done += n
         }
         return true
-    }
-
-    private static func retrying(_ call: () -> Int32) -> Int32 {
-        while true {
-            let r = call()
-            if r >= 0 || errno != EINTR { return r }
-        }
     }
 }

@@ -102,13 +102,14 @@ public final class CacheStore: Sendable {
     }
 
     /// Opens the journal of probe answers; call holding the cache lock.
-    /// Answers not accessed since `accessedAfter` are dropped. Without it
-    /// (a damaged file, a symlink in its place), answers are saved as
-    /// entry directories, as they were before it.
-    public func openAnswers(accessedAfter: Int64? = nil) {
+    /// Answers not accessed for `maxAge` seconds (the age of a partial
+    /// entry the evictor drops) are dropped. Without it (a damaged file, a
+    /// symlink in its place), answers are saved as entry directories, as
+    /// they were before it.
+    public func openAnswers(maxAge: Double? = nil) {
         guard !answers.isOpen else { return }
         do {
-            try answers.open(accessedAfter: accessedAfter)
+            try answers.open(accessedAfter: maxAge.map { Int64(Date().timeIntervalSince1970 - $0) })
         } catch {
             Log.warning("\(error)")
         }
@@ -446,7 +447,7 @@ private func readWholeFile(_ path: String) throws -> [UInt8] {
     }
 }
 
-private func retryingEINTR(_ call: () -> Int32) -> Int32 {
+func retryingEINTR(_ call: () -> Int32) -> Int32 {
     while true {
         let r = call()
         if r >= 0 || errno != EINTR { return r }

@@ -225,7 +225,7 @@ public final class Catalog: @unchecked Sendable {
         // entries reads 100,000 small files, and the disk serves several
         // at once. Nothing else touches the cache before `start`. No
         // loader is made: most entries of a big mount are only ever stat'ed.
-        store.openAnswers(accessedAfter: limits.map { Int64(Date().timeIntervalSince1970 - $0.maxAgePartial) })
+        store.openAnswers(maxAge: limits?.maxAgePartial)
         var seen = Set<String>()
         let urls = sources.filter { !$0.isDirectory && seen.insert($0.url).inserted }.map(\.url)
         records.reserveCapacity(urls.count)

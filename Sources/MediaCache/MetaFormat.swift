@@ -121,7 +121,7 @@ enum MetaFormat {
 
     /// Digits only (and a leading minus when allowed): Int64(_:) alone would
     /// also take "+5", which encode never writes.
-    private static func parseNumber(_ s: Substring, allowNegative: Bool) -> Int64? {
+    static func parseNumber(_ s: Substring, allowNegative: Bool) -> Int64? {
         let digits = allowNegative && s.hasPrefix("-") ? s.dropFirst() : s
         guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
             return nil
@@ -129,7 +129,7 @@ enum MetaFormat {
         return Int64(s)
     }
 
-    private static func fnv1a64<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
+    static func fnv1a64<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in bytes {
             hash ^= UInt64(b)

@@ -39,7 +39,7 @@ struct CacheCommand {
             // when the command returns, leftovers of a crashed mount included.
             defer { store.stop(); store.emptyTrash() }
             if action == "gc" {
-                store.openAnswers(accessedAfter: Int64(Date().timeIntervalSince1970 - cache.limits.maxAgePartial))
+                store.openAnswers(maxAge: cache.limits.maxAgePartial)
                 let report = CacheEvictor(store: store, limits: cache.limits).run()
                 print("removed \(report.evictedEntries) entries, freed \(StatusCommand.human(report.freedBytes)); "
                       + "\(StatusCommand.human(report.usedBytes)) in use")
