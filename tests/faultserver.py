@@ -63,6 +63,8 @@ Only requests for the name itself count (not /_real/<name>).
   short               missing=1000: Content-Length as claimed, but `missing`
                       fewer body bytes are sent, then the connection is closed.
   no_head             HEAD answers 405 (Allow: GET); GET normal.
+  no_etag             GET/HEAD without an ETag (Last-Modified only); an
+                      If-Range naming an ETag then never matches (200).
   no_length           GET/HEAD without Content-Length; the body is
                       close-delimited (Connection: close), or chunked with
                       chunked=True. Ranges still honoured.
@@ -121,6 +123,7 @@ BEHAVIOURS = {
     "short": {"missing"},
     "no_head": set(),
     "no_length": {"chunked"},
+    "no_etag": set(),
     "huge_date": {"year"},
     "huge_range_end": {"end"},
     "huge_length": {"length"},
@@ -359,7 +362,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if rng is not None and ifr is not None:
                 ifr = ifr.strip()
                 if ifr.startswith('"') or ifr.startswith("W/"):
-                    match = ifr == entry.etag
+                    match = kind != "no_etag" and ifr == entry.etag
                 else:
                     match = ifr == entry.last_modified
                 if not match:
@@ -396,7 +399,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
         elif not head:
             self.send_header("Connection", "close")
-        self.send_header("ETag", entry.etag)
+        if kind != "no_etag":
+            self.send_header("ETag", entry.etag)
         if kind == "huge_date":
             self.send_header("Last-Modified", "Sun, 06 Nov %s 08:49:37 GMT" % kw.get("year", "99999999999999999"))
         else:

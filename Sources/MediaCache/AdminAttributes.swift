@@ -19,8 +19,9 @@ public enum AdminAttributes {
     /// What the adapter must do after a write.
     public enum Effect: Equatable, Sendable {
         case none
-        /// Cached bytes are gone: drop the kernel's page cache of these paths.
-        case invalidate([String])
+        /// Cached bytes are gone: the kernel must drop its pages of these
+        /// URLs' files, under every name.
+        case invalidate(urls: [String])
     }
 
     public static func list(root: Bool) -> [String] {
@@ -84,7 +85,7 @@ public enum AdminAttributes {
         switch try writableKey(name) {
         case "purge":
             loader.purge()
-            return .invalidate([path])
+            return .invalidate(urls: [loader.source.url])
         case "preload":
             let trimmed = value.trimmingSpaces
             let limit: Int64?
@@ -134,7 +135,7 @@ public enum AdminAttributes {
     public static func writeRoot(_ name: String, value: String, to catalog: Catalog) throws -> Effect {
         switch try writableKey(name) {
         case "purge":
-            return .invalidate(catalog.purgeAll())
+            return .invalidate(urls: catalog.purgeAll())
         case "add":
             _ = try catalog.add(url: value)
             return .none

@@ -27,7 +27,7 @@ public final class CacheBudget: @unchecked Sendable {
     }
 
     /// Guards `state`; readers waiting for room wait on it.
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var state = State()
     /// Called when the room ran low: the evictor should run now. Called
     /// with no lock of the budget's held; it must not block.
@@ -104,7 +104,7 @@ public final class CacheBudget: @unchecked Sendable {
         let pass = state.passes
         condition.unlock()
         if wake { onPressure() }
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = Deadline.after(seconds: timeout)
         condition.lock()
         defer { condition.unlock() }
         while state.room < count && state.passes <= pass + (wake ? 0 : 1) {

@@ -135,9 +135,9 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
-    final class WeakLoader {
+    final class WeakLoader: @unchecked Sendable {
         weak var loader: FileLoader?
-        init(_ loader: FileLoader) { self.loader = loader }
+        init(_ loader: FileLoader?) { self.loader = loader }
     }
 
     public let statistics: Statistics
@@ -181,13 +181,16 @@ public final class Catalog: @unchecked Sendable {
     /// which it needs to follow the entries of no mounted file without a
     /// copy of every URL (4 MiB at 100,000).
     private var membershipChanged: [String] = []
-    private var changeHandler: @Sendable (String) -> Void = { _ in }
+    /// Tells the kernel to drop what it holds of a URL's files (`start`):
+    /// read on the network thread, under a loader's lock, so behind a lock
+    /// of its own rather than the catalog's.
+    private let changeHandler = Locked<ChangeHandler?>(nil)
     /// The last pass of the cache limits, for `stats` and to log a change
     /// in whether pinned bytes alone exceed the limit.
     private var lastEviction = CacheEvictor.Report()
 
     /// Guards `stopped` and `flusherRunning`; the flusher waits on it.
-    private let stopping = NSCondition()
+    private let stopping = Condition()
     private var stopped = false
     private var flusherRunning = false
     /// Preloads of the next files, off the opener's thread.
@@ -267,8 +270,7 @@ public final class Catalog: @unchecked Sendable {
         if loaders[url] == nil && records[url] == nil {
             noteMembership(url)
             if let loader = retired.removeValue(forKey: url)?.loader {
-                let path = directory.path + "/" + name
-                loader.onChange = { [weak self] in self?.changeHandler(path) }
+                watchChanges(of: loader)
                 loaders[url] = loader
             } else {
                 records[url] = read ?? EntryRecord(meta: store.loadMeta(forKey: url), store: store)
@@ -293,9 +295,41 @@ public final class Catalog: @unchecked Sendable {
         if record.listed { _ = loader.markListed() }
         // It saves its metadata itself from now on.
         if pending != nil { loader.markUnsaved() }
-        loader.onChange = { [weak self] in self?.changeHandler(path) }
+        watchChanges(of: loader)
         loaders[url] = loader
         return loader
+    }
+
+    /// Has a change of the loader's file reach the kernel under every name
+    /// of its URL; the loader hears when the kernel has dropped its pages.
+    private func watchChanges(of loader: FileLoader) {
+        let url = loader.source.url
+        loader.onChange = { [weak self, weak loader] generation in
+            guard let handler = self?.changeHandler.withLock({ $0 }) else { return false }
+            let target = WeakLoader(loader)
+            return handler(url) { dropped in
+                if dropped { target.loader?.kernelForgot(generation: generation) }
+            }
+        }
+    }
+
+    /// Every path in the mount whose name leads to one of `urls` (a change
+    /// or a purge must reach the kernel's inode of each).
+    public func paths(of urls: Set<String>) -> [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        var found: [String] = []
+        func walk(_ directory: Directory) {
+            for (name, child) in directory.children {
+                switch child {
+                case .file(let url) where urls.contains(url): found.append(directory.path + "/" + name)
+                case .file: break
+                case .directory(let sub): walk(sub)
+                }
+            }
+        }
+        walk(root)
+        return found
     }
 
     /// The flusher's pass over the loaders: each one's metadata saved
@@ -357,9 +391,9 @@ public final class Catalog: @unchecked Sendable {
     /// `deadline`. A loader made for one while it is written starts from
     /// it, and saves its own again after: the last save is the loader's.
     @discardableResult
-    func saveUnsaved(until deadline: Date) -> Int {
+    func saveUnsaved(until deadline: Deadline) -> Int {
         var saved = 0
-        while Date() < deadline {
+        while !deadline.hasPassed {
             lock.lock()
             var batch: [(url: String, meta: EntryMeta)] = []
             for (url, answer) in unsaved {
@@ -471,14 +505,17 @@ public final class Catalog: @unchecked Sendable {
         }
     }
 
+    /// Asked (on any thread, maybe under a loader's lock: it must not wait)
+    /// to have the kernel drop what it holds of a URL's files; true when
+    /// it will, and then calls back, with whether every name was dropped.
+    public typealias ChangeHandler = @Sendable (_ url: String, _ done: @escaping @Sendable (Bool) -> Void) -> Bool
+
     /// Starts the background thread
     /// that persists metadata and applies the cache limits (at once, then
-    /// every `flushInterval`). `onChange` hears of files (by path) whose
-    /// remote content changed.
-    public func start(onChange: @escaping @Sendable (String) -> Void = { _ in }) {
-        lock.lock()
-        changeHandler = onChange
-        lock.unlock()
+    /// every `flushInterval`). `onChange` hears of files (by URL) whose
+    /// remote content changed; without it no kernel holds their pages.
+    public func start(onChange: ChangeHandler? = nil) {
+        changeHandler.withLock { $0 = onChange }
         // The first pass before any request: until the room under the
         // limits is measured there is none, and reads would wait for it,
         // readahead and preload would fetch nothing.
@@ -491,7 +528,7 @@ public final class Catalog: @unchecked Sendable {
             // The metadata read at mount left its buffers' holes.
             mediafs_malloc_trim()
             stopping.lock()
-            var flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
+            var flushDue = Deadline.after(seconds: Self.flushInterval)
             var wake = flushDue
             var answersSinceTrim = 0
             while !stopped {
@@ -504,14 +541,14 @@ public final class Catalog: @unchecked Sendable {
                 // (a listing's probed entries): loaders to records, and
                 // their answers saved, a slice at a time.
                 let retiredNow: Int
-                let due = Date() >= flushDue
+                let due = flushDue.hasPassed
                 if due {
                     retiredNow = flushAndRetire()
-                    flushDue = Date(timeIntervalSinceNow: Self.flushInterval)
+                    flushDue = Deadline.after(seconds: Self.flushInterval)
                 } else {
                     retiredNow = flushAndRetire(flushing: false)
                 }
-                answersSinceTrim += saveUnsaved(until: Date(timeIntervalSinceNow: Self.saveSlice))
+                answersSinceTrim += saveUnsaved(until: Deadline.after(seconds: Self.saveSlice))
                 if due || pressed { applyLimits() }
                 // A listing's probes free as much as they took (a request,
                 // a transfer and buffers an entry), in holes malloc keeps:
@@ -524,8 +561,8 @@ public final class Catalog: @unchecked Sendable {
                     mediafs_malloc_trim()
                     answersSinceTrim = 0
                 }
-                wake = unsavedCount > 0 ? Date(timeIntervalSinceNow: Self.saveSlice)
-                    : hasLoadersToRetire ? min(flushDue, Date(timeIntervalSinceNow: Self.backlogInterval)) : flushDue
+                wake = unsavedCount > 0 ? Deadline.after(seconds: Self.saveSlice)
+                    : hasLoadersToRetire ? flushDue.earlier(Deadline.after(seconds: Self.backlogInterval)) : flushDue
                 stopping.lock()
             }
             flusherRunning = false
@@ -685,7 +722,7 @@ public final class Catalog: @unchecked Sendable {
         guard directory.url != nil else { return }
         lock.lock()
         let listed = directory.listedAt != nil
-        let due = listed && !directory.refreshing && Date().timeIntervalSince1970 >= directory.refreshAt
+        let due = listed && !directory.refreshing && settings.clock.monotonic() >= directory.refreshAt
         if due { directory.refreshing = true }
         lock.unlock()
         if !listed {
@@ -717,13 +754,13 @@ public final class Catalog: @unchecked Sendable {
             let failure = error as? MediaError ?? MediaError.io("\(error)")
             lock.lock()
             let listed = directory.listedAt != nil
-            directory.refreshAt = Date().timeIntervalSince1970 + min(dirCacheTime, Self.listingRetry)
+            directory.refreshAt = settings.clock.monotonic() + min(dirCacheTime, Self.listingRetry)
             lock.unlock()
             Log.error("listing \(MediaError.redacted(url)): \(failure.message)"
                       + (listed ? "; serving its last listing" : ""))
             throw failure
         }
-        let now = Date().timeIntervalSince1970
+        let now = settings.clock.monotonic()
         lock.lock()
         let old = directory.children
         directory.order = []
@@ -776,7 +813,7 @@ public final class Catalog: @unchecked Sendable {
         guard directory.url != nil else {
             throw MediaError(EINVAL, "\(path.isEmpty ? "/" : path) is not a listed directory")
         }
-        let done = NSCondition()
+        let done = Condition()
         nonisolated(unsafe) var outcome: Result<Void, MediaError>?
         let queued = listings.submit { [self] in
             let result: Result<Void, MediaError>
@@ -793,7 +830,7 @@ public final class Catalog: @unchecked Sendable {
         }
         guard queued else { throw MediaError(ESHUTDOWN, "the mount is stopping") }
         // The refresh ahead of it, then its own: each bounded by the timeout.
-        let deadline = Date(timeIntervalSinceNow: 2 * settings.timeout + 1)
+        let deadline = Deadline.after(seconds: 2 * settings.timeout + 1)
         done.lock()
         while outcome == nil && done.wait(until: deadline) {}
         let result = outcome
@@ -926,7 +963,7 @@ public final class Catalog: @unchecked Sendable {
             if let loader = loaders[url] {
                 offerTo = loader
             } else if var record = records[url], record.size == nil {
-                let now = FileLoader.now()
+                let now = settings.clock.wall()
                 let attributes = FileLoader.attributes(of: info)
                 record.size = attributes.size
                 record.mtime = attributes.mtime
@@ -950,7 +987,7 @@ public final class Catalog: @unchecked Sendable {
     /// entry's loader, which answers as a failed probe of its own would:
     /// the error, or a new probe after the backoff.
     private func awaitRecordProbe(_ probe: RecordProbe, url: String, path: String) throws -> (size: Int64, mtime: Int) {
-        switch probe.wait(until: Date(timeIntervalSinceNow: settings.timeout)) {
+        switch probe.wait(until: Deadline.after(seconds: settings.timeout)) {
         case .success(let info)?:
             return FileLoader.attributes(of: info)
         case .failure(let error)?:
@@ -1111,7 +1148,7 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// Drops every cached byte of the mount's files (a record with bytes
-    /// gets its loader to do it); returns the paths whose pages the kernel
+    /// gets its loader to do it); returns the URLs whose pages the kernel
     /// must drop.
     public func purgeAll() -> [String] {
         lock.lock()
@@ -1132,7 +1169,7 @@ public final class Catalog: @unchecked Sendable {
         collect(root)
         lock.unlock()
         for loader in targets { loader.purge() }
-        return targets.map(\.source.name)
+        return targets.map(\.source.url)
     }
 
     /// For statfs: the cache's room and what this mount's files hold of it.

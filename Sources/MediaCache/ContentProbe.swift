@@ -37,7 +37,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     /// Where a handed-over body goes; set once the info was reported.
     private var sink: TransferDelegate?
     private var handedOver = false
-    /// When the current step's request was sent (FileLoader.now()): set
+    /// When the current step's request was sent (on the monotonic clock): set
     /// before the fetcher has it, read on the fetcher's thread after.
     private var sentAt = 0.0
     /// The running request and its priority; a lookup waiting on a
@@ -83,7 +83,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
             Log.debug("GET \(MediaError.redacted(url)) bytes 0-0")
             request = FetchRequest(url: url, range: 0..<1, priority: priority)
         }
-        sentAt = FileLoader.now()
+        sentAt = Clock.system.monotonic()
         current.withLock { current in
             current.priority = min(current.priority, request.priority)
             var request = request

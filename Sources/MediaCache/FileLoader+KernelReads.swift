@@ -18,7 +18,7 @@ extension FileLoader {
         let copy = fcntl(dataFile.fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { return nil }
         kernelReaders += 1
-        lastAccess = Self.now()
+        lastAccess = wallNow()
         return (copy, dataVersion)
     }
 

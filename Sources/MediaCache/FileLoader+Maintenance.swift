@@ -56,10 +56,10 @@ extension FileLoader {
     @discardableResult
     public func revalidate(olderThan maxAge: Double) -> Bool {
         lock.lock()
-        let due = info != nil && Self.now() - Double(lastValidated) >= maxAge
+        let due = info != nil && wallNow() - Double(lastValidated) >= maxAge
         lock.unlock()
         guard due else { return false }
-        let done = NSCondition()
+        let done = Condition()
         nonisolated(unsafe) var answer: Result<ContentInfo, MediaError>?
         ContentProbe.start(url: source.url, fetcher: fetcher) { result in
             done.lock()
@@ -68,7 +68,7 @@ extension FileLoader {
             done.unlock()
         }
         done.lock()
-        let deadline = Date(timeIntervalSinceNow: settings.timeout)
+        let deadline = deadline(after: settings.timeout)
         while answer == nil && done.wait(until: deadline) {}
         let result = answer
         done.unlock()
@@ -76,16 +76,17 @@ extension FileLoader {
         switch result {
         case .success(let fresh):
             lock.lock()
-            if let known = info, Self.sameVersion(known, fresh) {
-                lastValidated = Int64(Self.now())
-                dirty = true
-                lock.unlock()
-            } else {
-                replaceContent(with: fresh, reason: "validators changed")
+            guard let known = info else { lock.unlock(); return false }
+            if let change = Self.difference(from: known, etag: fresh.etag, lastModified: fresh.lastModified,
+                                            length: fresh.length) {
+                replaceContent(with: fresh, reason: change)
                 lock.unlock()
                 finishFreeing()
                 return true
             }
+            lastValidated = Int64(wallNow())
+            dirty = true
+            lock.unlock()
         case .failure(let error):
             Log.debug("\(source.displayURL): cannot revalidate, serving the cache: \(error.message)")
         case nil:
@@ -94,52 +95,64 @@ extension FileLoader {
         return false
     }
 
-    /// Why an answer shows the remote file changed, or nil: another ETag,
-    /// another length (of the whole body, or the total of a range), or,
-    /// where neither side has an ETag, another Last-Modified.
+    /// Why an answer's head shows the remote file changed, or nil (see
+    /// `difference`); the length is the whole body's, or a range's total.
     static func change(from info: ContentInfo, to head: ResponseHead) -> String? {
-        if let etag = head.etag, let known = info.etag, etag != known {
-            return "ETag \(known) became \(etag)"
-        }
         let length = head.status == 206 ? head.contentRange?.total : head.status == 200 ? head.contentLength : nil
-        if let length, length != info.length {
-            return "length \(info.length) became \(length)"
-        }
-        if head.etag == nil, info.etag == nil, let modified = head.lastModified, let known = info.lastModified,
-           modified != known {
-            return "Last-Modified \(known) became \(modified)"
-        }
-        return nil
+        return difference(from: info, etag: head.etag, lastModified: head.lastModified, length: length)
     }
 
-    static func sameVersion(_ a: ContentInfo, _ b: ContentInfo) -> Bool {
-        if a.length != b.length { return false }
-        if let x = a.etag, let y = b.etag { return x == y }
-        return a.lastModified == b.lastModified
+    /// Why validators seen now show another version than `known`, or nil.
+    /// A change is another length; another ETag; an ETag that appeared or
+    /// disappeared, unless both sides carry the same Last-Modified (a
+    /// proxy that drops ETags: the same file); another Last-Modified where
+    /// neither side has an ETag. A validator gone with nothing left to
+    /// compare is taken as a change: dropping the cache costs a fetch, a
+    /// mix of two versions costs the reader its file.
+    static func difference(from known: ContentInfo, etag: String?, lastModified: String?, length: Int64?) -> String? {
+        if let length, length != known.length {
+            return "length \(known.length) became \(length)"
+        }
+        switch (known.etag, etag) {
+        case let (old?, new?):
+            return old == new ? nil : "ETag \(old) became \(new)"
+        case (nil, nil):
+            guard lastModified != known.lastModified else { return nil }
+            return "Last-Modified \(known.lastModified ?? "none") became \(lastModified ?? "none")"
+        case (let old, let new):
+            if let lastModified, lastModified == known.lastModified { return nil }
+            return "ETag \(old ?? "none") became \(new ?? "none"), Last-Modified \(known.lastModified ?? "none") "
+                + "became \(lastModified ?? "none")"
+        }
     }
 
     /// The remote file changed: its cached bytes are dropped, reads in
     /// progress fail rather than mix two versions, and the kernel is told
-    /// to forget its pages and size. Call with `lock` held; it only marks
-    /// the bytes for freeing (it may run on the network thread), so a
+    /// to forget its pages and size under every name of the file (until it
+    /// has, opens go without keep_cache). Call with `lock` held; it only
+    /// marks the bytes for freeing (it may run on the network thread), so a
     /// caller that may wait calls `finishFreeing()` after unlocking.
     func replaceContent(with fresh: ContentInfo, reason: String) {
         Log.warning("\(source.displayURL) changed on the server (\(reason)): dropping its cached bytes")
         stopAllTransfers()
         generation += 1
         info = fresh
-        lastValidated = Int64(Self.now())
+        sawPartial = false
+        lastValidated = Int64(wallNow())
         lastError = nil
         markReset()
-        changeHandler?()
+        if changeHandler?(generation) != true { kernelClean = generation }
     }
 
     /// Fetches the first `limit` bytes (nil: all) in the background at
     /// preload priority; `limit` 0 stops a preload.
     public func preload(limit: Int64?) throws {
-        let info = try contentInfo()
+        _ = try contentInfo()
         lock.lock()
         defer { lock.unlock() }
+        // The info of now, under the lock its transfers start under: one
+        // read before it could name a version a change has replaced since.
+        guard let info else { return }
         let owner = preloadOwner
         cancelTransfers(of: owner, except: nil)
         let end = min(limit ?? info.length, info.length)

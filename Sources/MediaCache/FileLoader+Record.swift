@@ -6,7 +6,8 @@ import Foundation
 extension FileLoader {
     /// The record this loader may become, or nil while anything would be
     /// lost or cut short: a transfer, a waiting read, a pread or pwrite, a
-    /// freeing, a probe, the kernel reading the data file, a failure whose
+    /// freeing, a probe, the kernel reading the data file or holding pages
+    /// of a version before, a failure whose
     /// backoff a new loader would forget, or unsaved metadata, unless it
     /// claims no bytes over metadata that claimed none (a probe's answer):
     /// that comes along as `unsaved`, for the caller to save, which needs
@@ -18,8 +19,9 @@ extension FileLoader {
         guard let claimsOnDisk = flushLock.withLockIfAvailable({ $0 }) else { return nil }
         lock.lock()
         defer { lock.unlock() }
+        // A new loader would take the kernel for clean: not before it is.
         guard transfers.isEmpty, waits.isEmpty, reading.isEmpty, writing.isEmpty, !isFreeingAnything,
-              kernelReaders == 0 else { return nil }
+              kernelReaders == 0, kernelClean == generation else { return nil }
         var unsaved: EntryMeta?
         // One whose metadata could not be read has nothing to save: its
         // record says the metadata may exist, for the next loader to read.
@@ -27,7 +29,7 @@ extension FileLoader {
             guard present.isEmpty, !claimsOnDisk, hasEntry, let snapshot = metaSnapshot() else { return nil }
             unsaved = snapshot.meta
         }
-        let now = Self.now()
+        let now = self.now()
         switch probe {
         case .idle: break
         // A new loader would probe again now just the same.

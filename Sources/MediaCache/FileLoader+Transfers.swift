@@ -53,7 +53,10 @@ extension FileLoader {
     func accept(_ head: ResponseHead, of id: TransferID) -> Bool {
         guard var transfer = transfers[id], !transfer.cancelled, let info else { return false }
         let problem: MediaError?
-        if let change = Self.change(from: info, to: head) {
+        // Bytes of this version came in ranges: a 200 now is not a server
+        // without ranges (that one is known by `acceptsRanges` false).
+        let ranged = info.acceptsRanges && (sawPartial || !present.isEmpty)
+        if let change = Self.change(from: info, to: head) ?? Self.wholeBodyChange(head, to: transfer, after: ranged) {
             if let fresh = ContentProbe.info(from: head) {
                 replaceContent(with: fresh, reason: change)
                 lock.broadcast()
@@ -65,6 +68,7 @@ extension FileLoader {
                answer.range.upperBound <= info.length {
                 transfer.position = answer.range.lowerBound
                 transfer.end = answer.range.upperBound
+                sawPartial = true
                 problem = nil
             } else {
                 problem = MediaError.io("bad Content-Range '\(head.headers["content-range"] ?? "")' for a file of \(info.length) bytes")
@@ -84,18 +88,32 @@ extension FileLoader {
         }
         if let problem {
             if let seconds = head.retryAfterSeconds {
-                retryAt = Self.now() + min(seconds, settings.timeout)
+                retryAt = now() + min(seconds, settings.timeout)
             }
             lastError = problem
             Log.error("\(source.displayURL): \(problem.message)")
             lock.broadcast()
             return false
         }
-        let now = Self.now()
+        let now = self.now()
         if let askedAt = transfer.askedAt { settings.link?.roundTrip(now - askedAt, to: source.url) }
         transfer.head = (now, transfer.position)
         transfers[id] = transfer
         return true
+    }
+
+    /// Why a 200 answered to a range request means another version, or
+    /// nil. After 206s of this version (or with bytes of it cached), a
+    /// 200 to If-Range is the server saying the validator no longer
+    /// matches; one to a request without If-Range (the file has no
+    /// validators) is ambiguous, and taken as a change too: taken for a
+    /// server that ignores Range, the new body would be cached and handed
+    /// out beside the old bytes. A server that really ignores Range then
+    /// answers 200 again, with nothing of the old version left to mix.
+    static func wholeBodyChange(_ head: ResponseHead, to transfer: Transfer, after partials: Bool) -> String? {
+        guard head.status == 200, partials else { return nil }
+        return transfer.ifRange ? "a 200 with the whole body answered a range request with If-Range"
+            : "a 200 with the whole body answered a range request, after 206s"
     }
 
     public func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
@@ -179,7 +197,7 @@ extension FileLoader {
         // Stopped by a seek, a close or a purge: says nothing of the server.
         if transfer.cancelled { return }
         if error == nil, let head = transfer.head {
-            settings.link?.body(transfer.position - head.position, took: Self.now() - head.at, from: source.url)
+            settings.link?.body(transfer.position - head.position, took: now() - head.at, from: source.url)
         }
         // Every byte asked for arrived (a body longer than asked was cut there).
         if transfer.position >= transfer.end {
@@ -199,6 +217,6 @@ extension FileLoader {
         // The next try waits longer each time: 0.25 s, 0.5 s, 1 s...
         failuresInARow += 1
         let backoff = min(settings.firstBackoff * Double(1 << min(failuresInARow - 1, 16)), settings.maxBackoff)
-        retryAt = max(retryAt, Self.now() + backoff)
+        retryAt = max(retryAt, now() + backoff)
     }
 }

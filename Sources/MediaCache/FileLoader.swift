@@ -35,8 +35,10 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         var reserved: Int64 = 0
         /// When it was asked for (nil: unknown), then when its head came and
         /// where its body began: the link's round trip and rate.
-        var askedAt: Double? = FileLoader.now()
+        var askedAt: Double? = Clock.system.monotonic()
         var head: (at: Double, position: Int64)?
+        /// It asked for a range with If-Range: a 200 means another version.
+        var ifRange = false
     }
 
     enum ProbeState {
@@ -79,7 +81,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// loaders in use pay for its NSLock.
     let flushLock = Locked(false)
 
-    let lock = NSCondition()
+    let lock = Condition()
     var info: ContentInfo?
     var probe = ProbeState.idle
     var probeAttempts = 0
@@ -120,7 +122,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var pinned = false
     var dirty = false
     var lastError: MediaError? {
-        didSet { lastErrorAt = Self.now() }
+        didSet { lastErrorAt = now() }
     }
     var lastErrorAt = 0.0
     /// When the next transfer may start: a failing server is retried with
@@ -156,12 +158,27 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     var kernelReading: Bool { kernelReaders > 0 }
     /// Bumped when a new data file replaces one the kernel still reads.
     var dataVersion = 0
-    /// Called (with `lock` held) when the remote content changed.
-    public var onChange: (@Sendable () -> Void)? {
+    /// The generation whose pages alone the kernel may hold: every name of
+    /// the file was invalidated after the change to it. Until it catches up
+    /// with `generation`, opens go without keep_cache.
+    var kernelClean = 0
+    /// Open handles that read through the kernel's page cache, by the
+    /// generation they opened: while one of an older generation is open, a
+    /// new handle bypasses the page cache (direct I/O), so the old handle
+    /// never finds pages of the new version there, nor the new one old pages.
+    var pageCacheHandles: [Int: Int] = [:]
+    /// Called (with `lock` held) when the remote content changed, with the
+    /// new generation; true when the kernel is being told to drop the
+    /// file's pages under every name, and `kernelForgot(generation:)`
+    /// follows once it has. Nil or false: no kernel holds pages (no mount).
+    public var onChange: (@Sendable (_ generation: Int) -> Bool)? {
         get { lock.lock(); defer { lock.unlock() }; return changeHandler }
         set { lock.lock(); changeHandler = newValue; lock.unlock() }
     }
-    var changeHandler: (@Sendable () -> Void)?
+    var changeHandler: (@Sendable (_ generation: Int) -> Bool)?
+    /// A 206 of this version was taken: a 200 answered to a later range
+    /// request is a change (or ambiguous), not a server that ignores Range.
+    var sawPartial = false
 
     public convenience init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                             statistics: Statistics = Statistics(), budget: CacheBudget? = nil,
@@ -211,8 +228,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 DataFile(fd: try store.openData(forKey: key, length: length))
             }
         } catch {
-            if Self.now() - openFailureSaidAt > Self.openFailureQuiet {
-                openFailureSaidAt = Self.now()
+            if now() - openFailureSaidAt > Self.openFailureQuiet {
+                openFailureSaidAt = now()
                 Log.warning("\(source.displayURL): cannot open its cache data: \(error); reading without the cache")
             }
             return nil
@@ -221,11 +238,15 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     var key: String { source.url }
 
-    static func now() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
+    /// Monotonic seconds: for backoff, deadlines and every other duration.
+    func now() -> Double { settings.clock.monotonic() }
+
+    /// Seconds since the epoch: for the last access and validation, which
+    /// the metadata keeps.
+    func wallNow() -> Double { settings.clock.wall() }
+
+    /// A deadline `seconds` from now on the loader's clock.
+    func deadline(after seconds: Double) -> Deadline { Deadline.after(seconds: seconds, clock: settings.clock) }
 
     // MARK: Content information
 
@@ -240,7 +261,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         guard info == nil else { return false }
         switch probe {
         case .idle: break
-        case .retrying(let at) where Self.now() >= at: break
+        case .retrying(let at) where now() >= at: break
         default: return false
         }
         startProbe(priority: .probe, then: settled)
@@ -265,7 +286,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     /// The content info, from the cache or the server; waits for a probe.
     public func contentInfo() throws -> ContentInfo {
-        let deadline = Date(timeIntervalSinceNow: settings.timeout)
+        let deadline = deadline(after: settings.timeout)
         lock.lock()
         defer { lock.unlock() }
         while true {
@@ -276,12 +297,12 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 if !lock.wait(until: deadline) {
                     throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
                 }
-            case .retrying(let at) where Self.now() < at:
-                let wake = min(deadline, Date(timeIntervalSince1970: at))
-                if !lock.wait(until: wake) && wake == deadline {
+            case .retrying(let at) where now() < at:
+                let wake = deadline.earlier(Deadline(at: at, clock: settings.clock))
+                if !lock.wait(until: wake) && wake.at == deadline.at {
                     throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
                 }
-            case .failed(let error, let at) where Self.now() - at < settings.probeRetryAfter:
+            case .failed(let error, let at) where now() - at < settings.probeRetryAfter:
                 throw error
             case .idle, .retrying, .failed:
                 startProbe()
@@ -314,7 +335,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// `logged`: the failure was said already (a record probe's). Call
     /// with `lock` held.
     private func settleProbe(_ result: Result<ContentInfo, MediaError>, logged: Bool = false,
-                             at: Double = FileLoader.now()) {
+                             at: Double? = nil) {
+        let at = at ?? now()
         switch result {
         case .success(let learned):
             take(learned)
@@ -355,7 +377,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         hasEntry = !cacheUnusable
         info = learned
         present = ByteRangeSet()
-        lastAccess = Self.now()
+        sawPartial = false
+        lastAccess = wallNow()
         lastValidated = Int64(lastAccess)
         dirty = true
         probe = .idle
@@ -432,7 +455,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// counted in `reading` until its preads are done.
     func waitUntilAvailable(_ wanted: Range<Int64>, into buffer: UnsafeMutableRawBufferPointer,
                             info: ContentInfo, pattern: ReadPattern) throws -> ReadGrant {
-        let deadline = Date(timeIntervalSinceNow: settings.timeout)
+        let deadline = deadline(after: settings.timeout)
         let owner = ObjectIdentifier(pattern)
         lock.lock()
         defer { lock.unlock() }
@@ -442,7 +465,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
             cancelTransfers(of: owner, except: wanted.lowerBound)
         }
-        lastAccess = Self.now()
+        lastAccess = wallNow()
         lastReadOffset = wanted.lowerBound
         let startGeneration = generation
         var attempts = Attempts(stops: stops)
@@ -470,8 +493,8 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                          info: info, attempts: &attempts)
         readAhead(from: wanted.upperBound, window: window, owner: owner, info: info)
         while !available.contains(wanted) {
-            let wake = retryAt > Self.now() ? min(deadline, Date(timeIntervalSince1970: retryAt)) : deadline
-            if !lock.wait(until: wake) && wake == deadline {
+            let wake = retryAt > now() ? deadline.earlier(Deadline(at: retryAt, clock: settings.clock)) : deadline
+            if !lock.wait(until: wake) && wake.at == deadline.at {
                 available = availability(of: wait)
                 if available.contains(wanted) { break }
                 throw MediaError.io("\(source.displayURL): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
@@ -533,17 +556,17 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 }
                 // A 404 or 403 is believed for a while, not forever.
                 if let error = lastError, error.errno == ENOENT || error.errno == EACCES,
-                   Self.now() - lastErrorAt < settings.probeRetryAfter {
+                   now() - lastErrorAt < settings.probeRetryAfter {
                     throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
-                if let error = lastError, Self.now() < unavailableUntil {
+                if let error = lastError, now() < unavailableUntil {
                     throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
-                if Self.now() < retryAt { return }
+                if now() < retryAt { return }
                 if attempts.stops != stops { attempts = Attempts(stops: stops) }
                 if attempts.asked.contains(point..<point + 1) {
                     guard attempts.retries + 1 < settings.maxAttempts else {
-                        unavailableUntil = Self.now() + settings.unavailableFor
+                        unavailableUntil = now() + settings.unavailableFor
                         failuresInARow = 0
                         throw MediaError.io("\(source.displayURL): bytes \(point)-\(hole.upperBound - 1) unavailable: "
                                             + (lastError?.message ?? "transfer ended early"))
@@ -608,18 +631,63 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         }
     }
 
+    /// How a new handle may use the kernel's page cache of the file.
+    public enum PageCacheUse: Equatable, Sendable {
+        /// The kernel holds no page of another version: keep its pages.
+        case keep
+        /// It may: the open drops them (no keep_cache) before it returns.
+        case drop
+        /// A handle of an older version still reads through the page cache:
+        /// this one goes around it (direct I/O), so neither sees the other's pages.
+        case bypass
+    }
+
     /// A handle opened: its reads belong to the content version of now.
-    public func attach(_ pattern: ReadPattern) {
+    /// `throughPageCache`: the kernel reads it through its page cache (not
+    /// passthrough); the answer says how, decided with the version it reads.
+    @discardableResult
+    public func attach(_ pattern: ReadPattern, throughPageCache: Bool = true) -> PageCacheUse {
         lock.lock()
+        defer { lock.unlock() }
         pattern.generation = generation
-        lock.unlock()
+        guard throughPageCache else { return .keep }
+        if pageCacheHandles.keys.contains(where: { $0 != generation }) { return .bypass }
+        pageCacheHandles[generation, default: 0] += 1
+        pattern.inPageCache = true
+        return kernelClean == generation ? .keep : .drop
     }
 
     /// A handle closed: what it alone asked for is no longer needed.
     public func release(_ pattern: ReadPattern) {
         lock.lock()
         defer { lock.unlock() }
+        if pattern.inPageCache, let opened = pattern.generation, let count = pageCacheHandles[opened] {
+            pageCacheHandles[opened] = count > 1 ? count - 1 : nil
+            pattern.inPageCache = false
+        }
         cancelTransfers(of: ObjectIdentifier(pattern), except: nil)
+    }
+
+    /// The kernel has dropped the pages and attributes of every name of the
+    /// file as of `generation`: opens of that version may keep pages again.
+    public func kernelForgot(generation forgotten: Int) {
+        lock.lock()
+        defer { lock.broadcast(); lock.unlock() }
+        kernelClean = max(kernelClean, forgotten)
+    }
+
+    /// Waits (bounded) until the kernel has dropped what it held of older
+    /// versions; false on timeout. An open that saw the change waits, so
+    /// its handle's fstat already shows the new size.
+    @discardableResult
+    public func awaitKernelForgot(timeout: Double) -> Bool {
+        let deadline = deadline(after: timeout)
+        lock.lock()
+        defer { lock.unlock() }
+        while kernelClean < generation {
+            if !lock.wait(until: deadline) { return kernelClean >= generation }
+        }
+        return true
     }
 
     /// Starts a transfer at `start` reaching toward `end`, but never into
@@ -644,12 +712,16 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             end = max(start + reserved, min(end, mustReach))
             guard end > start else { return start }
         }
-        let validator = info.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? info.lastModified
+        // The validators of now, under the lock the transfer is recorded
+        // under: its answer is judged against the same version.
+        let current = self.info ?? info
+        let validator = current.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? current.lastModified
         let request = FetchRequest(url: source.url, range: start..<end, ifRange: validator, priority: priority)
         let id = fetcher.start(request, delegate: self)
         statistics.requests.add(1, ordering: .relaxed)
         statistics.transfersInFlight.add(1, ordering: .relaxed)
-        transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved)
+        transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
+                                 ifRange: validator != nil)
         Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
         return end
     }

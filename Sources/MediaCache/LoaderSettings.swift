@@ -32,6 +32,8 @@ public struct LoaderSettings: Sendable {
     /// Where transfers learn the link's round trip and rate, and a reader
     /// after an open or a seek learns how much one fetch must ask for.
     public var link: LinkEstimate? = LinkEstimate.shared
+    /// Deadlines and durations on its monotonic time, stored dates on its wall time.
+    public var clock = Clock.system
 
     public init() {}
 }

@@ -17,6 +17,8 @@ public final class ReadPattern: @unchecked Sendable {
     /// The content version the handle was opened on; its reads fail once
     /// the remote file changed, so no read mixes two versions.
     var generation: Int?
+    /// Counted among the loader's page-cache handles of `generation`.
+    var inPageCache = false
     private var nextOffset: Int64 = -1
     private var streakBytes: Int64 = 0
     /// Reads in the current streak: from the second on, a reader looks

@@ -8,12 +8,12 @@
 import Foundation
 
 final class RecordProbe: @unchecked Sendable {
-    private let done = NSCondition()
+    private let done = Condition()
     /// Guarded by `done`.
     private var outcome: Result<ContentInfo, MediaError>?
     private var running: ContentProbe?
     private var promoted = false
-    /// When it answered (seconds since the epoch, as FileLoader.now()).
+    /// When it answered, on the monotonic clock (as a loader's backoff).
     private(set) var finishedAt = 0.0
     /// Whether a stat handed its failure to the entry's loader already;
     /// guarded by the catalog's lock.
@@ -40,14 +40,14 @@ final class RecordProbe: @unchecked Sendable {
     func finish(_ result: Result<ContentInfo, MediaError>) {
         done.lock()
         outcome = result
-        finishedAt = FileLoader.now()
+        finishedAt = Clock.system.monotonic()
         running = nil
         done.broadcast()
         done.unlock()
     }
 
     /// The answer, or nil if none came by `deadline`.
-    func wait(until deadline: Date) -> Result<ContentInfo, MediaError>? {
+    func wait(until deadline: Deadline) -> Result<ContentInfo, MediaError>? {
         done.lock()
         defer { done.unlock() }
         while outcome == nil && done.wait(until: deadline) {}

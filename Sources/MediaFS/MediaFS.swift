@@ -122,7 +122,7 @@ public final class MediaFS: @unchecked Sendable {
             let catalog = makeCatalog!()
             makeCatalog = nil
             started = catalog
-            catalog.start { [weak self] path in self?.invalidate([path]) }
+            catalog.start { [weak self] url, done in self?.invalidate(urls: [url], then: done) ?? false }
             options.metrics?.start(serving: catalog)
             Log.info("mounted \(catalog.names.count) files at \(options.mountpoint)")
 
@@ -152,17 +152,49 @@ public final class MediaFS: @unchecked Sendable {
     /// with `wait`, returns once it is done (bounded), so that a read right
     /// after a purge cannot be answered from the old pages.
     func invalidate(_ paths: [String], wait: Bool = false) {
-        guard let fuse else { return }
+        invalidate(wait: wait) { paths }
+    }
+
+    /// The same for every name of `urls` (a URL may be mounted under
+    /// several, each its own inode), resolved when the job runs. `done`
+    /// hears whether the kernel dropped every one; returns whether the job
+    /// was queued (not once the mount is stopping).
+    @discardableResult
+    func invalidate(urls: [String], wait: Bool = false, then done: (@Sendable (Bool) -> Void)? = nil) -> Bool {
+        invalidate(wait: wait, then: done) { [weak self] in self?.started?.paths(of: Set(urls)) ?? [] }
+    }
+
+    @discardableResult
+    private func invalidate(wait: Bool, then done: (@Sendable (Bool) -> Void)? = nil,
+                            paths: @escaping @Sendable () -> [String]) -> Bool {
+        guard let fuse else { return false }
         let address = UInt(bitPattern: fuse)
-        let done = DispatchSemaphore(value: 0)
+        let finished = Condition()
+        nonisolated(unsafe) var over = false
         let queued = invalidations.submit {
             let fuse = OpaquePointer(bitPattern: address)
-            for path in paths { _ = fuse_invalidate_path(fuse, path.hasPrefix("/") ? path : "/" + path) }
-            done.signal()
+            var dropped = true
+            for path in paths() {
+                let status = fuse_invalidate_path(fuse, path.hasPrefix("/") ? path : "/" + path)
+                // ENOENT: the kernel holds no inode of that name, so no page.
+                if status != 0 && status != -ENOENT {
+                    dropped = false
+                    Log.warning("the kernel did not drop its pages of \(path): \(String(cString: strerror(-status)))")
+                }
+            }
+            done?(dropped)
+            finished.withLock { over = true; finished.broadcast() }
         }
-        if wait, queued, done.wait(timeout: .now() + Self.invalidationWait) == .timedOut {
-            Log.warning("the kernel took over \(Self.invalidationWait) s to drop its cached pages")
+        guard queued else { return false }
+        if wait {
+            let deadline = Deadline.after(seconds: Self.invalidationWait)
+            let inTime = finished.withLock { () -> Bool in
+                while !over && finished.wait(until: deadline) {}
+                return over
+            }
+            if !inTime { Log.warning("the kernel took over \(Self.invalidationWait) s to drop its cached pages") }
         }
+        return true
     }
 
     /// Called from `destroy`: the last chance to persist metadata.

@@ -177,22 +177,29 @@ func makeOperations() -> fuse_operations {
             }
             let catalog = adapter().catalog
             let name = pathString(path)
-            if try catalog.willOpen(name) {
-                // The file changed: the kernel must not answer this handle's
-                // fstat or reads from what it kept of the old version.
-                adapter().invalidate([name], wait: true)
-            }
             let loader = try catalog.file(at: name)
+            if try catalog.willOpen(name) {
+                // The file changed: this handle's fstat must show the new
+                // size, so the kernel drops the old attributes first. Its
+                // pages are the page-cache decision's below, whatever this wait.
+                loader.awaitKernelForgot(timeout: MediaFS.invalidationWait)
+            }
             let file = OpenFile(loader: loader)
-            loader.attach(file.pattern)
             file.mode = adapter().passthrough?.open(loader)
             if case .passthrough? = file.mode {
+                loader.attach(file.pattern, throughPageCache: false)
                 catalog.statistics.countKernelReadOpen()
             } else {
-                // Content does not change under a mount unless revalidation
-                // says so (and then the kernel is told): later opens may
-                // reuse the page cache instead of asking again.
-                info!.pointee.keep_cache = 1
+                // Pages are kept from open to open only while the kernel is
+                // known to hold none of another version (every name of the
+                // file invalidated after the last change); else this open
+                // drops them, or, while a handle of the version before still
+                // reads through them, goes around them.
+                switch loader.attach(file.pattern) {
+                case .keep: info!.pointee.keep_cache = 1
+                case .drop: info!.pointee.keep_cache = 0
+                case .bypass: info!.pointee.direct_io = 1
+                }
                 adapter().pinKernelReadaheadOnce()
             }
             info!.pointee.fh = file.handle
@@ -273,7 +280,7 @@ func makeOperations() -> fuse_operations {
             case .directory:
                 effect = try AdminAttributes.writeDirectory(attribute, value: text, to: fs.catalog, at: where_)
             }
-            if case .invalidate(let paths) = effect { fs.invalidate(paths, wait: true) }
+            if case .invalidate(let urls) = effect { fs.invalidate(urls: urls, wait: true) }
             return 0
         }
     }

@@ -63,7 +63,7 @@ final class Passthrough: @unchecked Sendable {
     private let deviceFD: Int32
     /// Guards `files` (taken before a loader's lock); signalled when a
     /// handle closes.
-    private let lock = NSCondition()
+    private let lock = Condition()
     private var files: [ObjectIdentifier: Handles] = [:]
     /// The kernel sends RELEASE after close() has returned, so an open
     /// right after a close may arrive first: it waits this long for it.
@@ -150,11 +150,11 @@ final class Passthrough: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if (files[key]?.cached ?? 0) > 0, !failed.load(ordering: .relaxed), loader.usage().isComplete {
-            let deadline = Date(timeIntervalSinceNow: Self.releaseWait)
+            let deadline = Deadline.after(seconds: Self.releaseWait)
             while (files[key]?.cached ?? 0) > 0 && lock.wait(until: deadline) {}
         }
         if let backing = files[key]?.backing, !loader.isCurrentData(version: backing.version) {
-            let deadline = Date(timeIntervalSinceNow: Self.staleReleaseWait)
+            let deadline = Deadline.after(seconds: Self.staleReleaseWait)
             while let current = files[key]?.backing, current.id == backing.id, lock.wait(until: deadline) {}
         }
         var handles = files[key] ?? Handles()

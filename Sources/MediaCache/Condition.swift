@@ -1,0 +1,64 @@
+// A lock with a condition to wait on, whose timed waits run on the
+// monotonic clock: Foundation's NSCondition waits until a wall-clock Date,
+// so a step of the system's time stretched or cut every read, lookup and
+// open deadline. A pthread mutex and a condition variable set to
+// CLOCK_MONOTONIC (ThreadSanitizer understands both).
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public final class Condition: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    public init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
+    public func broadcast() { pthread_cond_broadcast(condition) }
+    public func signal() { pthread_cond_signal(condition) }
+
+    /// Waits for a signal. Call with the lock held.
+    public func wait() { pthread_cond_wait(condition, mutex) }
+
+    /// Waits for a signal or the deadline; false once the deadline has
+    /// passed. Call with the lock held.
+    @discardableResult
+    public func wait(until deadline: Deadline) -> Bool {
+        let remaining = deadline.remaining
+        guard remaining > 0 else { return false }
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        let whole = remaining.rounded(.down)
+        var seconds = Int(spec.tv_sec) + Int(min(whole, 86_400 * 365))
+        var nanoseconds = spec.tv_nsec + Int((remaining - whole) * 1e9)
+        if nanoseconds >= 1_000_000_000 {
+            seconds += 1
+            nanoseconds -= 1_000_000_000
+        }
+        var until = timespec(tv_sec: seconds, tv_nsec: nanoseconds)
+        pthread_cond_timedwait(condition, mutex, &until)
+        return !deadline.hasPassed
+    }
+
+    /// `body` with the lock held.
+    public func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}
