@@ -401,13 +401,14 @@ private func makeDirectories(_ path: String, mode: mode_t, durable: Bool = true)
     return nil
 }
 
-private func parentDirectory(of path: String) -> String {
+func parentDirectory(of path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     return slash == path.startIndex ? "/" : String(path[..<slash])
 }
 
-/// Returns the errno of the failure, or nil.
-private func syncDirectory(_ path: String) -> Int32? {
+/// Makes the names made, renamed or removed in the directory at `path`
+/// durable. Returns the errno of the failure, or nil.
+func syncDirectory(_ path: String) -> Int32? {
     let fd = retryingEINTR { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
     guard fd >= 0 else { return errno }
     defer { close(fd) }
