@@ -13,7 +13,9 @@
 // collision is a miss, never another entry's info. Only the cache lock's
 // holder opens it (`open`): it cuts a torn tail, and rewrites the file
 // without superseded frames, or frames not accessed within the age limit
-// of partial entries. `mediafs cache ls` reads it without opening it.
+// of partial entries (a temp file, fsynced, renamed over it, and the rename
+// fsynced: a crash leaves the old file or the new one, each whole).
+// `mediafs cache ls` reads it without opening it.
 // What CacheStore.readMeta prefers when an entry also has a meta file is
 // decided there.
 import Foundation
@@ -282,8 +284,8 @@ public final class AnswerJournal: @unchecked Sendable {
     }
 
     /// A new file with the live frames, accessed since `accessedAfter`,
-    /// renamed over the old one; nil when it cannot be made (the old one
-    /// stays in use).
+    /// synced and renamed over the old one, and the rename synced; nil
+    /// when it cannot be made (the old one stays in use).
     private func rewrite(from fd: Int32, index: AnswerIndex, accessedAfter: Int64?) -> State? {
         let temp = "\(path).tmp.\(getpid())"
         let out = retryingEINTR { Glibc.open(temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
@@ -308,11 +310,18 @@ public final class AnswerJournal: @unchecked Sendable {
             }
         }
         ok = ok && Self.write(out, pending, at: pendingStart)
+        // Renamed before its blocks reach the disk, a crash could leave the
+        // name on an empty file: every answer lost, not only the latest.
+        ok = ok && retryingEINTR({ fsync(out) }) == 0
         guard ok, rename(temp, path) == 0 else {
             close(out)
             unlink(temp)
             Log.warning("\(path): cannot rewrite it; keeping it as it is")
             return nil
+        }
+        if let code = syncDirectory(parentDirectory(of: path)) {
+            // The new file is the journal now, whole: a crash may bring back the old one, whole too.
+            Log.warning("\(path): cannot fsync its directory after rewriting it: \(String(cString: strerror(code)))")
         }
         return kept
     }

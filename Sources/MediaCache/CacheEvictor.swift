@@ -16,8 +16,13 @@
 // known through their loaders and records, and the others
 // (`Index.unmounted`) change only when a pass evicts them or a file joins
 // or leaves the mount, which the caller reports (`Membership`). A pass thus
-// reads no metadata file, keeps no copy of the mount's URLs, and costs
-// O(entries with bytes) plus a sort when something must go.
+// reads no metadata file but those it could not read before, keeps no copy
+// of the mount's URLs, and costs O(entries with bytes) plus a sort when
+// something must go.
+//
+// Only metadata that reads and fails its checks makes an entry garbage; one
+// that cannot be read now (out of descriptors, an I/O error) is kept and
+// read again at the next pass, since the bytes it claims are likely sound.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -55,6 +60,12 @@ public struct CacheEvictor: Sendable {
             /// An entry of no mounted file: its directory, and the URL its
             /// metadata names.
             case unmounted(directory: String, url: String?)
+            /// An entry of no mounted file whose metadata could not be read
+            /// at the last look, and its URL when known (a file that left
+            /// the mount). Never evicted before it reads (it may be pinned),
+            /// but its bytes are counted: they take the disk all the same,
+            /// and left out, the cache would outgrow its limits unseen.
+            case unknown(url: String?, error: MediaError)
         }
 
         var place: Place
@@ -66,6 +77,18 @@ public struct CacheEvictor: Sendable {
         var loader: FileLoader? {
             if case .loader(let loader) = place { return loader }
             return nil
+        }
+
+        /// Why its metadata could not be read, for an `unknown` entry.
+        var unreadable: MediaError? {
+            if case .unknown(_, let error) = place { return error }
+            return nil
+        }
+
+        /// Never evicted, so its age and its place in the LRU order do not matter.
+        static func unknown(url: String?, error: MediaError, allocated: Int64) -> Item {
+            Item(place: .unknown(url: url, error: error), allocated: allocated, lastAccess: 0, complete: false,
+                 pinned: false)
         }
     }
 
@@ -148,12 +171,19 @@ public struct CacheEvictor: Sendable {
             index.loading = nil
         }
         if index.scanned {
+            lookAgain(report: &report)
             follow(membership.changed, mounted)
         } else {
             // The changes reported are older than the list `all` gives now.
             scan(Set(mounted.keys).union(records.map(\.url)).union(membership.all()), report: &report)
         }
         var items = Array(index.unmounted.values)
+        let unreadable = items.compactMap(\.unreadable)
+        if let error = unreadable.first {
+            // One line a pass, however many: they most likely share a cause.
+            Log.warning("cache limits: unreadable metadata kept for now (entries: \(unreadable.count); "
+                        + "\(error.message)): counted, not evicted, read again at the next pass")
+        }
         items.reserveCapacity(items.count + mounted.count)
         for loader in mounted.values {
             // An entry with no bytes yet (most of a big listing) costs nothing to keep.
@@ -218,24 +248,49 @@ public struct CacheEvictor: Sendable {
     }
 
     /// The first pass: every entry on disk that no file of the mount
-    /// (`urls`) stands for is indexed, or removed when its metadata is
-    /// missing or damaged (a crash's leftovers: nothing in it is trusted).
+    /// (`urls`) stands for is taken into the index (`take`).
     /// Call with `index.lock` held.
     private func scan(_ urls: Set<String>, report: inout Report) {
         let mountedDirectories = Set(urls.map { store.directory(forKey: $0) })
-        for entry in store.entries(excluding: mountedDirectories) {
-            if let meta = entry.meta {
-                index.unmounted[entry.directory] = Item(place: .unmounted(directory: entry.directory, url: meta.url),
-                                                        allocated: entry.allocatedBytes,
-                                                        lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
-                                                        pinned: meta.pinned)
+        for entry in store.entries(excluding: mountedDirectories) { take(entry, report: &report) }
+        index.scanned = true
+    }
+
+    /// Indexes an entry found on disk, or removes it when its metadata is
+    /// missing or damaged (a crash's leftovers: nothing in it is trusted).
+    /// One whose metadata cannot be read now is indexed as unknown.
+    /// Call with `index.lock` held.
+    private func take(_ entry: CacheStore.StoredEntry, report: inout Report) {
+        if let meta = entry.meta {
+            index.unmounted[entry.directory] = Item(place: .unmounted(directory: entry.directory, url: meta.url),
+                                                    allocated: entry.allocatedBytes,
+                                                    lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
+                                                    pinned: meta.pinned)
+        } else if let error = entry.unreadable {
+            index.unmounted[entry.directory] = .unknown(url: nil, error: error, allocated: entry.allocatedBytes)
+        } else {
+            store.remove(directory: entry.directory)
+            index.unmounted[entry.directory] = nil
+            report.evictedEntries += 1
+            report.freedBytes += entry.allocatedBytes
+        }
+    }
+
+    /// Later passes, first: the entries whose metadata could not be read
+    /// are read again, as the scan or `follow` read them. One the mount
+    /// took since has left the index already. Call with `index.lock` held.
+    private func lookAgain(report: inout Report) {
+        let unknown = index.unmounted.compactMap { directory, item -> (directory: String, url: String?)? in
+            guard case .unknown(let url, _) = item.place else { return nil }
+            return (directory, url)
+        }
+        for (directory, url) in unknown {
+            if let url {
+                readBack(url)
             } else {
-                store.remove(directory: entry.directory)
-                report.evictedEntries += 1
-                report.freedBytes += entry.allocatedBytes
+                take(store.entry(inDirectory: directory), report: &report)
             }
         }
-        index.scanned = true
     }
 
     /// Later passes: a file that joined the mount takes its entry out of
@@ -245,15 +300,11 @@ public struct CacheEvictor: Sendable {
     /// it. Call with `index.lock` held.
     private func follow(_ changed: [(url: String, mounted: Bool)], _ mounted: [String: FileLoader]) {
         for (url, isMounted) in changed where mounted[url] == nil {
-            let directory = store.directory(forKey: url)
-            guard !isMounted, let meta = store.loadMeta(forKey: url) else {
-                index.unmounted[directory] = nil
-                continue
+            if isMounted {
+                index.unmounted[store.directory(forKey: url)] = nil
+            } else {
+                readBack(url)
             }
-            index.unmounted[directory] = Item(place: .unmounted(directory: directory, url: url),
-                                              allocated: Self.allocatedBytes(in: directory),
-                                              lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
-                                              pinned: meta.pinned)
         }
         for url in mounted.keys { index.unmounted[store.directory(forKey: url)] = nil }
         // A dictionary keeps its buckets when emptied: a remount's first
@@ -261,6 +312,26 @@ public struct CacheEvictor: Sendable {
         // entries, which the listing then took back (20 MiB left).
         if index.unmounted.count < index.unmounted.capacity / 4 {
             index.unmounted = Dictionary(uniqueKeysWithValues: index.unmounted.map { $0 })
+        }
+    }
+
+    /// Indexes the entry of a file that left the mount, read back from
+    /// disk: with no metadata worth trusting it leaves the index, and with
+    /// metadata that cannot be read now it is indexed as unknown.
+    /// Call with `index.lock` held.
+    private func readBack(_ url: String) {
+        let directory = store.directory(forKey: url)
+        switch store.readMeta(forKey: url) {
+        case .found(let meta):
+            index.unmounted[directory] = Item(place: .unmounted(directory: directory, url: url),
+                                              allocated: Self.allocatedBytes(in: directory),
+                                              lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
+                                              pinned: meta.pinned)
+        case .missing:
+            index.unmounted[directory] = nil
+        case .unreadable(let error):
+            index.unmounted[directory] = .unknown(url: url, error: error,
+                                                  allocated: Self.allocatedBytes(in: directory))
         }
     }
 
@@ -277,6 +348,8 @@ public struct CacheEvictor: Sendable {
     private func evict(_ item: Item) -> Bool {
         if item.pinned { return false }
         switch item.place {
+        case .unknown:
+            return false
         case .loader(let loader):
             return loader.evict()
         case .record(let url):

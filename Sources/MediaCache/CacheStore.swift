@@ -89,8 +89,8 @@ public final class CacheStore: Sendable {
         /// None, or none worth trusting (damage is logged).
         case missing
         /// It could not be read now (out of descriptors or memory, an I/O
-        /// error): it may well claim bytes, so the entry must not be
-        /// treated as new, which would write over them.
+        /// error, a call to try again): it may well claim bytes, so the
+        /// entry must not be treated as new, which would write over them.
         case unreadable(MediaError)
     }
 
@@ -165,8 +165,7 @@ public final class CacheStore: Sendable {
             bytes = try readWholeFile(path)
         } catch let error as MediaError where error.errno == ENOENT || error.errno == ENOTDIR {
             return .missing
-        } catch let error as MediaError where [EMFILE, ENFILE, ENOMEM, EIO].contains(error.errno) {
-            // Opening or reading failed; the file itself may be sound.
+        } catch let error as MediaError where cannotReadNow(error) {
             return .unreadable(error)
         } catch {
             Log.warning("ignoring cache metadata \(path): \(error)")
@@ -308,13 +307,16 @@ public final class CacheStore: Sendable {
     /// One entry on disk, as the evictor and `mediafs cache ls` see it.
     public struct StoredEntry: Sendable {
         public var directory: String
-        /// Nil when the metadata is missing or damaged: the entry is garbage.
+        /// Nil when the metadata is missing or damaged (the entry is
+        /// garbage), or when it cannot be read now (`unreadable`).
         public var meta: EntryMeta?
         /// Disk blocks the entry really takes (sparse data counts as held).
         public var allocatedBytes: Int64
+        /// Why the metadata cannot be read now (out of descriptors, an I/O
+        /// error): the entry is unknown, not garbage.
+        public var unreadable: MediaError?
     }
 
-    /// Every entry under v1/, read from disk.
     /// Every entry on disk but those in `excluding` (directories), whose
     /// files are not even read: a mount's own entries are known through
     /// their loaders, and reading 100,000 of them again doubled a remount.
@@ -325,16 +327,28 @@ public final class CacheStore: Sendable {
             for name in (try? files.contentsOfDirectory(atPath: "\(entriesRoot)/\(shard)")) ?? [] {
                 let dir = "\(entriesRoot)/\(shard)/\(name)"
                 if excluding.contains(dir) { continue }
-                let meta = try? MetaFormat.decode(readWholeFile(dir + "/meta"))
-                var allocated: Int64 = 0
-                for file in (try? files.contentsOfDirectory(atPath: dir)) ?? [] {
-                    var st = stat()
-                    if lstat("\(dir)/\(file)", &st) == 0 { allocated += Int64(st.st_blocks) * 512 }
-                }
-                result.append(StoredEntry(directory: dir, meta: meta, allocatedBytes: allocated))
+                result.append(entry(inDirectory: dir))
             }
         }
         return result
+    }
+
+    /// The entry in `dir` (a directory `entries` lists), read from disk.
+    public func entry(inDirectory dir: String) -> StoredEntry {
+        var entry = StoredEntry(directory: dir, meta: nil, allocatedBytes: 0)
+        do {
+            let bytes = try readWholeFile(dir + "/meta")
+            entry.meta = try? MetaFormat.decode(bytes)
+        } catch let error as MediaError where cannotReadNow(error) {
+            entry.unreadable = error
+        } catch {
+            // None, or not a regular file: garbage, as damage is.
+        }
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] {
+            var st = stat()
+            if lstat("\(dir)/\(file)", &st) == 0 { entry.allocatedBytes += Int64(st.st_blocks) * 512 }
+        }
+        return entry
     }
 
     /// The probe answers in the journal, as entries that hold nothing: for
@@ -387,13 +401,14 @@ private func makeDirectories(_ path: String, mode: mode_t, durable: Bool = true)
     return nil
 }
 
-private func parentDirectory(of path: String) -> String {
+func parentDirectory(of path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     return slash == path.startIndex ? "/" : String(path[..<slash])
 }
 
-/// Returns the errno of the failure, or nil.
-private func syncDirectory(_ path: String) -> Int32? {
+/// Makes the names made, renamed or removed in the directory at `path`
+/// durable. Returns the errno of the failure, or nil.
+func syncDirectory(_ path: String) -> Int32? {
     let fd = retryingEINTR { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
     guard fd >= 0 else { return errno }
     defer { close(fd) }
@@ -413,6 +428,13 @@ private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
         offset += n
     }
     return nil
+}
+
+/// Whether a failure to open or read a file says nothing of the file itself:
+/// out of descriptors or memory, an I/O error, a call to try again (a lease,
+/// a busy network file system). `readWholeFile` repeats an interrupted call.
+private func cannotReadNow(_ error: MediaError) -> Bool {
+    [EMFILE, ENFILE, ENOMEM, EIO, EAGAIN].contains(error.errno)
 }
 
 /// Metadata of a file in a million pieces takes a few tens of MiB; more is damage.

@@ -37,6 +37,20 @@ final class CacheStoreTests: XCTestCase {
         guard case .missing = store.readMeta(forKey: key) else { return XCTFail("garbage not a miss") }
     }
 
+    func testReadMeta_ofAFileThatCannotBeOpenedForAMoment_isUnreadable_notAMiss() throws {
+        // EAGAIN (a lease, a busy network file system) read as damage: a
+        // loader then took the entry for new and wrote over bytes its
+        // metadata claimed.
+        let store = try CacheStore(root: base)
+        close(try store.openData(forKey: key, length: 100))
+        let saved = meta(present: [0..<10])
+        try store.saveMeta(saved, forKey: key)
+        let read = try FileLease.holding(store.directory(forKey: key) + "/meta") { store.readMeta(forKey: key) }
+        guard case .unreadable(let error) = read else { return XCTFail("leased metadata read as \(read)") }
+        XCTAssertEqual(error.errno, EAGAIN)
+        XCTAssertEqual(store.loadMeta(forKey: key), saved)
+    }
+
     func testInit_createsVersionedAndTrashDirectories() throws {
         let store = try CacheStore(root: base + "/deep/cache")
         XCTAssertEqual(store.root, base + "/deep/cache")
