@@ -239,6 +239,13 @@ public final class CacheStore: Sendable {
         if let code = syncDirectory(dir) { throw MediaError.system("cannot fsync \(dir)", errno: code) }
     }
 
+    /// Makes the entry's directory (durably in its parent) ahead of its
+    /// first bytes, on a thread that may wait: the network thread then only
+    /// opens and writes the data file, it never mkdirs or fsyncs.
+    public func prepareEntry(forKey key: String) throws {
+        _ = try entryDirectory(forKey: key)
+    }
+
     /// Opens the entry's sparse data file at full length; the caller closes
     /// the fd. Anything but a regular file in its place (a planted symlink)
     /// is removed and a fresh, empty file made.

@@ -147,6 +147,7 @@ extension FileLoader {
     /// Fetches the first `limit` bytes (nil: all) in the background at
     /// preload priority; `limit` 0 stops a preload.
     public func preload(limit: Int64?) throws {
+        prepareEntry()
         _ = try contentInfo()
         lock.lock()
         defer { lock.unlock() }

@@ -17,6 +17,7 @@
 // then punch or truncate (FileLoader+Freeing.swift).
 import CSystem
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -96,6 +97,9 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// claims a cache entry (reads pass uncached), so nothing on disk is
     /// replaced by a loader that does not know what it said.
     var cacheUnusable = false
+    /// Its entry's directory was made ahead of the transfers that fill it
+    /// (`prepareEntry`); read without the lock on every read.
+    let entryPrepared = Atomic<Bool>(false)
     /// When opening the data file last failed and was said, so a mount out
     /// of descriptors logs once a while, not once a read.
     var openFailureSaidAt = 0.0
@@ -277,6 +281,17 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         return true
     }
 
+    /// Makes the entry's directory before bytes arrive for it, on this
+    /// (reader's or admin's) thread with no lock held: made on the network
+    /// thread as the first bytes came, its mkdir and the fsync of its
+    /// parent stalled every transfer. Only for a file about to fetch bytes
+    /// (read, preload), never for one merely stat'ed. A failure is left to
+    /// the data file's open, which says it and reads without the cache.
+    func prepareEntry() {
+        guard !cacheUnusable, !entryPrepared.load(ordering: .relaxed) else { return }
+        if (try? store.prepareEntry(forKey: key)) != nil { entryPrepared.store(true, ordering: .relaxed) }
+    }
+
     /// Whether the content info is known without asking the server.
     public var knowsInfo: Bool {
         lock.lock()
@@ -286,6 +301,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     /// The content info, from the cache or the server; waits for a probe.
     public func contentInfo() throws -> ContentInfo {
+        if !entryPrepared.load(ordering: .relaxed) {
+            // A lookup's probe brings the first bytes along (`startProbe`).
+            lock.lock()
+            let probesBytes = info == nil && !listed && settings.probeFirstBytes > 0
+            lock.unlock()
+            if probesBytes { prepareEntry() }
+        }
         let deadline = deadline(after: settings.timeout)
         lock.lock()
         defer { lock.unlock() }
@@ -390,6 +412,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Reads up to `buffer.count` bytes at `offset`: short at the end of the
     /// file, 0 past it. Waits for missing bytes, bounded by the timeout.
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, pattern: ReadPattern) throws -> Int {
+        prepareEntry()
         let info = try contentInfo()
         guard offset >= 0, offset < info.length else { return 0 }
         finishFreeing()

@@ -89,7 +89,7 @@ final class VersionTests: XCTestCase {
     /// body. Taken for a server without ranges, the new body was written
     /// beside the old bytes and the whole file read as a mix.
     func testA200ToIfRangeAfter206s_isAChange_notAServerWithoutRanges() throws {
-        let size = 24 * Self.mib
+        let size = 17 * Self.mib
         let old = Self.bytes(size, seed: 1), new = Self.bytes(size, seed: 2)
         fetcher.add(url, bytes: old)
         let loader = makeLoader(settings())
