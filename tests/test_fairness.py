@@ -24,8 +24,9 @@ def test_a_read_of_another_file_takes_the_next_free_place_ahead_of_24_waiting_re
     between them), make 24 transfers: 8 run on the slow server, 16 queue.
     Then a read of b.bin, same origin: the server must see its GET at the
     next free place, before a.bin's queued GETs. Eight readers, not 24: the
-    kernel sends at most 12 O_DIRECT reads at once (FUSE's max_background),
-    and b.bin's read must be one of them to reach mediafs at all."""
+    kernel sends at most max_background reads at once (12 unless the daemon
+    asks for more, as mediafs now does), and b.bin's read must be one of
+    them to reach mediafs at all: eight stay under either."""
     size = 16 * MiB
     data_a, data_b = data_of(size, 41), data_of(size, 42)
     srv.add("a.bin", data_a)

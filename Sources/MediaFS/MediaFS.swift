@@ -15,11 +15,20 @@ public final class MediaFS: @unchecked Sendable {
         public var foreground = false
         /// Extra `-o` options for FUSE, each "key" or "key=value".
         public var fuseOptions: [String] = []
-        /// Max threads serving FUSE requests; a read waiting for bytes holds
-        /// one. (64 let the kernel's readahead of a handle race its own
-        /// seeks more often, so a cancelled transfer's bytes were fetched
-        /// again: kept at 16 until a seek cancels with that in mind.)
-        public var maxThreads: UInt32 = 16
+        /// Max threads serving FUSE requests. A read waiting for bytes holds
+        /// one for up to `--timeout`: at 16, reads waiting on one stalled
+        /// origin could take them all (once the kernel sends that many,
+        /// `kernelReadsAtOnce`), and then no lookup or stat of any file was
+        /// answered until they timed out. libfuse starts a thread only when
+        /// none is free, so the pool grows with what waits. (At 64 the
+        /// kernel's readahead of a handle raced its own seeks more often,
+        /// so a cancelled transfer's bytes were fetched again;
+        /// `tests/test_readpath.py` guards that, and passes at 256.)
+        public var maxThreads: UInt32 = 256
+        /// Threads kept once idle: past this many, a thread ends after its
+        /// request, so the hundreds a stall started do not stay for the
+        /// mount's life.
+        public var idleThreads: UInt32 = 16
         /// Let the kernel read complete files from the cache itself (FUSE
         /// passthrough) where it and the privileges allow.
         public var passthrough = true
@@ -33,6 +42,14 @@ public final class MediaFS: @unchecked Sendable {
 
     /// The FUSE read size the kernel is asked to use (`read_ahead_kb` of the mount).
     static let kernelReadaheadKB = 128
+
+    /// Reads the kernel sends at once (its `max_background`): reads, cached
+    /// or not, and readahead queue in the kernel behind this many, so at
+    /// its default of 12, 12 reads waiting on a stalled origin held every
+    /// read of the mount however many threads were free. A quarter of the
+    /// threads stays out of its reach: lookups, stats and opens are sent
+    /// outside that count, one per caller, and need a free thread too.
+    var kernelReadsAtOnce: UInt32 { options.maxThreads - options.maxThreads / 4 }
 
     let owner = (uid: getuid(), gid: getgid())
     /// Directories show the mount's start as their times.
@@ -129,6 +146,7 @@ public final class MediaFS: @unchecked Sendable {
             let loopConfig = fuse_loop_cfg_create()
             defer { fuse_loop_cfg_destroy(loopConfig) }
             fuse_loop_cfg_set_max_threads(loopConfig, options.maxThreads)
+            fuse_loop_cfg_set_idle_threads(loopConfig, options.idleThreads)
             let status = mediafs_fuse_loop_mt(fuse, loopConfig)
             Log.info("unmounting \(options.mountpoint)")
             // Nothing may reach `fuse` once it is destroyed: the kernel has

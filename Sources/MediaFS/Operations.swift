@@ -91,6 +91,8 @@ func makeOperations() -> fuse_operations {
         // listing is nearly always followed by a stat of every entry, and
         // with attributes known those stats never reach us.
         conn!.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
+        // libfuse derives the congestion threshold (3/4 of it) when left 0.
+        conn!.pointee.max_background = adapter().kernelReadsAtOnce
         // Attributes change only when revalidation says so (and then the
         // kernel is told); names come and go at run time (user.mediafs.add,
         // remove, directory listings), so the kernel keeps them only briefly.
