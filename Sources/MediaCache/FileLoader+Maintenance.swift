@@ -97,7 +97,10 @@ extension FileLoader {
 
     /// Why an answer's head shows the remote file changed, or nil (see
     /// `difference`); the length is the whole body's, or a range's total.
+    /// Only a 2xx answer describes the file: an error page's validators
+    /// (often none) are the page's.
     static func change(from info: ContentInfo, to head: ResponseHead) -> String? {
+        guard (200..<300).contains(head.status) else { return nil }
         let length = head.status == 206 ? head.contentRange?.total : head.status == 200 ? head.contentLength : nil
         return difference(from: info, etag: head.etag, lastModified: head.lastModified, length: length)
     }
