@@ -204,6 +204,23 @@ final class FileLoaderTests: XCTestCase {
         XCTAssertEqual(fetcher.gets.first?.range, 0..<(256 << 10))
     }
 
+    /// The network thread only writes: made as the first bytes came, the
+    /// entry's directory cost it a mkdir and an fsync of the parent, and
+    /// every other transfer waited. The reader's thread makes it first.
+    func testAReadsEntryDirectory_isMadeBeforeItsTransferBrings_anyByte() throws {
+        let source = addContent(count: 1 << 20)
+        let loader = makeLoader()
+        _ = try loader.contentInfo()
+        fetcher.hold()
+        let reading = Background { try Self.read(loader, at: 0, count: 64 << 10) }
+        XCTAssertTrue(fetcher.waitUntil { $0.transfersWaitingAtHold.count == 1 })
+        var info = stat()
+        XCTAssertEqual(stat(store.directory(forKey: url), &info), 0,
+                       "no entry directory while the transfer's first bytes wait: the network thread would make it")
+        fetcher.release()
+        XCTAssertEqual(try reading.result(), Self.expected(source, 0, 64 << 10))
+    }
+
     func testRead_straddlingPresentAndMissingBytes_requestsOnlyTheHole() throws {
         let source = addContent(count: 1 << 20)
         let loader = makeLoader()
