@@ -109,7 +109,7 @@ public final class CacheStore: Sendable {
     public func openAnswers(maxAge: Double? = nil) {
         guard !answers.isOpen else { return }
         do {
-            try answers.open(accessedAfter: maxAge.map { Int64(Date().timeIntervalSince1970 - $0) })
+            try answers.open(accessedAfter: maxAge.map { Int64(Clock.system.wall() - $0) })
         } catch {
             Log.warning("\(error)")
         }

@@ -54,7 +54,7 @@ public struct ResponseHead: Sendable, Equatable {
             return min(Double(value) ?? Limits.maxRetryAfter, Limits.maxRetryAfter)
         }
         guard let date = HTTPDate.seconds(value) else { return nil }
-        return min(max(Double(date) - Date().timeIntervalSince1970, 0), Limits.maxRetryAfter)
+        return min(max(Double(date) - Clock.system.wall(), 0), Limits.maxRetryAfter)
     }
 
     /// Adds one raw header line ("Name: value\r\n"); a status line starts a

@@ -15,7 +15,7 @@ final class TrashWorker: @unchecked Sendable {
 
     let directory: String
     /// Guards `state`; the worker waits on it.
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var state = State()
     /// Held for a whole pass, so two passes never race over the same names.
     private let passLock = NSLock()

@@ -6,7 +6,7 @@ import Foundation
 
 public final class Worker: @unchecked Sendable {
     private let name: String
-    private let condition = NSCondition()
+    private let condition = Condition()
     // Guarded by `condition`.
     private var jobs: [@Sendable () -> Void] = []
     private var started = false
