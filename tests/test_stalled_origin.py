@@ -50,18 +50,6 @@ def transfers_in_flight(port):
     return int(found.group(1))
 
 
-def stalled_pread(path, offset, size):
-    """One pread on a handle of its own, the kernel's readahead off, so each
-    reader's pages reach mediafs as a request of their own (not merged with
-    another reader's, not widened)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        return os.pread(fd, size, offset)
-    finally:
-        os.close(fd)
-
-
 def answered_within(fn, what, threads):
     """fn()'s value, run in a thread added to `threads`; fails the test if
     it is still waiting after ANSWERED_WITHIN (the stall's release ends it)."""
@@ -116,7 +104,7 @@ def test_reads_waiting_on_a_stalled_origin_leave_a_cached_file_answered(mount, s
 
     def reader(offset):
         try:
-            results[offset] = stalled_pread(stalled_path, offset, 4 * KiB)
+            results[offset] = harness.pread_uncached(stalled_path, offset, 4 * KiB)
         except OSError as e:  # the release ends it with EIO
             results[offset] = e
 

@@ -36,7 +36,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         var reserved: Int64 = 0
         /// When it was asked for (nil: unknown), then when its head came and
         /// where its body began: the link's round trip and rate.
-        var askedAt: Double? = Clock.system.monotonic()
+        var askedAt: Double?
         var head: (at: Double, position: Int64)?
         /// It asked for a range with If-Range: a 200 means another version.
         var ifRange = false
@@ -744,7 +744,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         statistics.requests.add(1, ordering: .relaxed)
         statistics.transfersInFlight.add(1, ordering: .relaxed)
         transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
-                                 ifRange: validator != nil)
+                                 askedAt: now(), ifRange: validator != nil)
         Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
         return end
     }

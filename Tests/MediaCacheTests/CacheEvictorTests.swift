@@ -71,25 +71,20 @@ final class CacheEvictorTests: XCTestCase {
         // the trash with all its bytes.
         let bytes = try makeEntry()
         let evictor = evictor()
-        var asked: [String] = []
-        let removing: (String, () -> Void) -> Bool = { url, remove in
-            asked.append(url)
-            remove()
-            return true
-        }
+        let remover = Remover()
         let first = try FileLease.holding(store.directory(forKey: url) + "/meta") {
-            evictor.run(now: Int64(time(nil)), removing: removing)
+            evictor.run(now: Int64(time(nil)), removing: remover.remove)
         }
         XCTAssertEqual(first.evictedEntries, 0, "an entry whose metadata could not be read now was removed")
         XCTAssertTrue(cachedBytes() == bytes, "its bytes did not survive the pass")
         XCTAssertGreaterThanOrEqual(first.usedBytes, Int64(Self.size), "its bytes, on disk, were not counted")
-        let later = evictor.run(now: Int64(time(nil)), removing: removing)
+        let later = evictor.run(now: Int64(time(nil)), removing: remover.remove)
         XCTAssertEqual(later.evictedEntries, 0)
         XCTAssertGreaterThanOrEqual(later.usedBytes, Int64(Self.size), "a later pass does not see the entry")
         // Indexed by the URL its metadata names, it goes past its age as any other.
-        let aged = evictor.run(now: farFuture, removing: removing)
+        let aged = evictor.run(now: farFuture, removing: remover.remove)
         XCTAssertEqual(aged.evictedEntries, 1)
-        XCTAssertEqual(asked, [url])
+        XCTAssertEqual(remover.asked, [url])
         XCTAssertNil(store.loadMeta(forKey: url))
     }
 
@@ -98,26 +93,32 @@ final class CacheEvictorTests: XCTestCase {
         // neither counted nor ever evicted while the mount lived.
         let bytes = try makeEntry()
         let evictor = evictor()
-        var asked: [String] = []
-        let removing: (String, () -> Void) -> Bool = { url, remove in
-            asked.append(url)
-            remove()
-            return true
-        }
+        let remover = Remover()
         // The first pass leaves a mounted file's entry to its loader or record.
         XCTAssertEqual(evictor.run(membership: CacheEvictor.Membership(all: { [self.url] })).usedBytes, 0)
         let left = underADescriptorLimitOf3 {
             evictor.run(membership: CacheEvictor.Membership(changed: [(url: url, mounted: false)]),
-                        now: Int64(time(nil)), removing: removing)
+                        now: Int64(time(nil)), removing: remover.remove)
         }
         XCTAssertEqual(left.evictedEntries, 0)
         XCTAssertTrue(cachedBytes() == bytes, "its bytes did not survive the pass")
         XCTAssertGreaterThanOrEqual(left.usedBytes, Int64(Self.size), "its bytes, on disk, were not counted")
-        let later = evictor.run(now: Int64(time(nil)), removing: removing)
+        let later = evictor.run(now: Int64(time(nil)), removing: remover.remove)
         XCTAssertGreaterThanOrEqual(later.usedBytes, Int64(Self.size), "a later pass does not see the entry")
-        let aged = evictor.run(now: farFuture, removing: removing)
+        let aged = evictor.run(now: farFuture, removing: remover.remove)
         XCTAssertEqual(aged.evictedEntries, 1, "the entry of a file that left must stay evictable")
-        XCTAssertEqual(asked, [url])
+        XCTAssertEqual(remover.asked, [url])
         XCTAssertNil(store.loadMeta(forKey: url))
+    }
+
+    /// Removes what the evictor asks to, and keeps the URLs it asked for.
+    private final class Remover {
+        var asked: [String] = []
+
+        func remove(_ url: String, _ remove: () -> Void) -> Bool {
+            asked.append(url)
+            remove()
+            return true
+        }
     }
 }
