@@ -29,7 +29,7 @@ test: deps
 	$(MAKE) build
 	swift test --disable-swift-testing $(SWIFT_FLAGS)
 	$(MAKE) tsan
-	python3 -m pytest -v $(PYTEST_ARGS) tests/
+	python3 -m pytest -v $(PYTEST_ARGS) integration/
 
 # The unit tests under ThreadSanitizer, in a build directory of their own
 # (a sanitized build cannot share objects with the plain one).

@@ -14,7 +14,7 @@ let package = Package(
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
         .target(name: "MediaCache", dependencies: ["CCurl", "CSystem"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"]),
-        .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"]),
+        .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"], path: "Sources/CLI"),
         .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache"]),
     ],
     swiftLanguageModes: [.v6]

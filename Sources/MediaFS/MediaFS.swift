@@ -23,7 +23,7 @@ public final class MediaFS: @unchecked Sendable {
         /// none is free, so the pool grows with what waits. (At 64 the
         /// kernel's readahead of a handle raced its own seeks more often,
         /// so a cancelled transfer's bytes were fetched again;
-        /// `tests/test_readpath.py` guards that, and passes at 256.)
+        /// `integration/test_readpath.py` guards that, and passes at 256.)
         public var maxThreads: UInt32 = 256
         /// Threads kept once idle: past this many, a thread ends after its
         /// request, so the hundreds a stall started do not stay for the

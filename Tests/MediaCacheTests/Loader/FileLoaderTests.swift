@@ -655,33 +655,3 @@ final class FileLoaderTests: XCTestCase {
         return Array(buffer[..<n])
     }
 }
-
-extension FileLoader {
-    /// Reads blocked on bytes still to come: what a test waits on to know a
-    /// read has joined a transfer.
-    var waitingReads: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return waits.count
-    }
-}
-
-/// Runs a closure on its own thread; `result` waits for it.
-final class Background<T>: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var outcome: Result<T, Error>?
-
-    init(_ body: @escaping @Sendable () throws -> T) {
-        Thread { [self] in
-            outcome = Result { try body() }
-            done.signal()
-        }.start()
-    }
-
-    func result(timeout: Double = 20) throws -> T {
-        guard done.wait(timeout: .now() + timeout) == .success else {
-            throw MediaError(ETIMEDOUT, "background work did not finish within \(timeout) s")
-        }
-        return try outcome!.get()
-    }
-}

@@ -83,7 +83,7 @@ Hostile headers (the body stays honest; only the named header lies):
                       `Content-Range: <value>`.
 
 CLI for manual use:
-    python3 tests/faultserver.py --port 8080 --dir /some/dir \
+    python3 integration/faultserver.py --port 8080 --dir /some/dir \
         --fault a.bin=drop:after=1000,times=2 --fault b.bin=ignore_range
 """
 

@@ -63,7 +63,7 @@ final class FreeingTests: XCTestCase {
         let source = Self.content(count: length, seed: 7)
         fetcher.add(url, bytes: source)
         let loader = makeLoader()
-        let stop = Atomic(false)
+        let stop = SharedValue(false)
         let readers = (0..<4).map { thread in
             Background { () -> (reads: Int, wrong: [String]) in
                 var random = SplitMix64(seed: 100 + UInt64(thread))
@@ -194,16 +194,5 @@ final class FreeingTests: XCTestCase {
         fetcher.waitUntil { _ in loader.status().state == .idle }
         loader.flush()
         XCTAssertEqual(claimsOnDiskThatLie(second), [])
-    }
-}
-
-/// A flag shared between test threads.
-private final class Atomic<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: T
-    init(_ value: T) { stored = value }
-    var value: T {
-        get { lock.lock(); defer { lock.unlock() }; return stored }
-        set { lock.lock(); stored = newValue; lock.unlock() }
     }
 }

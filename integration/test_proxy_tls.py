@@ -3,7 +3,7 @@ environment names (--proxy wins), with the proxy's password for the proxy
 alone; and https from a private CA, trusted with `--cacert` and refused
 without it.
 
-The proxy is tests/forwardproxy.py (plain HTTP, absolute-form, no CONNECT),
+The proxy is integration/forwardproxy.py (plain HTTP, absolute-form, no CONNECT),
 which marks what it forwards, so the FaultServer behind it tells proxied
 requests from direct ones. The https server is nginx with a certificate
 made by `openssl req` for 127.0.0.1.

@@ -1,0 +1,60 @@
+// What several suites share: a seeded generator, a background runner, a
+// value shared between test threads, and what a test may ask a loader.
+import Foundation
+@testable import MediaCache
+
+/// A tiny seeded generator so a failing random sequence replays exactly.
+struct SplitMix64 {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
+
+extension FileLoader {
+    /// Reads blocked on bytes still to come: what a test waits on to know a
+    /// read has joined a transfer.
+    var waitingReads: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return waits.count
+    }
+}
+
+/// Runs a closure on its own thread; `result` waits for it.
+final class Background<T>: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var outcome: Result<T, Error>?
+
+    init(_ body: @escaping @Sendable () throws -> T) {
+        Thread { [self] in
+            outcome = Result { try body() }
+            done.signal()
+        }.start()
+    }
+
+    func result(timeout: Double = 20) throws -> T {
+        guard done.wait(timeout: .now() + timeout) == .success else {
+            throw MediaError(ETIMEDOUT, "background work did not finish within \(timeout) s")
+        }
+        return try outcome!.get()
+    }
+}
+
+/// A flag shared between test threads.
+final class SharedValue<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T {
+        get { lock.lock(); defer { lock.unlock() }; return stored }
+        set { lock.lock(); stored = newValue; lock.unlock() }
+    }
+}
