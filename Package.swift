@@ -12,10 +12,13 @@ let package = Package(
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
-        .target(name: "MediaCache", dependencies: ["CCurl", "CSystem"]),
+        // The layers below the core, each a module of its own, so the
+        // compiler keeps them from reaching up into it.
+        .target(name: "MediaSupport", dependencies: ["CCurl"]),
+        .target(name: "MediaCache", dependencies: ["MediaSupport", "CCurl", "CSystem"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"]),
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"], path: "Sources/CLI"),
-        .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache"]),
+        .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -94,12 +94,3 @@ extension Substring {
         return self[start..<end]
     }
 }
-
-extension StringProtocol {
-    var trimmingSpaces: Substring {
-        let s = Substring(self)
-        guard let first = s.firstIndex(where: { !$0.isWhitespace }) else { return s[s.endIndex...] }
-        let last = s.lastIndex(where: { !$0.isWhitespace })!
-        return s[first...last]
-    }
-}

@@ -71,7 +71,7 @@ extension MediaError {
     }
 
     /// The `user:password@` of a URL, `@` included; nil when it has none.
-    static func userinfoRange(in url: String) -> Range<String.Index>? {
+    public static func userinfoRange(in url: String) -> Range<String.Index>? {
         guard let scheme = url.range(of: "://") else { return nil }
         let rest = url[scheme.upperBound...]
         let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex

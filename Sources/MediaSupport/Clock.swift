@@ -32,6 +32,11 @@ public struct Deadline: Sendable {
     public let at: Double
     let clock: Clock
 
+    public init(at: Double, clock: Clock) {
+        self.at = at
+        self.clock = clock
+    }
+
     public static func after(seconds: Double, clock: Clock = .system) -> Deadline {
         Deadline(at: clock.monotonic() + max(seconds, 0), clock: clock)
     }
