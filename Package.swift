@@ -15,10 +15,11 @@ let package = Package(
         // The layers below the core, each a module of its own, so the
         // compiler keeps them from reaching up into it.
         .target(name: "MediaSupport", dependencies: ["CCurl"]),
-        .target(name: "MediaCache", dependencies: ["MediaSupport", "CCurl", "CSystem"]),
+        .target(name: "MediaStore", dependencies: ["MediaSupport", "CSystem"]),
+        .target(name: "MediaCache", dependencies: ["MediaSupport", "MediaStore", "CCurl", "CSystem"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"]),
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"], path: "Sources/CLI"),
-        .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport"]),
+        .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport", "MediaStore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
 // The core's users (the FUSE adapter, the command line, the tests) see the
-// support layer through it, as when it was part of this module.
+// layers below it through it, as when they were part of this module.
+@_exported import MediaStore
 @_exported import MediaSupport

@@ -1,6 +1,8 @@
 // The metrics address parser and the histogram, without a mount.
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class MetricsTests: XCTestCase {
     func testAddressesTakeNumericHostsOrLocalhostAndAPort() {

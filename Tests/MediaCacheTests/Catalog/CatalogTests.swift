@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class CatalogTests: XCTestCase {
     private var base = ""

@@ -7,6 +7,8 @@ import Foundation
 import Synchronization
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

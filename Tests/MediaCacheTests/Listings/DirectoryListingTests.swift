@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class DirectoryListingTests: XCTestCase {
     private let base = "http://files.example/media/"

@@ -4,6 +4,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class PinningTests: XCTestCase {
     private var base = ""

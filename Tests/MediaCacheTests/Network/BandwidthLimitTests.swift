@@ -2,6 +2,8 @@
 // time passes, and that idle time earns nothing.
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class BandwidthLimitTests: XCTestCase {
     let piece = 16 << 10

@@ -4,6 +4,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class CurlFetcherAdmissionTests: XCTestCase {
     /// Counts completions; waits for a number of them.

@@ -4,6 +4,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,7 @@
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class ResponseHeadTests: XCTestCase {
     private func head(_ headers: [String: String], status: Int = 206) -> ResponseHead {

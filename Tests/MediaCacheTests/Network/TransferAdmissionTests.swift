@@ -3,6 +3,8 @@
 // leave, promotion and cancellation of waiting transfers.
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class TransferAdmissionTests: XCTestCase {
     let a = HTTPOrigin(url: "http://media.example:8080/")!

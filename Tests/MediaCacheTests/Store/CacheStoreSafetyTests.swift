@@ -3,6 +3,8 @@
 // entry's `data` or `meta` (a miss, never followed).
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

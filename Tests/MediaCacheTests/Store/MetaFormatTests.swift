@@ -1,5 +1,7 @@
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class MetaFormatTests: XCTestCase {
     private let full = EntryMeta(

@@ -2,6 +2,8 @@
 // trash empty, and removals after stop() delete in the caller.
 import XCTest
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

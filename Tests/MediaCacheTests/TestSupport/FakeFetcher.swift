@@ -5,6 +5,8 @@
 // Knobs make it slow (a delay per chunk), hold bodies mid-flight, or fail.
 import Foundation
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

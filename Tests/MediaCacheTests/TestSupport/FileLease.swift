@@ -6,6 +6,8 @@
 // limit stops the directory listing before the file).
 import Foundation
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

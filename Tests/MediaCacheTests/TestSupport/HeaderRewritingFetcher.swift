@@ -2,6 +2,8 @@
 // can make an otherwise honest server send one hostile header. Bodies and
 // completions go through untouched.
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 final class HeaderRewritingFetcher: Fetching, @unchecked Sendable {
     typealias Rewrite = @Sendable (FetchRequest, ResponseHead) -> ResponseHead

@@ -1,6 +1,8 @@
 // A fresh directory under /tmp for one test; the test removes it.
 import Foundation
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

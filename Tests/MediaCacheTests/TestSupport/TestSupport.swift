@@ -2,6 +2,8 @@
 // value shared between test threads, and what a test may ask a loader.
 import Foundation
 @testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
 
 /// A tiny seeded generator so a failing random sequence replays exactly.
 struct SplitMix64 {

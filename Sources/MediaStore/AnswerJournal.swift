@@ -21,18 +21,19 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import MediaSupport
 #endif
 
 public final class AnswerJournal: @unchecked Sendable {
-    static let header = Array("mediafs-answers 1\n".utf8)
+    public static let header = Array("mediafs-answers 1\n".utf8)
     /// A frame's metadata is a URL and a few headers: longer is damage.
-    static let maxFrame = 1 << 20
+    public static let maxFrame = 1 << 20
     /// The place in a packed index word has 40 bits: past this the journal
     /// takes no more answers (about 4 million), and they go to meta files.
-    static let maxSize: Int64 = 1 << 30
+    public static let maxSize: Int64 = 1 << 30
     /// Superseded frames past this many, and past as many as the live
     /// ones, are rewritten away at the next open.
-    static let wasteAllowed = 1_024
+    public static let wasteAllowed = 1_024
 
     private struct State {
         var fd: Int32 = -1
@@ -41,10 +42,10 @@ public final class AnswerJournal: @unchecked Sendable {
         var index = AnswerIndex()
     }
 
-    let path: String
+    public let path: String
     private let state = Locked(State())
 
-    init(path: String) {
+    public init(path: String) {
         self.path = path
     }
 
@@ -56,7 +57,7 @@ public final class AnswerJournal: @unchecked Sendable {
     /// the cache lock, before any other call. Frames not accessed since
     /// `accessedAfter` (Unix seconds) are dropped. A damaged file is
     /// started afresh: the cache may forget, never invent.
-    func open(accessedAfter: Int64? = nil) throws {
+    public func open(accessedAfter: Int64? = nil) throws {
         let fd = retryingEINTR { Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw MediaError.system("cannot open \(path)") }
         var st = stat()
@@ -95,15 +96,15 @@ public final class AnswerJournal: @unchecked Sendable {
     }
 
     /// Whether `open` succeeded.
-    var isOpen: Bool { state.withLock { $0.fd >= 0 } }
+    public var isOpen: Bool { state.withLock { $0.fd >= 0 } }
 
     /// How many URLs have an answer.
-    var count: Int { state.withLock { $0.index.count } }
+    public var count: Int { state.withLock { $0.index.count } }
 
     /// Appends answers, in one write; each one claims no bytes. Throws
     /// when the journal is not open, full, or cannot be written: the
     /// caller saves them another way.
-    func append(_ metas: [EntryMeta]) throws {
+    public func append(_ metas: [EntryMeta]) throws {
         var bytes: [UInt8] = []
         var places: [(hash: UInt64, start: Int, length: Int)] = []
         for meta in metas where meta.present.isEmpty {
@@ -132,7 +133,7 @@ public final class AnswerJournal: @unchecked Sendable {
     }
 
     /// The last answer saved for `url`, or nil (none, or none worth trusting).
-    func answer(forKey url: String) -> EntryMeta? {
+    public func answer(forKey url: String) -> EntryMeta? {
         let hash = Self.hash(url)
         guard let (fd, word) = state.withLock({ state in state.index[hash].map { (state.fd, $0) } }) else {
             return nil
@@ -173,7 +174,7 @@ public final class AnswerJournal: @unchecked Sendable {
 
     /// Every answer in the file at `path`, the last of each URL, without
     /// opening it for use: for `mediafs cache ls`, beside a running mount.
-    static func read(path: String) -> [EntryMeta] {
+    public static func read(path: String) -> [EntryMeta] {
         let fd = retryingEINTR { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         guard fd >= 0 else { return [] }
         defer { close(fd) }
@@ -193,7 +194,7 @@ public final class AnswerJournal: @unchecked Sendable {
         return n == length ? frame : nil
     }
 
-    static func frame(_ meta: EntryMeta) -> [UInt8] {
+    public static func frame(_ meta: EntryMeta) -> [UInt8] {
         let body = MetaFormat.encode(meta)
         return Array("a \(body.count) \(meta.lastAccess)\n".utf8) + body
     }
@@ -328,7 +329,7 @@ public final class AnswerJournal: @unchecked Sendable {
 
     // MARK: Helpers
 
-    static func hash(_ url: String) -> UInt64 { MetaFormat.fnv1a64(url.utf8) }
+    public static func hash(_ url: String) -> UInt64 { MetaFormat.fnv1a64(url.utf8) }
 
     private static func pack(_ offset: Int64, _ length: Int) -> UInt64 {
         UInt64(offset) << 24 | UInt64(length)

@@ -1,6 +1,7 @@
 // What a player needs before the first byte: length, type, validators and
 // whether ranges work. Learned once from the server, then kept in the cache
 // so a remount answers getattr with no network.
+import MediaSupport
 
 public struct ContentInfo: Equatable, Sendable {
     /// Total length in bytes.

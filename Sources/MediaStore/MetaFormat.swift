@@ -2,14 +2,15 @@
 // FNV-1a checksum line, so a torn or corrupted write decodes as an error, never as
 // a plausible wrong entry, and numbers past Limits decode as an error too. No
 // filesystem access; CacheStore decides what errors mean.
+import MediaSupport
 
-enum MetaFormat {
-    static let version = 1
+public enum MetaFormat {
+    public static let version = 1
 
     private static let magic = "mediafs-meta"
     private static let checksumKey = "checksum"
 
-    static func encode(_ m: EntryMeta) -> [UInt8] {
+    public static func encode(_ m: EntryMeta) -> [UInt8] {
         var text = "\(magic) \(version)\n"
         func line(_ key: String, _ value: String) {
             // A newline inside a value would forge another field. Scalars, not
@@ -36,7 +37,7 @@ enum MetaFormat {
         return bytes
     }
 
-    static func decode(_ bytes: [UInt8]) throws -> EntryMeta {
+    public static func decode(_ bytes: [UInt8]) throws -> EntryMeta {
         let newline = UInt8(ascii: "\n")
 
         // Magic and version come before the checksum: a later version may
@@ -121,7 +122,7 @@ enum MetaFormat {
 
     /// Digits only (and a leading minus when allowed): Int64(_:) alone would
     /// also take "+5", which encode never writes.
-    static func parseNumber(_ s: Substring, allowNegative: Bool) -> Int64? {
+    public static func parseNumber(_ s: Substring, allowNegative: Bool) -> Int64? {
         let digits = allowNegative && s.hasPrefix("-") ? s.dropFirst() : s
         guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
             return nil
@@ -129,7 +130,7 @@ enum MetaFormat {
         return Int64(s)
     }
 
-    static func fnv1a64<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
+    public static func fnv1a64<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in bytes {
             hash ^= UInt64(b)

@@ -4,12 +4,13 @@
 // pread or pwrite is still using (or, worse, a reused number).
 #if canImport(Glibc)
 import Glibc
+import MediaSupport
 #endif
 
-final class DataFile: Sendable {
-    let fd: Int32
+public final class DataFile: Sendable {
+    public let fd: Int32
 
-    init(fd: Int32) {
+    public init(fd: Int32) {
         self.fd = fd
     }
 

@@ -2,8 +2,9 @@
 // waits on a large unlink and no thread per removal outlives the mount. It
 // must not decide what is trash; it only empties the directory it was given.
 import Foundation
+import MediaSupport
 
-final class TrashWorker: @unchecked Sendable {
+public final class TrashWorker: @unchecked Sendable {
     private struct State {
         /// Set by `request`, cleared when a pass begins: requests made during
         /// a pass coalesce into one more pass.
@@ -13,14 +14,14 @@ final class TrashWorker: @unchecked Sendable {
         var finished = false
     }
 
-    let directory: String
+    public let directory: String
     /// Guards `state`; the worker waits on it.
     private let condition = Condition()
     private var state = State()
     /// Held for a whole pass, so two passes never race over the same names.
     private let passLock = NSLock()
 
-    init(directory: String) {
+    public init(directory: String) {
         self.directory = directory
     }
 
@@ -28,7 +29,7 @@ final class TrashWorker: @unchecked Sendable {
     /// request, not at init: the store is made before fuse_daemonize forks,
     /// and a fork keeps only the calling thread. After `stop`, empties at once
     /// in the caller, so nothing is left behind and no thread is started.
-    func request() {
+    public func request() {
         condition.lock()
         if state.stopping {
             condition.unlock()
@@ -47,7 +48,7 @@ final class TrashWorker: @unchecked Sendable {
     }
 
     /// Finishes every pass requested so far and joins the thread. Idempotent.
-    func stop() {
+    public func stop() {
         condition.lock()
         state.stopping = true
         condition.broadcast()
@@ -57,7 +58,7 @@ final class TrashWorker: @unchecked Sendable {
 
     /// Deletes what is in the directory now: entries removed earlier, also
     /// by a process that stopped before it was done.
-    func emptyNow() {
+    public func emptyNow() {
         passLock.lock()
         defer { passLock.unlock() }
         let files = FileManager.default

@@ -12,6 +12,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import MediaSupport
 #endif
 
 public final class OpenDataFiles: @unchecked Sendable {
@@ -38,13 +39,13 @@ public final class OpenDataFiles: @unchecked Sendable {
     }
 
     /// Fewer than this, and a handful of streams would close each other's files.
-    static let minimumCapacity = 8
+    public static let minimumCapacity = 8
 
     /// The open data file of `owner`, opening it with `open` (called with no
     /// lock held) when it is not. When the process is out of descriptors,
     /// the table shrinks (least recently used first) and tries once more,
     /// so a low RLIMIT_NOFILE costs some reopening, not the cache.
-    func file(for owner: ObjectIdentifier, open: () throws -> DataFile) throws -> DataFile {
+    public func file(for owner: ObjectIdentifier, open: () throws -> DataFile) throws -> DataFile {
         if let file = touch(owner) { return file }
         let opened: DataFile
         do {
@@ -89,7 +90,7 @@ public final class OpenDataFiles: @unchecked Sendable {
     }
 
     /// The open data file of `owner`, if open, marked as just used.
-    func touch(_ owner: ObjectIdentifier) -> DataFile? {
+    public func touch(_ owner: ObjectIdentifier) -> DataFile? {
         lock.lock()
         defer { lock.unlock() }
         guard let entry = files[owner] else { return nil }
@@ -99,7 +100,7 @@ public final class OpenDataFiles: @unchecked Sendable {
     }
 
     /// Makes `file` (or none) the open data file of `owner`.
-    func replace(_ owner: ObjectIdentifier, with file: DataFile?) {
+    public func replace(_ owner: ObjectIdentifier, with file: DataFile?) {
         lock.lock()
         defer { lock.unlock() }
         clock += 1

@@ -9,6 +9,7 @@ import Foundation
 import Glibc
 #endif
 import Synchronization
+import MediaSupport
 
 public final class CacheStore: Sendable {
     public let root: String
@@ -408,14 +409,14 @@ private func makeDirectories(_ path: String, mode: mode_t, durable: Bool = true)
     return nil
 }
 
-func parentDirectory(of path: String) -> String {
+public func parentDirectory(of path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     return slash == path.startIndex ? "/" : String(path[..<slash])
 }
 
 /// Makes the names made, renamed or removed in the directory at `path`
 /// durable. Returns the errno of the failure, or nil.
-func syncDirectory(_ path: String) -> Int32? {
+public func syncDirectory(_ path: String) -> Int32? {
     let fd = retryingEINTR { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
     guard fd >= 0 else { return errno }
     defer { close(fd) }
@@ -476,7 +477,7 @@ private func readWholeFile(_ path: String) throws -> [UInt8] {
     }
 }
 
-func retryingEINTR(_ call: () -> Int32) -> Int32 {
+public func retryingEINTR(_ call: () -> Int32) -> Int32 {
     while true {
         let r = call()
         if r >= 0 || errno != EINTR { return r }

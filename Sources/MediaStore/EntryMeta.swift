@@ -1,5 +1,6 @@
 // What the cache remembers about one URL besides its bytes. A plain value:
 // it must not touch disk itself (CacheStore persists it via MetaFormat).
+import MediaSupport
 
 public struct EntryMeta: Equatable, Sendable {
     /// The cache key: the URL as the user gave it, not a redirect target.
