@@ -16,10 +16,11 @@ let package = Package(
         // compiler keeps them from reaching up into it.
         .target(name: "MediaSupport", dependencies: ["CCurl"]),
         .target(name: "MediaStore", dependencies: ["MediaSupport", "CSystem"]),
-        .target(name: "MediaCache", dependencies: ["MediaSupport", "MediaStore", "CCurl", "CSystem"]),
+        .target(name: "MediaNetwork", dependencies: ["MediaSupport", "CCurl"]),
+        .target(name: "MediaCache", dependencies: ["MediaSupport", "MediaStore", "MediaNetwork", "CCurl", "CSystem"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"]),
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"], path: "Sources/CLI"),
-        .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport", "MediaStore"]),
+        .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport", "MediaStore", "MediaNetwork"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,6 +8,7 @@ import Synchronization
 import XCTest
 @testable import MediaCache
 @testable import MediaStore
+@testable import MediaNetwork
 @testable import MediaSupport
 #if canImport(Glibc)
 import Glibc

@@ -5,6 +5,7 @@ import Foundation
 import XCTest
 @testable import MediaCache
 @testable import MediaStore
+@testable import MediaNetwork
 @testable import MediaSupport
 
 final class PinningTests: XCTestCase {

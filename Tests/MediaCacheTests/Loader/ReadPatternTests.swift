@@ -2,6 +2,7 @@
 // after a seek and along a stream, with and without a far link.
 @testable import MediaCache
 @testable import MediaStore
+@testable import MediaNetwork
 @testable import MediaSupport
 import XCTest
 

@@ -4,6 +4,7 @@
 import XCTest
 @testable import MediaCache
 @testable import MediaStore
+@testable import MediaNetwork
 @testable import MediaSupport
 
 final class TransferAdmissionTests: XCTestCase {

@@ -4,6 +4,7 @@ import Foundation
 import XCTest
 @testable import MediaCache
 @testable import MediaStore
+@testable import MediaNetwork
 @testable import MediaSupport
 #if canImport(Glibc)
 import Glibc

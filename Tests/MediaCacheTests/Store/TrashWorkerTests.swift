@@ -3,6 +3,7 @@
 import XCTest
 @testable import MediaCache
 @testable import MediaStore
+@testable import MediaNetwork
 @testable import MediaSupport
 #if canImport(Glibc)
 import Glibc

@@ -7,6 +7,7 @@
 import Foundation
 @testable import MediaCache
 @testable import MediaStore
+@testable import MediaNetwork
 @testable import MediaSupport
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@
 // completions go through untouched.
 @testable import MediaCache
 @testable import MediaStore
+@testable import MediaNetwork
 @testable import MediaSupport
 
 final class HeaderRewritingFetcher: Fetching, @unchecked Sendable {

@@ -3,6 +3,7 @@
 import Foundation
 @testable import MediaCache
 @testable import MediaStore
+@testable import MediaNetwork
 @testable import MediaSupport
 
 /// A tiny seeded generator so a failing random sequence replays exactly.

@@ -11,6 +11,7 @@
 import CCurl
 #if canImport(Glibc)
 import Glibc
+import MediaSupport
 #endif
 
 public final class CurlFetcher: Fetching, @unchecked Sendable {
@@ -27,7 +28,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// A transfer that moves less than one byte in this time has stalled.
     public static let stallSeconds = 20
     public static let connectTimeoutSeconds = 10
-    static let receiveBufferSize = 512 * 1024
+    public static let receiveBufferSize = 512 * 1024
 
     private struct Pending {
         var starts: [CurlTransfer] = []
@@ -80,7 +81,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// curl_global_init is not thread-safe: run it once, lazily.
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    static func initializeLibrary() { globalInit }
+    public static func initializeLibrary() { globalInit }
 
     /// Stops the network thread; transfers still running complete with an error.
     public func shutdown() {
@@ -254,20 +255,20 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 
 /// One request and its response state, over one CurlHop per redirect;
 /// owned by the network thread.
-final class CurlTransfer: @unchecked Sendable {
-    let id: TransferID
-    var priority: FetchRequest.Priority
+public final class CurlTransfer: @unchecked Sendable {
+    public let id: TransferID
+    public var priority: FetchRequest.Priority
     /// Paused so that reads go first (a preload while reads run).
-    var yielding = false
+    public var yielding = false
     /// Paused by the write callback: the bandwidth limit refused a piece.
-    var throttled = false
+    public var throttled = false
     /// Whether libcurl has the transfer paused now.
     private var curlPaused = false
     /// Whether the current hop's response (or its failure) was counted.
     private var counted = false
     private let statistics: Statistics?
     private let limit: BandwidthLimit?
-    let request: FetchRequest
+    public let request: FetchRequest
     private let delegate: TransferDelegate
     private let options: HTTPOptions
     /// nil until admitted into the multi, so queued transfers hold no handle.
@@ -284,7 +285,7 @@ final class CurlTransfer: @unchecked Sendable {
     private var body: UnsafeMutableRawPointer?
     private var bodyCount = 0
 
-    init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
+    public init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
          statistics: Statistics? = nil, limit: BandwidthLimit? = nil) {
         self.id = id
         self.request = request
@@ -298,10 +299,10 @@ final class CurlTransfer: @unchecked Sendable {
     deinit { end() }
 
     /// The handle of the current hop, in the multi while the transfer runs.
-    var easy: UnsafeMutableRawPointer? { hop?.easy }
+    public var easy: UnsafeMutableRawPointer? { hop?.easy }
 
     /// The first hop's handle, for the multi; the transfer's buffers from here on.
-    func begin() throws -> UnsafeMutableRawPointer {
+    public func begin() throws -> UnsafeMutableRawPointer {
         let hop = try CurlHop(request, options: options)
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         // A HEAD (most probes) has no body to collect.
@@ -311,7 +312,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Frees the handle and the buffers once the transfer is out of the
     /// multi and its bytes were handed over.
-    func end() {
+    public func end() {
         hop = nil
         errorBuffer?.deallocate()
         errorBuffer = nil
@@ -323,14 +324,14 @@ final class CurlTransfer: @unchecked Sendable {
     /// After a hop ended with `code`: the next hop when the response was a
     /// redirect, nil when it is the answer. Throws for a redirect that is
     /// not followed.
-    func redirect(after code: CURLcode) throws -> CurlHop? {
+    public func redirect(after code: CURLcode) throws -> CurlHop? {
         guard code == CURLE_OK, !stoppedByDelegate else { return nil }
         return try hop?.next()
     }
 
     /// Makes `next` the current hop (freeing the last one, which must be out
     /// of the multi); returns its handle, for the multi.
-    func attach(_ next: CurlHop) -> UnsafeMutableRawPointer {
+    public func attach(_ next: CurlHop) -> UnsafeMutableRawPointer {
         hop = next
         head = ResponseHead(status: 0, headers: [:])
         yielding = false
@@ -362,7 +363,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Pauses or resumes the transfer in libcurl to match `yielding` and
     /// `throttled`. Resuming may deliver bytes libcurl kept, at once.
-    func applyPause() {
+    public func applyPause() {
         // Yielding waits for the body: a transfer paused while its headers
         // arrive can, once resumed, hand over the status line again and not
         // the headers after it (seen as 206 answers without Content-Range).
@@ -387,7 +388,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Counts the current hop's response by its status class once, or as
     /// an error when it `failed` without a status. A hop stopped by the
     /// cache before any answer is not counted.
-    func countResponse(failed: Bool) {
+    public func countResponse(failed: Bool) {
         guard !counted, let statistics else { return }
         let status = hop?.status ?? 0
         guard status != 0 || failed else { return }
@@ -424,7 +425,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     /// Delivers the collected body bytes; false once the delegate said stop.
-    func flush() -> Bool {
+    public func flush() -> Bool {
         guard bodyCount > 0, !stoppedByDelegate, let body else { return !stoppedByDelegate }
         let count = bodyCount
         bodyCount = 0
@@ -439,7 +440,7 @@ final class CurlTransfer: @unchecked Sendable {
         return true
     }
 
-    func error(for code: CURLcode) -> MediaError? {
+    public func error(for code: CURLcode) -> MediaError? {
         if stoppedByDelegate { return MediaError(ECANCELED, "stopped by the cache") }
         if code != CURLE_OK {
             let detail = errorBuffer.flatMap { $0[0] != 0 ? String(cString: $0) : nil }
@@ -450,7 +451,7 @@ final class CurlTransfer: @unchecked Sendable {
         return nil
     }
 
-    func complete(error: MediaError?) {
+    public func complete(error: MediaError?) {
         delegate.transfer(id, completeWith: error)
     }
 }

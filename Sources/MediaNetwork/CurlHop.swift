@@ -6,23 +6,24 @@
 import CCurl
 #if canImport(Glibc)
 import Glibc
+import MediaSupport
 #endif
 
-final class CurlHop {
-    static let maxRedirects = 10
+public final class CurlHop {
+    public static let maxRedirects = 10
     /// The statuses that say "the resource is over there".
-    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+    public static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
-    let easy: UnsafeMutableRawPointer
-    let url: String
+    public let easy: UnsafeMutableRawPointer
+    public let url: String
     /// Redirects followed to get here.
-    let redirects: Int
+    public let redirects: Int
     private let request: FetchRequest
     private let options: HTTPOptions
     private var headerList: UnsafeMutablePointer<curl_slist>?
 
     /// The first hop: `request.url` itself.
-    convenience init(_ request: FetchRequest, options: HTTPOptions) throws {
+    public convenience init(_ request: FetchRequest, options: HTTPOptions) throws {
         try self.init(url: request.url, redirects: 0, request: request, options: options)
     }
 
@@ -84,7 +85,7 @@ final class CurlHop {
     }
 
     /// The response status; 0 before the status line.
-    var status: Int {
+    public var status: Int {
         var status = 0
         _ = mediafs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         return status
@@ -93,7 +94,7 @@ final class CurlHop {
     /// Whether the response (once its status is in) sends the request on,
     /// so its body is not the answer. Checked while the body arrives, when
     /// libcurl has not resolved the Location yet.
-    var isRedirect: Bool { Self.redirectStatuses.contains(status) }
+    public var isRedirect: Bool { Self.redirectStatuses.contains(status) }
 
     /// The absolute URL of the Location header, as libcurl resolves it once
     /// the response is complete.
@@ -108,7 +109,7 @@ final class CurlHop {
     /// After a complete response: the hop it redirects to, or nil when it
     /// is the answer. Throws for a redirect not followed: past the limit, or
     /// to anything but http(s).
-    func next() throws -> CurlHop? {
+    public func next() throws -> CurlHop? {
         guard isRedirect, let target = location else { return nil }
         let asked = MediaError.redacted(request.url)
         guard redirects < Self.maxRedirects else {
@@ -125,7 +126,7 @@ final class CurlHop {
     /// `user:pass@` of the first URL belongs to its origin: a hop back there
     /// carries it (a handle following the redirect would have kept it), a
     /// hop anywhere else carries none.
-    static func credentialed(_ target: String, at origin: HTTPOrigin, first: String) -> String {
+    public static func credentialed(_ target: String, at origin: HTTPOrigin, first: String) -> String {
         var target = target
         if let userinfo = MediaError.userinfoRange(in: target) { target.removeSubrange(userinfo) }
         guard origin == HTTPOrigin(url: first), let userinfo = MediaError.userinfoRange(in: first),

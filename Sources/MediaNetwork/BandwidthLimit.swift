@@ -8,23 +8,24 @@
 // libcurl's own averaging window, and its man page does not say that a new
 // value reaches a running transfer (curl issue #6162 reports it does not);
 // shares would be wasted on transfers the server feeds slowly.
+import MediaSupport
 
 public final class BandwidthLimit: @unchecked Sendable {
     /// Below this a 16 KiB piece would wait several seconds.
     public static let minRate: Int64 = 4 << 10
     /// The part of the rate kept for background transfers while reads run.
-    static let floorShare = 1.0 / 16
+    public static let floorShare = 1.0 / 16
     /// A paused transfer resumes once this much is free for it: a few of
     /// libcurl's 16 KiB pieces, so the network thread wakes some hundred
     /// times a second at most, not once per piece.
-    static let resumeSize = 64 << 10
+    public static let resumeSize = 64 << 10
 
     /// Bytes per second.
     public let rate: Double
     /// What may build up while transfers run, a tenth of a second's worth,
     /// and at least one receive buffer so any piece can pass. Idle time
     /// earns nothing, so no transfer ever starts above the rate.
-    let capacity: Double
+    public let capacity: Double
     private(set) var tokens = 0.0
     /// Background transfers' own share while reads run.
     private(set) var floorTokens = 0.0
@@ -41,7 +42,7 @@ public final class BandwidthLimit: @unchecked Sendable {
 
     /// Adds what the time since the last call earned, given the priorities
     /// of the transfers running now (`now` in seconds, monotonic).
-    func refill(now: Double, running: Set<FetchRequest.Priority>) {
+    public func refill(now: Double, running: Set<FetchRequest.Priority>) {
         defer { last = now; self.running = running }
         // Only time with transfers running earns: after idle (the network
         // thread may have slept a second), a transfer starts from nothing.
@@ -66,7 +67,7 @@ public final class BandwidthLimit: @unchecked Sendable {
     }
 
     /// Takes `count` bytes for a transfer of `priority`; false: pause it.
-    func take(_ count: Int, priority: FetchRequest.Priority) -> Bool {
+    public func take(_ count: Int, priority: FetchRequest.Priority) -> Bool {
         let need = min(Double(count), capacity)
         let reserve = reserve(for: priority)
         if tokens - reserve >= need {
@@ -81,14 +82,14 @@ public final class BandwidthLimit: @unchecked Sendable {
     }
 
     /// Whether a paused transfer of `priority` would get its next piece now.
-    func mayResume(_ priority: FetchRequest.Priority) -> Bool {
+    public func mayResume(_ priority: FetchRequest.Priority) -> Bool {
         let need = min(Double(Self.resumeSize), capacity)
         let reserve = reserve(for: priority)
         return tokens - reserve >= need || (reserve > 0 && floorTokens >= need)
     }
 
     /// Seconds until a paused transfer of `priority` may resume.
-    func wait(for priority: FetchRequest.Priority) -> Double {
+    public func wait(for priority: FetchRequest.Priority) -> Double {
         let need = min(Double(Self.resumeSize), capacity)
         let reserve = reserve(for: priority)
         let shared = (need + reserve - tokens) / rate

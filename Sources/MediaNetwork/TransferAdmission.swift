@@ -5,18 +5,19 @@
 // only what reads leave, under caps of their own for the whole mount.
 // Bookkeeping only, on the network thread: O(1) amortized per transfer, no
 // scan of what waits. One origin's queue never holds another origin's back.
+import MediaSupport
 
-final class TransferAdmission {
-    typealias Priority = FetchRequest.Priority
+public final class TransferAdmission {
+    public typealias Priority = FetchRequest.Priority
 
     /// Transfers running at once per origin.
-    let perOrigin: Int
+    public let perOrigin: Int
     /// Places per origin that probes and background transfers leave to reads.
-    let readReserve: Int
+    public let readReserve: Int
     /// Probes running at once, all origins together.
-    let maxProbes: Int
+    public let maxProbes: Int
     /// Readahead and preload transfers running at once, all origins together.
-    let maxBackground: Int
+    public let maxBackground: Int
 
     private struct Entry {
         let origin: HTTPOrigin?
@@ -71,7 +72,7 @@ final class TransferAdmission {
     private var rings = [FIFO<HTTPOrigin?>](repeating: FIFO(), count: Priority.allCases.count)
     private var runningByPriority = [Int](repeating: 0, count: Priority.allCases.count)
 
-    init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int) {
+    public init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int) {
         self.perOrigin = perOrigin
         self.readReserve = readReserve
         self.maxProbes = maxProbes
@@ -79,9 +80,9 @@ final class TransferAdmission {
     }
 
     /// Origins with a transfer running or waiting (the rest are forgotten).
-    var originCount: Int { origins.count }
+    public var originCount: Int { origins.count }
 
-    func enqueue(_ id: TransferID, origin key: HTTPOrigin?, group: String, priority: Priority) {
+    public func enqueue(_ id: TransferID, origin key: HTTPOrigin?, group: String, priority: Priority) {
         entries[id] = Entry(origin: key, group: group, priority: priority)
         let origin = origins[key] ?? {
             let made = Origin()
@@ -100,7 +101,7 @@ final class TransferAdmission {
     /// A reader waits on the transfer now: a waiting one joins its
     /// requester's reads (behind them), a running one stops counting
     /// against its background cap.
-    func promote(_ id: TransferID) {
+    public func promote(_ id: TransferID) {
         guard var entry = entries[id], entry.priority != .read, let origin = origins[entry.origin] else { return }
         let was = entry.priority.rawValue
         entry.priority = .read
@@ -117,7 +118,7 @@ final class TransferAdmission {
     }
 
     /// The transfer ended, or was cancelled while waiting.
-    func remove(_ id: TransferID) {
+    public func remove(_ id: TransferID) {
         guard let entry = entries.removeValue(forKey: id), let origin = origins[entry.origin] else { return }
         // A dictionary keeps its capacity: one that held a listing's
         // 100,000 probes would hold megabytes for nothing after.
@@ -146,7 +147,7 @@ final class TransferAdmission {
 
     /// The transfers that may start now, in order; they count as running
     /// from here until `remove`.
-    func admit() -> [TransferID] {
+    public func admit() -> [TransferID] {
         var started: [TransferID] = []
         while let key = dirty.popFirst() {
             guard let origin = origins[key] else { continue }

@@ -2,6 +2,7 @@
 // that changes any of the three reaches another server as far as secrets go
 // (http and https on one name, or two ports of one machine, are two servers).
 import Foundation
+import MediaSupport
 
 public struct HTTPOrigin: Hashable, Sendable {
     /// Lower-cased, `http` or `https`.
@@ -26,7 +27,7 @@ public struct HTTPOrigin: Hashable, Sendable {
         self.host = host
     }
 
-    static func defaultPort(_ scheme: String) -> Int? {
+    public static func defaultPort(_ scheme: String) -> Int? {
         switch scheme {
         case "http": return 80
         case "https": return 443

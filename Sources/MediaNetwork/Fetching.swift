@@ -2,6 +2,7 @@
 // response head, the body bytes and the end come back to a delegate, in that
 // order, on the fetcher's own thread. Core tests replace it with a fake that
 // counts requests; the mount uses CurlFetcher.
+import MediaSupport
 
 public typealias TransferID = UInt64
 

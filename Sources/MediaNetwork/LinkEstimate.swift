@@ -4,25 +4,26 @@
 // is how many bytes a fetch must ask for to keep the link busy for one round
 // trip. Bounded: at most `maxOrigins` origins, at most `maxBytes` per fetch.
 import Foundation
+import MediaSupport
 
 public final class LinkEstimate: Sendable {
     /// Shared by every loader of the process: the link belongs to the origin, not to a file.
     public static let shared = LinkEstimate()
 
-    static let maxOrigins = 256
+    public static let maxOrigins = 256
     /// No fetch sized by the link asks for more than this.
     public static let maxBytes: Int64 = 8 << 20
     /// Below this round trip (loopback, a LAN) the kernel's own readahead
     /// hides the wait; fetching more would only fetch bytes nobody reads.
     /// Well above loopback's: a loaded machine's local server answered in
     /// 2-5 ms, and random reads then fetched megabytes each.
-    static let minRoundTrip = 0.010
+    public static let minRoundTrip = 0.010
     /// Bodies shorter than this end too soon to tell the rate.
-    static let minRateSample: Int64 = 128 << 10
+    public static let minRateSample: Int64 = 128 << 10
     /// Samples kept per origin: a route or load that changed is forgotten within these.
-    static let samples = 16
+    public static let samples = 16
 
-    struct Link {
+    public struct Link {
         var roundTrips: [Double] = []
         var rates: [Double] = []
         var lastUsed = 0
@@ -33,13 +34,13 @@ public final class LinkEstimate: Sendable {
     public init() {}
 
     /// A response head came `seconds` after its request was sent.
-    func roundTrip(_ seconds: Double, to url: String) {
+    public func roundTrip(_ seconds: Double, to url: String) {
         guard seconds.isFinite, seconds > 0, let origin = HTTPOrigin(url: url) else { return }
         update(origin) { Self.keep(seconds, in: &$0.roundTrips) }
     }
 
     /// A body of `bytes` took `seconds` from its head to its end.
-    func body(_ bytes: Int64, took seconds: Double, from url: String) {
+    public func body(_ bytes: Int64, took seconds: Double, from url: String) {
         guard bytes >= Self.minRateSample, seconds.isFinite, seconds > 0, let origin = HTTPOrigin(url: url) else { return }
         update(origin) { Self.keep(Double(bytes) / seconds, in: &$0.rates) }
     }

@@ -7,19 +7,19 @@ import Glibc
 #endif
 
 public final class Statistics: Sendable {
-    let bytesFromCache = Atomic<Int64>(0)
-    let bytesFromNetwork = Atomic<Int64>(0)
-    let requests = Atomic<Int64>(0)
-    let transfersInFlight = Atomic<Int64>(0)
+    public let bytesFromCache = Atomic<Int64>(0)
+    public let bytesFromNetwork = Atomic<Int64>(0)
+    public let requests = Atomic<Int64>(0)
+    public let transfersInFlight = Atomic<Int64>(0)
     /// Opens whose reads the kernel serves from the cache itself (passthrough).
-    let kernelReadOpens = Atomic<Int64>(0)
+    public let kernelReadOpens = Atomic<Int64>(0)
     /// Stats the kernel asked of the daemon (getattr), rather than
     /// answering from what a lookup or readdirplus gave it.
-    let attributeRequests = Atomic<Int64>(0)
+    public let attributeRequests = Atomic<Int64>(0)
     /// Transfers started again for bytes an earlier one failed to bring.
-    let retries = Atomic<Int64>(0)
+    public let retries = Atomic<Int64>(0)
     /// Cache entries the limits removed.
-    let evictions = Atomic<Int64>(0)
+    public let evictions = Atomic<Int64>(0)
     /// HTTP responses by status class, and hops that ended without one.
     private let responses = Locked([Int64](repeating: 0, count: ResponseClass.allCases.count))
     /// How long FUSE reads took, from the call to the bytes in the buffer.
@@ -34,13 +34,13 @@ public final class Statistics: Sendable {
     public init() {}
 
     /// Whether arriving bytes should be written into the cache now.
-    var cacheWritable: Bool {
+    public var cacheWritable: Bool {
         cacheWritesPausedUntil.load(ordering: .relaxed) <= Self.seconds()
     }
 
     /// A cache write failed (disk full, I/O error): say so once, then serve
     /// from the network alone for a while.
-    func cacheWriteFailed(_ error: MediaError) {
+    public func cacheWriteFailed(_ error: MediaError) {
         let until = Self.seconds() + Self.passThroughSeconds
         let before = cacheWritesPausedUntil.exchange(until, ordering: .relaxed)
         if before <= Self.seconds() {
@@ -88,7 +88,7 @@ public final class Statistics: Sendable {
         }
     }
 
-    func countResponse(_ kind: ResponseClass) {
+    public func countResponse(_ kind: ResponseClass) {
         responses.withLock { $0[kind.rawValue] &+= 1 }
     }
 

@@ -1,8 +1,9 @@
 // Last-Modified as a file's mtime. HTTP dates are IMF-fixdate in practice
 // ("Sun, 06 Nov 1994 08:49:37 GMT"); anything else, including a year outside
 // 1–9999 or a field out of its range, reads as unknown.
+import MediaSupport
 
-enum HTTPDate {
+public enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun",
                                  "jul", "aug", "sep", "oct", "nov", "dec"]
 
@@ -10,7 +11,7 @@ enum HTTPDate {
     /// text is not an IMF-fixdate.
     /// Read as bytes, not Characters: every stat of a file, and every entry
     /// a listing hands out with its attributes, dates it.
-    static func seconds(_ text: String) -> Int? {
+    public static func seconds(_ text: String) -> Int? {
         let fields = text.utf8.split(separator: UInt8(ascii: " "))
         guard fields.count == 6, fields[5].elementsEqual("GMT".utf8),
               let day = number(fields[1], in: 1...31), let year = number(fields[3], in: 1...9999),
@@ -45,7 +46,7 @@ enum HTTPDate {
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
     /// algorithm), because Glibc's strptime and timegm are not imported.
     /// Callers keep year within 1...9999, month 1...12 and day 1...31.
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400

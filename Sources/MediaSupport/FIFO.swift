@@ -2,19 +2,21 @@
 // and the index of its head, compacted once the consumed part is most of it.
 // Queues that skip dead entries lazily drop them in bulk with `removeAll(where:)`.
 
-struct FIFO<Element> {
+public struct FIFO<Element> {
     private var items: [Element] = []
     private var head = 0
 
-    /// Entries not yet popped, dead ones included.
-    var count: Int { items.count - head }
-    var isEmpty: Bool { head == items.count }
+    public init() {}
 
-    mutating func append(_ element: Element) {
+    /// Entries not yet popped, dead ones included.
+    public var count: Int { items.count - head }
+    public var isEmpty: Bool { head == items.count }
+
+    public mutating func append(_ element: Element) {
         items.append(element)
     }
 
-    mutating func popFirst() -> Element? {
+    public mutating func popFirst() -> Element? {
         guard head < items.count else { return nil }
         let element = items[head]
         head += 1
@@ -29,7 +31,7 @@ struct FIFO<Element> {
     }
 
     /// Keeps the order of what stays; O(count).
-    mutating func removeAll(where dead: (Element) -> Bool) {
+    public mutating func removeAll(where dead: (Element) -> Bool) {
         items.removeFirst(head)
         head = 0
         items.removeAll(where: dead)

@@ -3,6 +3,7 @@
 // come from ~/.netrc, the proxy and the CA bundle; and which of them a
 // redirect hop may carry (CurlHop asks here, for every hop of every request).
 import Foundation
+import MediaSupport
 
 public struct HTTPOptions: Sendable, Equatable {
     /// A `[host]` (any port) or `[host:port]` section of the config file.
@@ -31,7 +32,7 @@ public struct HTTPOptions: Sendable, Equatable {
 
     /// Header names that carry credentials: a `--header` line naming one
     /// goes to the origin of the URL asked for only, like a section's lines.
-    static let credentialHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+    public static let credentialHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
     public init() {}
 
@@ -58,13 +59,13 @@ public struct HTTPOptions: Sendable, Equatable {
     }
 
     /// The origin of `url` when it is that of `first`; nil otherwise.
-    static func sameOrigin(_ url: String, _ first: String) -> HTTPOrigin? {
+    public static func sameOrigin(_ url: String, _ first: String) -> HTTPOrigin? {
         // A first hop is its own origin: parsed once, not twice.
         guard let origin = HTTPOrigin(url: url), url == first || origin == HTTPOrigin(url: first) else { return nil }
         return origin
     }
 
-    static func carriesCredentials(_ line: String) -> Bool {
+    public static func carriesCredentials(_ line: String) -> Bool {
         let name = line.prefix { $0 != ":" }.trimmingSpaces.lowercased()
         return credentialHeaders.contains(name)
     }
@@ -112,7 +113,7 @@ public struct HTTPOptions: Sendable, Equatable {
     /// The host and port a section names: `host`, `host:port`, `[v6]` or
     /// `[v6]:port`. A host is taken only if a URL would spell it the same
     /// way, so a section that could never match is refused, not ignored.
-    static func section(_ text: String, origin: String) throws -> (host: String, port: Int?) {
+    public static func section(_ text: String, origin: String) throws -> (host: String, port: Int?) {
         let name = text.trimmingSpaces.lowercased()
         let bad = { (why: String) in MediaError(EINVAL, "\(origin): bad section '[\(name)]': \(why)") }
         var host = name[...]

@@ -4,6 +4,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import MediaSupport
 #endif
 
 extension HTTPOptions {

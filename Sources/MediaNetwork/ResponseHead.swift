@@ -2,6 +2,7 @@
 // redirects), with the few header fields mediafs acts on parsed once. Every
 // number is bounded by Limits: a value past them parses as absent.
 import Foundation
+import MediaSupport
 
 public struct ResponseHead: Sendable, Equatable {
     public var status: Int
@@ -80,7 +81,7 @@ extension Substring {
     /// Without the spaces and tabs HTTP allows around a header and its
     /// value, nor the line end. ASCII only, as HTTP's whitespace is; the
     /// ends found are ASCII bytes, so they fall on Character boundaries.
-    var trimmingHTTPSpace: Substring {
+    public var trimmingHTTPSpace: Substring {
         let bytes = utf8
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         var start = bytes.startIndex
