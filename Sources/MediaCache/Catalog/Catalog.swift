@@ -1179,19 +1179,30 @@ public final class Catalog: @unchecked Sendable {
         return (cached.addingSaturating(available), cached, available)
     }
 
-    /// The root's `stats`: one JSON object.
+    /// The root's `stats`: one JSON object, through a real encoder.
     public func statsJSON() -> String {
         let counters = statistics.snapshot
         let usage = cacheUsage()
         lock.lock()
         let eviction = lastEviction
         lock.unlock()
-        return "{\"entries\":\(usage.entries),\"cached_bytes\":\(usage.cachedBytes),"
-            + "\"cache_max_size\":\(evictor?.limits.maxSize ?? 0),\"pinned_bytes\":\(eviction.pinnedBytes),"
-            + "\"pinned_over_limit\":\(eviction.pinnedOverLimit),"
-            + "\"bytes_from_cache\":\(counters.bytesFromCache),\"bytes_from_network\":\(counters.bytesFromNetwork),"
-            + "\"requests\":\(counters.requests),\"transfers_in_flight\":\(counters.transfersInFlight),"
-            + "\"kernel_read_opens\":\(counters.kernelReadOpens),"
-            + "\"attribute_requests\":\(counters.attributeRequests)}"
+        let stats = Stats(entries: Int64(usage.entries), cachedBytes: usage.cachedBytes,
+                          cacheMaxSize: evictor?.limits.maxSize ?? 0, pinnedBytes: eviction.pinnedBytes,
+                          pinnedOverLimit: eviction.pinnedOverLimit, bytesFromCache: counters.bytesFromCache,
+                          bytesFromNetwork: counters.bytesFromNetwork, requests: counters.requests,
+                          transfersInFlight: counters.transfersInFlight, kernelReadOpens: counters.kernelReadOpens,
+                          attributeRequests: counters.attributeRequests)
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = .sortedKeys
+        // Numbers and a Bool: encoding cannot fail.
+        return (try? encoder.encode(stats)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// What `stats` says, its keys in snake case.
+    private struct Stats: Encodable {
+        var entries, cachedBytes, cacheMaxSize, pinnedBytes: Int64
+        var pinnedOverLimit: Bool
+        var bytesFromCache, bytesFromNetwork, requests, transfersInFlight, kernelReadOpens, attributeRequests: Int64
     }
 }

@@ -36,6 +36,17 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(c.allLoaders.count, 1)
     }
 
+    func testStats_isOneJSONObjectWithEveryCounter() throws {
+        let c = try catalog([Source(name: "a.mp4", url: "https://a.example/a.mp4")])
+        let object = try JSONSerialization.jsonObject(with: Data(c.statsJSON().utf8)) as? [String: Any]
+        XCTAssertEqual(Set(object?.keys.map { $0 } ?? []),
+                       ["entries", "cached_bytes", "cache_max_size", "pinned_bytes", "pinned_over_limit",
+                        "bytes_from_cache", "bytes_from_network", "requests", "transfers_in_flight",
+                        "kernel_read_opens", "attribute_requests"])
+        XCTAssertEqual(object?["entries"] as? Int, 1)
+        XCTAssertEqual(object?["pinned_over_limit"] as? Bool, false)
+    }
+
     func testAdd_thenRemove_changesTheRootAndKeepsOtherNames() throws {
         let c = try catalog([Source(name: "a.mp4", url: "https://a.example/a.mp4")])
         XCTAssertEqual(try c.add(url: "https://a.example/b%20c.mkv"), "b c.mkv")
