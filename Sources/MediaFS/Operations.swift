@@ -180,7 +180,7 @@ func makeOperations() -> fuse_operations {
             let catalog = adapter().catalog
             let name = pathString(path)
             let loader = try catalog.file(at: name)
-            if try catalog.willOpen(name) {
+            if try catalog.willOpen(loader) {
                 // The file changed: this handle's fstat must show the new
                 // size, so the kernel drops the old attributes first. Its
                 // pages are the page-cache decision's below, whatever this wait.

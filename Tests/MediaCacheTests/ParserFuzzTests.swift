@@ -246,7 +246,7 @@ final class ParserFuzzTests: XCTestCase {
         XCTAssertGreaterThan(entries, 1000)
     }
 
-    func testDirectoryListing_ofHostileHTML_listsOnlyDirectChildrenOfTheBase() {
+    func testHTMLIndex_ofHostileHTML_listsOnlyDirectChildrenOfTheBase() {
         var input = FuzzInput(seed: 0x4c49_5354)
         var entries = 0
         for step in 0..<3000 {
@@ -263,7 +263,7 @@ final class ParserFuzzTests: XCTestCase {
                 html += input.chance(4) ? input.mutate(tag) : tag
             }
             let baseURL = URLComponents(string: base)!
-            for entry in DirectoryListing.parse(html: html, base: base) {
+            for entry in HTMLIndex.parse(html: html, base: base) {
                 entries += 1
                 let url = URLComponents(string: entry.url)
                 XCTAssertEqual(url?.host, baseURL.host, "step \(step): \(entry.url)")
@@ -293,7 +293,7 @@ final class ParserFuzzTests: XCTestCase {
             let text = lines.joined(separator: input.pick(["\n", "\r\n"]))
             XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
             do {
-                for entry in try Source.readList(path: path) {
+                for entry in try ListFile.read(path: path) {
                     sources += 1
                     XCTAssertNoThrow(try Source.validate(url: entry.url, origin: "fuzz"), "step \(step)")
                     assertSafeName(entry.name ?? FileNaming.name(forURL: entry.url), "step \(step)")

@@ -8,49 +8,47 @@
 import Foundation
 
 final class RecordProbe: @unchecked Sendable {
-    private let done = Condition()
-    /// Guarded by `done`.
-    private var outcome: Result<ContentInfo, MediaError>?
+    private let answer = OneShot<Result<ContentInfo, MediaError>>()
+    private let lock = NSLock()
+    /// Guarded by `lock`.
     private var running: ContentProbe?
     private var promoted = false
-    /// When it answered, on the monotonic clock (as a loader's backoff).
-    private(set) var finishedAt = 0.0
+    private var answeredAt = 0.0
     /// Whether a stat handed its failure to the entry's loader already;
-    /// guarded by the catalog's lock.
+    /// touched only under the catalog's lock (in its state's closures).
     var failureHandedOver = false
+
+    /// When it answered, on the monotonic clock (as a loader's backoff).
+    var finishedAt: Double { lock.withLock { answeredAt } }
 
     /// The request is out; `promote` reaches it from now on.
     func started(_ probe: ContentProbe) {
-        done.lock()
-        running = probe
-        let promote = promoted
-        done.unlock()
+        let promote = lock.withLock {
+            running = probe
+            return promoted
+        }
         if promote { probe.promote() }
     }
 
     /// A stat waits on it: it jumps the background queue.
     func promote() {
-        done.lock()
-        promoted = true
-        let probe = outcome == nil ? running : nil
-        done.unlock()
-        probe?.promote()
+        let probe = lock.withLock {
+            promoted = true
+            return running
+        }
+        if answer.value == nil { probe?.promote() }
     }
 
     func finish(_ result: Result<ContentInfo, MediaError>) {
-        done.lock()
-        outcome = result
-        finishedAt = Clock.system.monotonic()
-        running = nil
-        done.broadcast()
-        done.unlock()
+        lock.withLock {
+            answeredAt = Clock.system.monotonic()
+            running = nil
+        }
+        answer.fulfil(result)
     }
 
     /// The answer, or nil if none came by `deadline`.
     func wait(until deadline: Deadline) -> Result<ContentInfo, MediaError>? {
-        done.lock()
-        defer { done.unlock() }
-        while outcome == nil && done.wait(until: deadline) {}
-        return outcome
+        answer.wait(until: deadline)
     }
 }

@@ -1,9 +1,40 @@
 // M3U and extended M3U playlists as sources: each entry becomes a file,
 // named from its #EXTINF title when there is one. An HLS media or master
 // playlist (#EXT-X- tags) is a stream, not a list of files, and is refused.
+// A playlist is read once, at mount (from a file or over HTTP), into the
+// mount root.
 import Foundation
 
-public enum Playlist {
+public struct Playlist: Listing {
+    /// A path, or an http(s) URL.
+    public let location: String
+
+    public init(location: String) {
+        self.location = location
+    }
+
+    public var origin: String { MediaError.redacted(location) }
+    public var refreshes: Bool { false }
+
+    public func list(in context: ListingContext) throws -> [Source] {
+        let entries: [(name: String?, url: String)]
+        if location.contains("://") {
+            let text: String
+            do {
+                text = try context.fetchText(location)
+            } catch let error as MediaError {
+                throw MediaError(error.errno, "playlist \(error.message)")
+            }
+            entries = try Self.parse(text, base: location, origin: origin)
+        } else {
+            guard let data = FileManager.default.contents(atPath: location) else {
+                throw MediaError(EINVAL, "playlist \(location) cannot be read")
+            }
+            entries = try Self.parse(String(decoding: data, as: UTF8.self), base: nil, origin: location)
+        }
+        return entries.map { Source.at(url: $0.url, name: $0.name) }
+    }
+
     /// Whether a SOURCE names a playlist, by its extension.
     public static func isPlaylist(_ source: String) -> Bool {
         let path = URLComponents(string: source)?.path ?? source

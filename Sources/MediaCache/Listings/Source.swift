@@ -1,89 +1,94 @@
-// The files a mount shows: a name in the mount root and the URL behind it.
+// A name the mount shows and what is behind it: a file's URL (with what its
+// listing knew of it), or a directory and the Listing that lists it.
 // Turning command-line arguments into sources happens here, before anything
-// is mounted, so bad input is refused with a message naming it.
+// is mounted, so bad input is refused with a message naming it: each
+// argument is a URL, or a Listing (a playlist, a list file) read now.
 import Foundation
 
 public struct Source: Equatable, Sendable {
+    public enum Kind: Sendable {
+        /// A file, and its length, type and validators when the listing
+        /// that named it said them (nil: probe it).
+        case file(ContentInfo?)
+        /// A directory, listed on first lookup by its Listing.
+        case directory(any Listing)
+    }
+
     public var name: String
     public var url: String
-    /// A URL ending in `/`: an HTTP directory index, shown as a directory.
-    public var isDirectory: Bool
+    public var kind: Kind
 
-    public init(name: String, url: String, isDirectory: Bool = false) {
+    public init(name: String, url: String, kind: Kind = .file(nil)) {
         self.name = name
         self.url = url
-        self.isDirectory = isDirectory
+        self.kind = kind
+    }
+
+    /// The source a URL names on its own: one ending in `/` is a directory
+    /// listed by its HTTP index page, any other a file.
+    public static func at(url: String, name: String? = nil) -> Source {
+        let isDirectory = URLComponents(string: url)?.path.hasSuffix("/") ?? false
+        return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: url), url: url,
+                      kind: isDirectory ? .directory(HTMLIndex(url: url)) : .file(nil))
+    }
+
+    public var isDirectory: Bool {
+        if case .directory = kind { return true }
+        return false
+    }
+
+    /// What its listing knew of a file; nil for a directory or when unknown.
+    public var listedInfo: ContentInfo? {
+        if case .file(let info) = kind { return info }
+        return nil
+    }
+
+    /// The directory's Listing; nil for a file.
+    public var listing: (any Listing)? {
+        if case .directory(let listing) = kind { return listing }
+        return nil
     }
 
     /// The URL for logs, xattrs and status: credentials removed.
     public var displayURL: String { MediaError.redacted(url) }
 
+    public static func == (a: Source, b: Source) -> Bool {
+        a.name == b.name && a.url == b.url && a.isDirectory == b.isDirectory && a.listedInfo == b.listedInfo
+            && a.listing?.origin == b.listing?.origin
+    }
+
     /// Reads SOURCE arguments (URLs, playlists, list files) into sources
     /// with safe names, in argument order; the catalog makes names unique.
     public static func parse(arguments: [String],
-                             fetchText: (String) throws -> String = { _ in throw MediaError.io("no network") })
-        throws -> [Source] {
-        var entries: [(name: String?, url: String)] = []
+                             fetchText: @escaping @Sendable (String) throws -> String = { _ in
+                                 throw MediaError.io("no network")
+                             }) throws -> [Source] {
+        let context = ListingContext(fetchText: fetchText)
+        var sources: [Source] = []
         for argument in arguments {
-            if Playlist.isPlaylist(argument) {
-                if argument.contains("://") {
-                    try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
-                    let text: String
-                    do {
-                        text = try fetchText(argument)
-                    } catch let error as MediaError {
-                        throw MediaError(error.errno, "playlist \(error.message)")
-                    }
-                    entries += try Playlist.parse(text, base: argument, origin: MediaError.redacted(argument))
-                } else {
-                    guard let data = FileManager.default.contents(atPath: argument) else {
-                        throw MediaError(EINVAL, "playlist \(argument) cannot be read")
-                    }
-                    entries += try Playlist.parse(String(decoding: data, as: UTF8.self), base: nil, origin: argument)
+            if let listing = try listing(forArgument: argument) {
+                sources += try listing.list(in: context).map { source in
+                    var safe = source
+                    safe.name = FileNaming.safe(source.name)
+                    return safe
                 }
-            } else if argument.contains("://") {
-                try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
-                entries.append((nil, argument))
             } else {
-                entries += try readList(path: argument)
+                try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
+                sources.append(at(url: argument))
             }
         }
-        return entries.map { entry in
-            Source(name: entry.name.map(FileNaming.safe) ?? FileNaming.name(forURL: entry.url), url: entry.url,
-                   isDirectory: URLComponents(string: entry.url)?.path.hasSuffix("/") ?? false)
-        }
+        return sources
     }
 
-    /// A list file: one URL per line, `#` comments and blank lines ignored,
-    /// `NAME<TAB>URL` to choose the name.
-    static func readList(path: String) throws -> [(name: String?, url: String)] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-            let why = !exists ? "no such file" : isDirectory.boolValue ? "is a directory" : "cannot be read"
-            throw MediaError(EINVAL, "source '\(path)' is neither an http(s) URL nor a readable list file (\(why))")
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw MediaError(EINVAL, "list file \(path) is not UTF-8 text")
-        }
-        var result: [(name: String?, url: String)] = []
-        // "\r\n" is one Character in Swift: split on any newline, not "\n".
-        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
-        for (index, rawLine) in lines.enumerated() {
-            let origin = "\(path):\(index + 1)"
-            var name: String?
-            var url = String(rawLine.trimmingSpaces)
-            if url.isEmpty || url.hasPrefix("#") { continue }
-            // The tab is looked for before trimming, which would eat a leading one.
-            if let tab = rawLine.firstIndex(of: "\t") {
-                name = String(rawLine[..<tab].trimmingSpaces)
-                url = String(rawLine[rawLine.index(after: tab)...].trimmingSpaces)
-                if name!.isEmpty { throw MediaError(EINVAL, "\(origin): empty name before the tab") }
+    /// The Listing a SOURCE argument is read through; nil for a plain URL.
+    static func listing(forArgument argument: String) throws -> (any Listing)? {
+        if Playlist.isPlaylist(argument) {
+            if argument.contains("://") {
+                try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
             }
-            try validate(url: url, origin: origin)
-            result.append((name, url))
+            return Playlist(location: argument)
         }
-        return result
+        return argument.contains("://") ? nil : ListFile(path: argument)
     }
 
     static func validate(url: String, origin: String) throws {

@@ -226,7 +226,7 @@ final class EntryRecordTests: XCTestCase {
         c.applyLimits()
         XCTAssertEqual(c.statistics.snapshot.evictions, 1)
         XCTAssertEqual(c.flushAndRetire(), 1)
-        XCTAssertTrue(try c.willOpen("/a.bin"), "the change went unseen: the kernel would serve old pages")
+        XCTAssertTrue(try c.willOpen(c.file(at: "/a.bin")), "the change went unseen: the kernel would serve old pages")
     }
 
     func testEvictingARecordOnlyEntry_whileLoadersAreMadeForIt_neverReadsWrongBytes() throws {

@@ -197,12 +197,12 @@ final class PlaylistTests: XCTestCase {
     }
 
     func testSource_playlistUrl_isFetchedAndItsRelativeEntriesResolved() throws {
-        var fetched: [String] = []
+        let fetched = Locked<[String]>([])
         let sources = try Source.parse(arguments: ["http://u:p@media.example/l/pl.m3u"]) { url in
-            fetched.append(url)
+            fetched.withLock { $0.append(url) }
             return "#EXTINF:1,Intro\nintro.mp3\n"
         }
-        XCTAssertEqual(fetched, ["http://u:p@media.example/l/pl.m3u"])
+        XCTAssertEqual(fetched.withLock { $0 }, ["http://u:p@media.example/l/pl.m3u"])
         XCTAssertEqual(sources.map(\.name), ["Intro.mp3"])
         XCTAssertEqual(sources.first.map { URLComponents(string: $0.url)?.path }, "/l/intro.mp3")
     }

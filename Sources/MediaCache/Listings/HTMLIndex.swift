@@ -1,9 +1,27 @@
 // An HTTP directory index (nginx autoindex, Apache, python's http.server)
 // read as a list of entries. Only links below the listed URL count: no
 // parent (`../`), no query-only sort links, no other hosts, no fragments.
+// A page says names and links only: its files are probed for their sizes.
 import Foundation
 
-public enum DirectoryListing {
+public struct HTMLIndex: Listing {
+    /// The page's URL, ending in `/`.
+    public let url: String
+
+    public init(url: String) {
+        self.url = url
+    }
+
+    public var origin: String { MediaError.redacted(url) }
+    public var refreshes: Bool { true }
+
+    public func list(in context: ListingContext) throws -> [Source] {
+        Self.parse(html: try context.fetchText(url), base: url).map { entry in
+            Source(name: entry.name, url: entry.url,
+                   kind: entry.isDirectory ? .directory(HTMLIndex(url: entry.url)) : .file(nil))
+        }
+    }
+
     public struct Entry: Equatable, Sendable {
         public var name: String
         public var url: String

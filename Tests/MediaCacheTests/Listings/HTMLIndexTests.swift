@@ -5,10 +5,10 @@ import XCTest
 @testable import MediaNetwork
 @testable import MediaSupport
 
-final class DirectoryListingTests: XCTestCase {
+final class HTMLIndexTests: XCTestCase {
     private let base = "http://files.example/media/"
 
-    private func names(_ entries: [DirectoryListing.Entry]) -> [String] { entries.map(\.name) }
+    private func names(_ entries: [HTMLIndex.Entry]) -> [String] { entries.map(\.name) }
 
     // MARK: Real-world index pages
 
@@ -27,7 +27,7 @@ final class DirectoryListingTests: XCTestCase {
         """
 
     func testParse_nginxAutoindex_givesFilesAndSubdirectoriesWithoutTheParent() {
-        let entries = DirectoryListing.parse(html: nginxAutoindex, base: base)
+        let entries = HTMLIndex.parse(html: nginxAutoindex, base: base)
         XCTAssertEqual(entries, [
             .init(name: "Season 1", url: "http://files.example/media/Season%201/", isDirectory: true),
             .init(name: "café.mkv", url: "http://files.example/media/caf%C3%A9.mkv", isDirectory: false),
@@ -61,7 +61,7 @@ final class DirectoryListingTests: XCTestCase {
         """
 
     func testParse_apacheIndex_skipsSortLinksAndParentDirectory() {
-        let entries = DirectoryListing.parse(html: apacheIndex, base: base)
+        let entries = HTMLIndex.parse(html: apacheIndex, base: base)
         XCTAssertEqual(entries, [
             .init(name: "extras", url: "http://files.example/media/extras/", isDirectory: true),
             .init(name: "movie.mkv", url: "http://files.example/media/movie.mkv", isDirectory: false),
@@ -70,7 +70,7 @@ final class DirectoryListingTests: XCTestCase {
     }
 
     func testParse_apacheIndexAtABaseWithoutTrailingSlashInItsTitle_stillUsesTheBaseUrl() {
-        let entries = DirectoryListing.parse(html: apacheIndex, base: "http://files.example:8080/media/")
+        let entries = HTMLIndex.parse(html: apacheIndex, base: "http://files.example:8080/media/")
         XCTAssertEqual(entries.map(\.url), ["http://files.example:8080/media/extras/",
                                             "http://files.example:8080/media/movie.mkv",
                                             "http://files.example:8080/media/Song%27s.mp3"])
@@ -99,7 +99,7 @@ final class DirectoryListingTests: XCTestCase {
         """
 
     func testParse_pythonHttpServer_decodesPercentEncodingIntoNames() {
-        let entries = DirectoryListing.parse(html: pythonHttpServer, base: base)
+        let entries = HTMLIndex.parse(html: pythonHttpServer, base: base)
         XCTAssertEqual(names(entries), ["clips", "link-to-elsewhere@", "One Film.mp4", "two&three.bin", "映画.mkv"])
         XCTAssertEqual(entries.map(\.isDirectory), [true, true, false, false, false])
         XCTAssertEqual(entries[4].url, "http://files.example/media/%E6%98%A0%E7%94%BB.mkv")
@@ -132,7 +132,7 @@ final class DirectoryListingTests: XCTestCase {
             <a href="./dot.mp4">dot slash</a>
             <a href="kept.mp4#t=10">fragment</a>
             """
-        let entries = DirectoryListing.parse(html: html, base: base)
+        let entries = HTMLIndex.parse(html: html, base: base)
         XCTAssertEqual(names(entries), ["absolute.mp4", "rooted.mp4", "dot.mp4", "kept.mp4"])
         XCTAssertEqual(entries.map(\.url), ["http://files.example/media/absolute.mp4",
                                             "http://files.example/media/rooted.mp4",
@@ -147,7 +147,7 @@ final class DirectoryListingTests: XCTestCase {
             <a href="..%2Fescape.mp4">encoded slash</a>
             <a href="%2E/">encoded self</a>
             """
-        let entries = DirectoryListing.parse(html: html, base: base)
+        let entries = HTMLIndex.parse(html: html, base: base)
         for entry in entries {
             XCTAssertNotEqual(entry.name, "..")
             XCTAssertNotEqual(entry.name, ".")
@@ -161,20 +161,20 @@ final class DirectoryListingTests: XCTestCase {
 
     func testParse_duplicateLinks_giveOneEntry() {
         let html = #"<a href="a.mp4">a.mp4</a> <a href="a.mp4"><img src="i.gif"></a> <a href="./a.mp4">again</a>"#
-        XCTAssertEqual(names(DirectoryListing.parse(html: html, base: base)), ["a.mp4"])
+        XCTAssertEqual(names(HTMLIndex.parse(html: html, base: base)), ["a.mp4"])
     }
 
     // MARK: Hostile names
 
     func testParse_nulByte_isKeptForFileNamingToReplace() {
-        let entries = DirectoryListing.parse(html: #"<a href="nul%00.mp4">x</a>"#, base: base)
+        let entries = HTMLIndex.parse(html: #"<a href="nul%00.mp4">x</a>"#, base: base)
         XCTAssertEqual(entries.count, 1)
         XCTAssertEqual(entries.first.map { FileNaming.safe($0.name) }, "nul_.mp4")
         XCTAssertEqual(entries.first?.url, "http://files.example/media/nul%00.mp4")
     }
 
     func testParse_invalidUtf8PercentEncoding_keepsTheEncodedTextAndUrl() {
-        let entries = DirectoryListing.parse(html: #"<a href="bad%FF.mp4">x</a>"#, base: base)
+        let entries = HTMLIndex.parse(html: #"<a href="bad%FF.mp4">x</a>"#, base: base)
         XCTAssertEqual(entries.count, 1)
         let name = entries.first?.name ?? ""
         XCTAssertFalse(name.isEmpty)
@@ -185,7 +185,7 @@ final class DirectoryListingTests: XCTestCase {
     func testParse_veryLongName_isCutToNameMaxByFileNaming() {
         let long = String(repeating: "é", count: 300) + ".mkv"
         let encoded = long.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!
-        let entries = DirectoryListing.parse(html: "<a href=\"\(encoded)\">x</a>", base: base)
+        let entries = HTMLIndex.parse(html: "<a href=\"\(encoded)\">x</a>", base: base)
         XCTAssertEqual(entries.first?.name, long)
         let safe = FileNaming.safe(long)
         XCTAssertLessThanOrEqual(safe.utf8.count, 255)
@@ -194,7 +194,7 @@ final class DirectoryListingTests: XCTestCase {
 
     func testParse_namesThatCollideOnceSafe_areMadeUniqueByFileNaming() {
         let html = #"<a href="x%2Fy.mp4">1</a><a href="x_y.mp4">2</a><a href="x%01y.mp4">3</a>"#
-        let entries = DirectoryListing.parse(html: html, base: base)
+        let entries = HTMLIndex.parse(html: html, base: base)
         var naming = Claims()
         XCTAssertEqual(entries.map { naming.claim(FileNaming.safe($0.name)) },
                        ["x_y.mp4", "x_y (2).mp4", "x_y (3).mp4"])
@@ -202,7 +202,7 @@ final class DirectoryListingTests: XCTestCase {
 
     func testParse_controlCharactersAndEntitiesInHref() {
         let html = #"<a href="tab%09name.mp4">t</a><a href="q&quot;uote.mp4">q</a><a href='lt&lt;gt&gt;.mp4'>l</a>"#
-        let safe = DirectoryListing.parse(html: html, base: base).map { FileNaming.safe($0.name) }
+        let safe = HTMLIndex.parse(html: html, base: base).map { FileNaming.safe($0.name) }
         XCTAssertEqual(safe, ["tab_name.mp4", "q\"uote.mp4", "lt<gt>.mp4"])
     }
 
@@ -210,23 +210,23 @@ final class DirectoryListingTests: XCTestCase {
 
     func testParse_unquotedAndSpacedAndUppercaseHrefs() {
         let html = "<A HREF=one.mp4>1</A><a  class=\"x\"  href = \"two.mp4\" >2</a><a href='three.mp4'>3</a>"
-        XCTAssertEqual(names(DirectoryListing.parse(html: html, base: base)), ["one.mp4", "two.mp4", "three.mp4"])
+        XCTAssertEqual(names(HTMLIndex.parse(html: html, base: base)), ["one.mp4", "two.mp4", "three.mp4"])
     }
 
     func testParse_hrefsOfOtherTagsStartingWithA_areNotLinks() {
         let html = #"<abbr href="abbr.mp4">x</abbr><area href="area.mp4"><address href="addr.mp4"><a href="real.mp4">r</a>"#
-        XCTAssertEqual(names(DirectoryListing.parse(html: html, base: base)), ["real.mp4"])
+        XCTAssertEqual(names(HTMLIndex.parse(html: html, base: base)), ["real.mp4"])
     }
 
     func testParse_pageWithoutLinks_givesNoEntries() {
-        XCTAssertEqual(DirectoryListing.parse(html: "<html><body>Forbidden</body></html>", base: base), [])
-        XCTAssertEqual(DirectoryListing.parse(html: "", base: base), [])
-        XCTAssertEqual(DirectoryListing.parse(html: "<a href=\"unterminated", base: base).count, 0)
+        XCTAssertEqual(HTMLIndex.parse(html: "<html><body>Forbidden</body></html>", base: base), [])
+        XCTAssertEqual(HTMLIndex.parse(html: "", base: base), [])
+        XCTAssertEqual(HTMLIndex.parse(html: "<a href=\"unterminated", base: base).count, 0)
     }
 
     func testParse_baseWithEncodedCharacters_matchesLinksBelowIt() {
         let html = #"<a href="../">up</a><a href="ep%201.mkv">ep 1</a><a href="/my%20films/ep%202.mkv">ep 2</a>"#
-        let entries = DirectoryListing.parse(html: html, base: "http://files.example/my%20films/")
+        let entries = HTMLIndex.parse(html: html, base: "http://files.example/my%20films/")
         XCTAssertEqual(names(entries), ["ep 1.mkv", "ep 2.mkv"])
     }
 
@@ -237,7 +237,7 @@ final class DirectoryListingTests: XCTestCase {
             html += "<a href=\"t%20\(i).mp3\">t \(i).mp3</a>                30-Nov-2026 01:00    \(i)\r\n"
         }
         html += "</pre><hr></body></html>"
-        let entries = DirectoryListing.parse(html: html, base: base)
+        let entries = HTMLIndex.parse(html: html, base: base)
         XCTAssertEqual(entries.count, 100_000)
         XCTAssertEqual(entries.first, .init(name: "t 0.mp3", url: "http://files.example/media/t%200.mp3", isDirectory: false))
         XCTAssertEqual(entries.last?.name, "t 99999.mp3")
@@ -245,7 +245,7 @@ final class DirectoryListingTests: XCTestCase {
 
     func testPlainHrefs_giveWhatURLResolutionGives() {
         // Plain relative hrefs skip URL parsing; they must give what it gives.
-        let resolver = DirectoryListing.Resolver(base: base)!
+        let resolver = HTMLIndex.Resolver(base: base)!
         let plain = ["a.mp4", "b%20c.mkv", "d/", "caf%C3%A9.mp3", "j;k.mp4", "l=m&n.mp4", "o'p.mp4", "q%2Fr.mp4",
                      "s~t_u-v.mp4", "w+x.mp4", "y@z.mp4", "(1)!$*,.flac", "%2E%2E%2Fx"]
         for href in plain {
@@ -255,11 +255,11 @@ final class DirectoryListingTests: XCTestCase {
         let notPlain = ["./e.mp4", "f?x=1", "g#frag", "..", ".", "%2E%2E", "%2e", "h:i.mp4", "a/b.mp4", "/abs.mp4",
                         "sp ace.mp4", "caf\u{e9}.mp3", "bad%G1.mp4", "cut%2", "", "//host/x", "http://files.example/media/a"]
         for href in notPlain { XCTAssertNil(resolver.plainEntry(href), href) }
-        XCTAssertNil(DirectoryListing.Resolver(base: "http://files.example/media/?sort=1")!.plainEntry("a.mp4"))
+        XCTAssertNil(HTMLIndex.Resolver(base: "http://files.example/media/?sort=1")!.plainEntry("a.mp4"))
     }
 
     func testParse_baseWithCredentials_keepsThemOnEntryUrls() {
-        let entries = DirectoryListing.parse(html: #"<a href="a.mp4">a</a>"#, base: "http://u:p@files.example/media/")
+        let entries = HTMLIndex.parse(html: #"<a href="a.mp4">a</a>"#, base: "http://u:p@files.example/media/")
         XCTAssertEqual(entries.map(\.name), ["a.mp4"])
         XCTAssertEqual(entries.first.map { MediaError.redacted($0.url).contains("p@") }, false)
     }

@@ -1,0 +1,88 @@
+// The catalog's listed directories: listed through their Listing on the
+// first lookup, which waits; refreshed in the background on the listings
+// worker once due or when the user asks, while lookups answer from the last
+// listing. A failure keeps the last listing and is tried again after
+// `listingRetry`. No lock is held while a listing is fetched.
+import CSystem
+import Foundation
+
+extension Catalog {
+    /// Lists a directory never listed, waiting for it; has a listed one
+    /// refreshed in the background when it is due, answering from the old
+    /// listing meanwhile.
+    func listIfDue(_ directory: Directory) throws {
+        guard directory.listing != nil else { return }
+        let now = settings.clock.monotonic()
+        let (listed, due) = state.withLock { state in
+            (state.isListed(directory), state.claimRefresh(of: directory, at: now))
+        }
+        if !listed {
+            try fetchListing(of: directory)
+        } else if due {
+            let queued = listings.submit { [self] in
+                try? fetchListing(of: directory)
+                state.withLock { $0.refreshEnded(of: directory) }
+            }
+            if !queued { state.withLock { $0.refreshEnded(of: directory) } }
+        }
+    }
+
+    /// Lists a directory and replaces its names. On failure the old listing
+    /// stays, and is tried again after `listingRetry`.
+    func fetchListing(of directory: Directory) throws {
+        guard let listing = directory.listing else { return }
+        let sources: [Source]
+        do {
+            sources = try listing.list(in: listingContext)
+        } catch {
+            let failure = error as? MediaError ?? MediaError.io("\(error)")
+            let retryAt = settings.clock.monotonic() + min(dirCacheTime, Self.listingRetry)
+            let listed = state.withLock { state in
+                state.listingFailed(of: directory, retryAt: retryAt)
+                return state.isListed(directory)
+            }
+            Log.error("listing \(listing.origin): \(failure.message)" + (listed ? "; serving its last listing" : ""))
+            throw failure
+        }
+        let now = settings.clock.monotonic()
+        let dirCacheTime = self.dirCacheTime
+        let (result, unsaved) = state.withLock { state in
+            (state.relist(directory, with: sources, at: now, believedFor: dirCacheTime), state.unsaved.count)
+        }
+        settle(result.dropped)
+        // What the listing said of its files waits to be saved.
+        if unsaved >= Self.saveBatch { flusher.wake() }
+        // The page's text, its parse and the metadata read for it leave
+        // holes between what stays (3 MiB of a remount's listing of 100,000).
+        if result.new >= Self.trimAfterRetiring { mediafs_malloc_trim() }
+        Log.debug("listed \(listing.origin): \(sources.count) entries"
+                  + (result.dropped.isEmpty ? "" : ", \(result.dropped.count) files gone"))
+    }
+
+    /// `user.mediafs.refresh` on a listed directory: lists it again now, on
+    /// the listings worker (after any refresh already queued), and returns
+    /// once it is done. Lookups meanwhile answer from the old listing; a
+    /// failure keeps it and is thrown.
+    public func refresh(_ path: String) throws {
+        let directory = try directory(at: path.split(separator: "/").map(String.init))
+        guard directory.listing != nil else {
+            throw MediaError(EINVAL, "\(path.isEmpty ? "/" : path) is not a listed directory")
+        }
+        let outcome = OneShot<Result<Void, MediaError>>()
+        let queued = listings.submit { [self] in
+            do {
+                try fetchListing(of: directory)
+                outcome.fulfil(.success(()))
+            } catch {
+                outcome.fulfil(.failure(error as? MediaError ?? MediaError.io("\(error)")))
+            }
+        }
+        guard queued else { throw MediaError(ESHUTDOWN, "the mount is stopping") }
+        // The refresh ahead of it, then its own: each bounded by the timeout.
+        switch outcome.wait(until: Deadline.after(seconds: 2 * settings.timeout + 1)) {
+        case .success?: Log.info("refreshed the listing of \(path)")
+        case .failure(let error)?: throw error
+        case nil: throw MediaError(ETIMEDOUT, "the listing of \(path) is still being fetched")
+        }
+    }
+}

@@ -1,0 +1,406 @@
+// What the catalog's lock guards, as one value: the tree of names, the
+// loaders and records of the URLs they lead to, the probe answers waiting to
+// be saved, the record probes under way, the retired loaders and the URLs
+// whose membership changed. The catalog holds it in a `Locked`, so none of it
+// is touched without the lock; what needs the lock held is a method here.
+//
+// A Directory is a class (a lookup and the listings worker hold one across
+// the lock's release, to list it), but its names, children and listing
+// times are private to this file: only the state's methods read or change
+// them, and those run under the lock.
+//
+// Making or checking a loader takes the loader's own lock under this one
+// (catalog → loader); nothing here waits on the network or the disk, but
+// for the metadata a new loader or record reads, which must be read under
+// this lock (see `liveLoader`).
+import Foundation
+
+struct CatalogState {
+    /// A directory of the mount: its names in order, and for a listed one,
+    /// its Listing, when it was listed and when it is listed again.
+    final class Directory: @unchecked Sendable {
+        /// What lists it; nil: the mount root, whose names the arguments gave.
+        let listing: (any Listing)?
+        /// Its URL, for telling whether a new listing kept it.
+        let url: String?
+        /// Its path in the mount, "" for the root.
+        let path: String
+        fileprivate var order: [String] = []
+        fileprivate var children: [String: Child] = [:]
+        fileprivate var naming = FileNaming()
+        /// When the listing in use was fetched; nil: never (a lookup waits).
+        fileprivate var listedAt: Double?
+        /// When a lookup should have it fetched again, in the background.
+        fileprivate var refreshAt = 0.0
+        /// A background refresh is queued or running.
+        fileprivate var refreshing = false
+
+        init(listing: (any Listing)?, url: String?, path: String) {
+            self.listing = listing
+            self.url = url
+            self.path = path
+        }
+
+        fileprivate func add(_ name: String, _ child: Child) -> String {
+            let unique = naming.claim(name) { children[$0] != nil }
+            order.append(unique)
+            children[unique] = child
+            return unique
+        }
+    }
+
+    enum Child {
+        case file(String)
+        case directory(Directory)
+
+        /// What a child is, for telling whether a new listing kept it.
+        var identity: String {
+            switch self {
+            case .file(let url): return url
+            case .directory(let directory): return "\(ObjectIdentifier(directory))"
+            }
+        }
+    }
+
+    /// A probe's (or a listing's) answer not saved yet: the rest of its
+    /// metadata is the record's (no bytes; its last access and pin). Kept
+    /// apart from the record, 80 bytes a bucket where a whole EntryMeta
+    /// took 128, until the flusher appends it to the store's AnswerJournal.
+    struct ProbeAnswer {
+        var info: ContentInfo
+        var validated: Int64
+
+        func meta(url: String, record: EntryRecord?) -> EntryMeta {
+            EntryMeta(url: url, info: info, present: ByteRangeSet(),
+                      lastAccess: record.map { Int64($0.lastAccess) } ?? validated, lastValidated: validated,
+                      pinned: record?.isPinned ?? false)
+        }
+    }
+
+    final class WeakLoader: @unchecked Sendable {
+        weak var loader: FileLoader?
+        init(_ loader: FileLoader?) { self.loader = loader }
+    }
+
+    /// What a listing's entry turned out to be, for the caller to act on
+    /// once the lock is let go.
+    struct Listed {
+        /// Loaders of names that left, to stop and flush.
+        var dropped: [FileLoader] = []
+        /// Files new to the mount.
+        var new = 0
+    }
+
+    let root = Directory(listing: nil, url: nil, path: "")
+    /// Every URL a name leads to has a loader here or a record in `records`,
+    /// never both.
+    var loaders: [String: FileLoader] = [:]
+    var records: [String: EntryRecord] = [:]
+    /// Probe answers of loaders turned into records before their metadata
+    /// was saved (a listing's entries), and those being saved now: a
+    /// loader made meanwhile starts from them. Saved by the flusher into
+    /// the journal, with no sync (they claim no bytes), so loaders need
+    /// not wait for it.
+    var unsaved: [String: ProbeAnswer] = [:]
+    var saving: [String: EntryMeta] = [:]
+    /// Probes of listed entries that have no loader, by URL, while they
+    /// run, and failed ones until a stat hands the failure to a loader.
+    var probing: [String: RecordProbe] = [:]
+    /// Loaders of URLs no name leads to any more (a listing dropped them,
+    /// or `remove`), held weakly: one an open handle or a transfer still
+    /// uses is taken back if the URL returns, so one URL never has two.
+    var retired: [String: WeakLoader] = [:]
+    /// URLs that joined or left the mount since the evictor's last pass,
+    /// which it needs to follow the entries of no mounted file without a
+    /// copy of every URL (4 MiB at 100,000). Kept only with an evictor.
+    var membershipChanged: [String] = []
+    let tracksMembership: Bool
+    /// The last pass of the cache limits, for `stats` and to log a change
+    /// in whether pinned bytes alone exceed the limit.
+    var lastEviction = CacheEvictor.Report()
+
+    let store: CacheStore
+    let context: LoaderContext
+    /// Called on every loader that comes to stand for a URL (made, or
+    /// taken back from the retired), under the lock: it must not wait.
+    let adopted: (FileLoader) -> Void
+
+    init(store: CacheStore, context: LoaderContext, tracksMembership: Bool, adopted: @escaping (FileLoader) -> Void) {
+        self.store = store
+        self.context = context
+        self.tracksMembership = tracksMembership
+        self.adopted = adopted
+    }
+
+    /// The record of each URL's metadata, in order, on a few threads.
+    static func loadRecords(_ urls: [String], from store: CacheStore) -> [EntryRecord?] {
+        let threads = urls.count < 256 ? 1 : 8
+        let results = UnsafeMutableBufferPointer<EntryRecord?>.allocate(capacity: urls.count)
+        results.initialize(repeating: nil)
+        defer { results.deallocate() }
+        nonisolated(unsafe) let shared = results
+        DispatchQueue.concurrentPerform(iterations: threads) { part in
+            // Each thread writes only its own indexes.
+            for index in stride(from: part, to: urls.count, by: threads) {
+                shared[index] = EntryRecord(meta: store.loadMeta(forKey: urls[index]), store: store)
+            }
+        }
+        let array = Array(results)
+        results.deinitialize()
+        return array
+    }
+
+    // MARK: The tree
+
+    func child(_ name: String, of directory: Directory) -> Child? {
+        directory.children[name]
+    }
+
+    func names(of directory: Directory) -> [String] {
+        directory.order
+    }
+
+    /// The names of a directory with what each is, in order.
+    func children(of directory: Directory) -> [(name: String, child: Child)] {
+        directory.order.compactMap { name in directory.children[name].map { (name, $0) } }
+    }
+
+    /// Adds a source to a directory under its name (made unique); returns
+    /// the name. A file new to the mount gets a record of its metadata (read
+    /// here, see `liveLoader`), or back the loader it had, if that is still
+    /// in use. What the source's listing knew of the file fills a record
+    /// that knows no size, as a probe's answer would.
+    mutating func insert(_ source: Source, into directory: Directory, read: EntryRecord? = nil) -> String {
+        if let listing = source.listing {
+            let name = directory.naming.peek(source.name) { directory.children[$0] != nil }
+            return directory.add(source.name, .directory(Directory(listing: listing, url: source.url,
+                                                                   path: directory.path + "/" + name)))
+        }
+        let name = directory.add(source.name, .file(source.url))
+        let url = source.url
+        if loaders[url] == nil && records[url] == nil {
+            noteMembership(url)
+            if let loader = retired.removeValue(forKey: url)?.loader {
+                adopted(loader)
+                loaders[url] = loader
+            } else {
+                records[url] = read ?? EntryRecord(meta: store.loadMeta(forKey: url), store: store)
+            }
+        }
+        if let info = source.listedInfo { _ = learn(info, of: url, at: context.settings.clock.wall()) }
+        return name
+    }
+
+    /// A record that knows no size takes `info` (a probe's or a listing's
+    /// answer), to be saved with the unsaved answers. Returns whether it
+    /// did.
+    mutating func learn(_ info: ContentInfo, of url: String, at now: Double) -> Bool {
+        guard var record = records[url], record.size == nil else { return false }
+        let attributes = FileLoader.attributes(of: info)
+        record.size = attributes.size
+        record.mtime = attributes.mtime
+        record.lastAccess = now
+        record.hasMeta = true
+        records[url] = record
+        unsaved[url] = ProbeAnswer(info: info, validated: Int64(now))
+        return true
+    }
+
+    /// Replaces a directory's names by a new listing's. Directories it
+    /// kept stay the same objects (their own listings with them); names
+    /// that left (a file, or a directory and all below it) take their
+    /// loaders with them, unless another name still leads there.
+    mutating func relist(_ directory: Directory, with sources: [Source], at now: Double, believedFor: Double) -> Listed {
+        let old = directory.children
+        directory.order = []
+        directory.children = [:]
+        directory.naming = FileNaming()
+        // The metadata of files new to the mount, read in parallel (a
+        // remount's first listing of 100,000 read them one by one for 3 s)
+        // but still under the lock, as `insert` would read each.
+        // Taken in listing order as the entries are inserted: a dictionary
+        // of them by URL took 16 MiB at 100,000.
+        let isNew = sources.map { !$0.isDirectory && loaders[$0.url] == nil && records[$0.url] == nil }
+        let new = zip(sources, isNew).compactMap { $1 ? $0.url : nil }
+        var read = Self.loadRecords(new, from: store).makeIterator()
+        // Grown once, not doubling 17 times with the old and new tables both held.
+        records.reserveCapacity(records.count + new.count)
+        directory.children.reserveCapacity(sources.count)
+        directory.order.reserveCapacity(sources.count)
+        for (source, isNew) in zip(sources, isNew) {
+            let record = isNew ? read.next() ?? nil : nil
+            var safe = source
+            safe.name = FileNaming.safe(source.name)
+            if source.isDirectory, case .directory(let existing)? = old[safe.name], existing.url == source.url {
+                _ = directory.add(safe.name, .directory(existing))
+            } else {
+                _ = insert(safe, into: directory, read: record)
+            }
+        }
+        directory.listedAt = now
+        directory.refreshAt = now + believedFor
+        let kept = Set(directory.children.values.map(\.identity))
+        let left = old.values.contains { !kept.contains($0.identity) }
+        return Listed(dropped: left ? retireUnreferenced() : [], new: new.count)
+    }
+
+    /// Removes a name from the root; false when there is none.
+    mutating func removeFromRoot(_ name: String) -> [FileLoader]? {
+        guard root.children.removeValue(forKey: name) != nil else { return nil }
+        root.order.removeAll { $0 == name }
+        return retireUnreferenced()
+    }
+
+    // MARK: Listing times
+
+    func isListed(_ directory: Directory) -> Bool {
+        directory.listedAt != nil
+    }
+
+    /// Whether a listed directory is due a background refresh at `now`;
+    /// if so it is marked refreshing, so one lookup queues it.
+    func claimRefresh(of directory: Directory, at now: Double) -> Bool {
+        guard directory.listedAt != nil, !directory.refreshing, directory.listing?.refreshes == true,
+              now >= directory.refreshAt else { return false }
+        directory.refreshing = true
+        return true
+    }
+
+    func refreshEnded(of directory: Directory) {
+        directory.refreshing = false
+    }
+
+    /// A listing failed: tried again at `retryAt`.
+    func listingFailed(of directory: Directory, retryAt: Double) {
+        directory.refreshAt = retryAt
+    }
+
+    // MARK: Loaders and records
+
+    /// The loader of a mounted URL, made from the cache if only its record
+    /// was kept; nil when no name leads to the URL. Under the lock because
+    /// the loader reads the entry's metadata under it, and the evictor
+    /// removes an entry only under it and while no loader stands for it, so
+    /// no loader claims bytes from a directory moved to the trash.
+    mutating func liveLoader(url: String, path: String) -> FileLoader? {
+        if let loader = loaders[url] { return loader }
+        guard let record = records.removeValue(forKey: url) else { return nil }
+        let pending = unsaved.removeValue(forKey: url)?.meta(url: url, record: record) ?? saving[url]
+        let preloaded: EntryMeta?? = pending.map { .some($0) } ?? (record.hasMeta ? nil : .some(nil))
+        // One in use elsewhere would otherwise be a second loader on the entry.
+        let loader = retired.removeValue(forKey: url)?.loader
+            ?? FileLoader(source: Source(name: path, url: url), context: context, meta: preloaded)
+        if record.listed { _ = loader.markListed() }
+        // It saves its metadata itself from now on.
+        if pending != nil { loader.markUnsaved() }
+        adopted(loader)
+        loaders[url] = loader
+        return loader
+    }
+
+    /// Drops the loaders no name in the tree leads to any more, keeping
+    /// them weakly (`retired`); returns them, to stop and flush once the
+    /// lock is let go. Linear in the tree.
+    mutating func retireUnreferenced() -> [FileLoader] {
+        var live = Set<String>(minimumCapacity: loaders.count)
+        func collect(_ directory: Directory) {
+            for child in directory.children.values {
+                switch child {
+                case .file(let url): live.insert(url)
+                case .directory(let sub): collect(sub)
+                }
+            }
+        }
+        collect(root)
+        dropDeadRetired()
+        for url in records.keys where !live.contains(url) { noteMembership(url) }
+        records = records.filter { live.contains($0.key) }
+        probing = probing.filter { live.contains($0.key) }
+        var dropped: [FileLoader] = []
+        for (url, loader) in loaders where !live.contains(url) {
+            loaders[url] = nil
+            retired[url] = WeakLoader(loader)
+            dropped.append(loader)
+        }
+        return dropped
+    }
+
+    /// Forgets the retired loaders no one uses any more: their URLs left
+    /// the mount.
+    mutating func dropDeadRetired() {
+        let dead = retired.compactMap { $0.value.loader == nil ? $0.key : nil }
+        for url in dead {
+            retired[url] = nil
+            noteMembership(url)
+        }
+    }
+
+    /// Whether a name leads to the URL, or a retired loader of it is still
+    /// in use (its bytes are freed through it).
+    func isMounted(_ url: String) -> Bool {
+        loaders[url] != nil || records[url] != nil || retired[url]?.loader != nil
+    }
+
+    /// A URL joined or left the mount: the evictor's next pass hears of it.
+    mutating func noteMembership(_ url: String) {
+        if tracksMembership { membershipChanged.append(url) }
+    }
+
+    /// Retired loaders something still uses.
+    var retiredInUse: [FileLoader] {
+        retired.values.compactMap(\.loader)
+    }
+
+    // MARK: Paths
+
+    /// Each file URL's path (the first name that leads to it). Linear in
+    /// the tree.
+    func pathsOfFiles() -> [String: String] {
+        var paths: [String: String] = [:]
+        func collect(_ directory: Directory) {
+            for name in directory.order {
+                switch directory.children[name] {
+                case .file(let url)?:
+                    if paths[url] == nil { paths[url] = directory.path + "/" + name }
+                case .directory(let sub)?:
+                    collect(sub)
+                case nil:
+                    break
+                }
+            }
+        }
+        collect(root)
+        return paths
+    }
+
+    /// Every path in the mount whose name leads to one of `urls`.
+    func paths(of urls: Set<String>) -> [String] {
+        var found: [String] = []
+        func walk(_ directory: Directory) {
+            for (name, child) in directory.children {
+                switch child {
+                case .file(let url) where urls.contains(url): found.append(directory.path + "/" + name)
+                case .file: break
+                case .directory(let sub): walk(sub)
+                }
+            }
+        }
+        walk(root)
+        return found
+    }
+
+    /// Every file's first path and URL, for a walk over the whole mount.
+    func files() -> [(path: String, url: String)] {
+        var found: [(path: String, url: String)] = []
+        func walk(_ directory: Directory) {
+            for (name, child) in directory.children {
+                switch child {
+                case .file(let url): found.append((directory.path + "/" + name, url))
+                case .directory(let sub): walk(sub)
+                }
+            }
+        }
+        walk(root)
+        return found
+    }
+}

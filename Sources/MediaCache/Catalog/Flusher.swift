@@ -1,0 +1,82 @@
+// The catalog's background thread: it persists metadata, turns idle loaders
+// back into records and applies the cache limits, every `interval`, sooner
+// while there is a backlog (a listing's probed entries), and at once when a
+// write found no room under the limits. It owns only the timing; what a
+// pass does is the catalog's (`Catalog+Flushing.swift`).
+//
+// Lock: `condition` guards `stopped` and `running`; a pass runs without it.
+import Foundation
+
+final class Flusher: @unchecked Sendable {
+    /// What a pass left to do, which says when the next one comes.
+    enum Backlog {
+        case none
+        /// Probe answers wait to be saved: back after `saveSlice`.
+        case answers
+        /// Loaders to turn into records: back after `backlogInterval`.
+        case loaders
+    }
+
+    /// How often a full pass (flush and limits) runs.
+    let interval: Double
+    /// With loaders to turn into records, the flusher comes back this often.
+    static let backlogInterval: Double = 1
+    /// With answers waiting, it comes back this soon.
+    static let saveSlice: Double = 0.5
+
+    private let condition = Condition()
+    private var stopped = false
+    private var running = false
+
+    init(interval: Double) {
+        self.interval = interval
+    }
+
+    /// Starts the thread: `prologue` once, then `pass(flushDue, pressed)`
+    /// until `stop`. `isPressed` says whether writes wait for room now: then
+    /// the flusher does not sleep.
+    func start(prologue: @escaping @Sendable () -> Void,
+               pass: @escaping @Sendable (_ flushDue: Bool, _ pressed: Bool) -> Backlog,
+               isPressed: @escaping @Sendable () -> Bool) {
+        condition.withLock { running = true }
+        let thread = Thread { [self] in
+            prologue()
+            var flushDue = Deadline.after(seconds: interval)
+            var wake = flushDue
+            condition.lock()
+            while !stopped {
+                if !isPressed() { _ = condition.wait(until: wake) }
+                if stopped { break }
+                condition.unlock()
+                let due = flushDue.hasPassed
+                if due { flushDue = Deadline.after(seconds: interval) }
+                switch pass(due, isPressed()) {
+                case .none: wake = flushDue
+                case .answers: wake = Deadline.after(seconds: Self.saveSlice)
+                case .loaders: wake = flushDue.earlier(Deadline.after(seconds: Self.backlogInterval))
+                }
+                condition.lock()
+            }
+            running = false
+            condition.broadcast()
+            condition.unlock()
+        }
+        thread.name = "mediafs-flush"
+        thread.start()
+    }
+
+    /// Has the next pass run now.
+    func wake() {
+        condition.withLock { condition.broadcast() }
+    }
+
+    /// Stops the thread after the pass under way; returns once it has left.
+    /// Safe to call twice, or without `start`.
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.broadcast()
+        while running { condition.wait() }
+        condition.unlock()
+    }
+}

@@ -1,0 +1,49 @@
+// A kind of source: what turns a place media lives (an HTTP index page, a
+// list file, a playlist; WebDAV and S3 next) into names and URLs. Every kind
+// implements this one interface, so the catalog lists, refreshes and fails
+// them all the same way and a new kind is one more file here.
+//
+// What it lists: `Source`s, each a file (with what the listing already knows
+// of it: a listing that carries sizes and validators needs no probe) or a
+// directory (carrying the Listing that lists it). Names are as the source
+// says them; the catalog makes them safe and unique.
+//
+// How it refreshes: a directory of the mount is listed on its first lookup
+// and, when `refreshes`, again in the background once `--dir-cache-time` has
+// passed or `user.mediafs.refresh` asks. A SOURCE argument's listing (a list
+// file, a playlist) is read once, at mount, into the mount root.
+//
+// How it fails: by throwing a MediaError that names the origin and what
+// went wrong (its errno is what a lookup answers). A directory then keeps
+// serving its last listing and is tried again after `Catalog.listingRetry`;
+// a SOURCE argument stops the mount before anything is mounted.
+//
+// It must not touch the catalog or the cache: it is called without locks,
+// on a lookup's thread or the listings worker, and only lists.
+public protocol Listing: Sendable {
+    /// Where it lists from, credentials removed, for logs and errors.
+    var origin: String { get }
+    /// Whether a directory it lists is listed again after the directory
+    /// cache time.
+    var refreshes: Bool { get }
+    /// Its entries now, in the source's order.
+    func list(in context: ListingContext) throws -> [Source]
+}
+
+/// What a listing may use to reach its source: the mount's HTTP options
+/// (credentials, headers, redirects) and its timeout.
+public struct ListingContext: Sendable {
+    public var http: HTTPOptions
+    /// Seconds one listing may take, all requests together.
+    public var timeout: Int
+    /// One GET of a small text document; `TextFetch.get` unless a test
+    /// gives another.
+    public var fetchText: @Sendable (String) throws -> String
+
+    public init(http: HTTPOptions = HTTPOptions(), timeout: Int = 30,
+                fetchText: (@Sendable (String) throws -> String)? = nil) {
+        self.http = http
+        self.timeout = timeout
+        self.fetchText = fetchText ?? { url in try TextFetch.get(url, options: http, timeout: timeout) }
+    }
+}

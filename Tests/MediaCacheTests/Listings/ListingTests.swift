@@ -1,0 +1,138 @@
+import Foundation
+import XCTest
+@testable import MediaCache
+@testable import MediaStore
+@testable import MediaNetwork
+@testable import MediaSupport
+
+/// The one interface every kind of source implements, as the catalog uses
+/// it: a fake kind whose listing carries sizes, that refreshes or not, and
+/// that fails on demand.
+final class ListingTests: XCTestCase {
+    /// A source kind whose entries the test sets, counting its listings.
+    final class FakeListing: Listing, @unchecked Sendable {
+        let origin: String
+        let refreshes: Bool
+        private let lock = NSLock()
+        private var entries: [Source]
+        private var failure: MediaError?
+        private var calls = 0
+
+        init(origin: String, refreshes: Bool = true, entries: [Source]) {
+            self.origin = origin
+            self.refreshes = refreshes
+            self.entries = entries
+        }
+
+        var listings: Int { lock.withLock { calls } }
+        func set(_ entries: [Source]) { lock.withLock { self.entries = entries } }
+        func fail(_ error: MediaError?) { lock.withLock { failure = error } }
+
+        func list(in context: ListingContext) throws -> [Source] {
+            try lock.withLock {
+                calls += 1
+                if let failure { throw failure }
+                return entries
+            }
+        }
+    }
+
+    private var base = ""
+    private var fetcher = FakeFetcher()
+
+    override func setUpWithError() throws {
+        base = FileManager.default.temporaryDirectory.appendingPathComponent("mediafs-listing-\(UUID())").path
+        fetcher = FakeFetcher()
+    }
+
+    override func tearDownWithError() throws {
+        fetcher.shutdown()
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    private func catalog(_ listing: FakeListing, dirCacheTime: Double = 300, clock: Clock = .system) throws -> Catalog {
+        var settings = LoaderSettings()
+        settings.clock = clock
+        return Catalog(sources: [Source(name: "library", url: "fake://library/", kind: .directory(listing))],
+                       store: try CacheStore(root: base), fetcher: fetcher, settings: settings,
+                       dirCacheTime: dirCacheTime)
+    }
+
+    func testAListingThatCarriesSizes_answersListAndStatWithNoRequest() throws {
+        let info = ContentInfo(length: 1234, contentType: "video/mp4", etag: "\"v1\"",
+                               lastModified: "Tue, 01 Dec 2026 10:00:00 GMT")
+        let listing = FakeListing(origin: "fake", entries: [
+            Source(name: "a.mp4", url: "https://a.example/a.mp4", kind: .file(info)),
+            Source(name: "sub", url: "https://a.example/sub/", kind: .directory(FakeListing(origin: "sub", entries: []))),
+        ])
+        let c = try catalog(listing)
+        let entries = try c.list("/library")
+        XCTAssertEqual(entries.map(\.name), ["a.mp4", "sub"])
+        XCTAssertEqual(entries.map(\.isDirectory), [false, true])
+        XCTAssertEqual(entries.first?.knownAttributes?.size, 1234, "the listing's size is the entry's")
+        XCTAssertEqual(try c.attributes(at: "/library/a.mp4")?.size, 1234)
+        XCTAssertEqual(try c.list("/library/sub").count, 0)
+        XCTAssertEqual(fetcher.requestCount, 0, "a listing that carries sizes needs no probe")
+        XCTAssertEqual(listing.listings, 1)
+    }
+
+    func testAListingWithoutSizes_isProbed() throws {
+        fetcher.add("https://a.example/b.mp4", bytes: Array(repeating: 7, count: 99))
+        let listing = FakeListing(origin: "fake", entries: [Source(name: "b.mp4", url: "https://a.example/b.mp4")])
+        let c = try catalog(listing)
+        XCTAssertEqual(try c.list("/library").map(\.name), ["b.mp4"])
+        XCTAssertEqual(try c.attributes(at: "/library/b.mp4")?.size, 99)
+        XCTAssertGreaterThan(fetcher.requestCount, 0)
+    }
+
+    func testAFailedRefresh_servesTheLastListing_andNamesTheOrigin() throws {
+        let listing = FakeListing(origin: "fake://library/", entries: [Source(name: "a.mp4", url: "https://a.example/a.mp4")])
+        let c = try catalog(listing)
+        XCTAssertEqual(try c.list("/library").map(\.name), ["a.mp4"])
+        listing.fail(MediaError(EACCES, "fake://library/: HTTP 403"))
+        XCTAssertThrowsError(try c.refresh("/library")) { error in
+            XCTAssertEqual((error as? MediaError)?.errno, EACCES)
+            XCTAssertTrue((error as? MediaError)?.message.contains("fake://library/") == true)
+        }
+        XCTAssertEqual(try c.list("/library").map(\.name), ["a.mp4"], "the last listing is served")
+        listing.fail(nil)
+        listing.set([Source(name: "c.mp4", url: "https://a.example/c.mp4")])
+        try c.refresh("/library")
+        XCTAssertEqual(try c.list("/library").map(\.name), ["c.mp4"])
+        XCTAssertThrowsError(try c.attributes(at: "/library/a.mp4")) { XCTAssertEqual(($0 as? MediaError)?.errno, ENOENT) }
+    }
+
+    func testAFirstListingThatFails_failsTheLookup() throws {
+        let listing = FakeListing(origin: "fake", entries: [])
+        listing.fail(MediaError(EHOSTUNREACH, "fake: unreachable"))
+        let c = try catalog(listing)
+        XCTAssertThrowsError(try c.list("/library")) { XCTAssertEqual(($0 as? MediaError)?.errno, EHOSTUNREACH) }
+    }
+
+    func testOnlyAListingThatRefreshes_isListedAgainOnceDue() throws {
+        let clock = TestClock()
+        let refreshing = FakeListing(origin: "a", entries: [])
+        let still = FakeListing(origin: "b", refreshes: false, entries: [])
+        let a = try catalog(refreshing, dirCacheTime: 10, clock: clock.clock)
+        _ = try a.list("/library")
+        clock.advance(11)
+        _ = try a.list("/library")
+        XCTAssertTrue(waitUntil { refreshing.listings == 2 }, "a due refresh runs in the background")
+        try FileManager.default.removeItem(atPath: base)
+        let b = try catalog(still, dirCacheTime: 10, clock: clock.clock)
+        _ = try b.list("/library")
+        clock.advance(11)
+        _ = try b.list("/library")
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual(still.listings, 1, "a listing that does not refresh is listed once")
+    }
+
+    private func waitUntil(timeout: Double = 5, _ predicate: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !predicate() {
+            if Date() > deadline { return false }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return true
+    }
+}
