@@ -187,8 +187,7 @@ public final class MediaFS: @unchecked Sendable {
                             paths: @escaping @Sendable () -> [String]) -> Bool {
         guard let fuse else { return false }
         let address = UInt(bitPattern: fuse)
-        let finished = Condition()
-        nonisolated(unsafe) var over = false
+        let finished = OneShot<Bool>()
         let queued = invalidations.submit {
             let fuse = OpaquePointer(bitPattern: address)
             var dropped = true
@@ -201,16 +200,11 @@ public final class MediaFS: @unchecked Sendable {
                 }
             }
             done?(dropped)
-            finished.withLock { over = true; finished.broadcast() }
+            finished.fulfil(dropped)
         }
         guard queued else { return false }
-        if wait {
-            let deadline = Deadline.after(seconds: Self.invalidationWait)
-            let inTime = finished.withLock { () -> Bool in
-                while !over && finished.wait(until: deadline) {}
-                return over
-            }
-            if !inTime { Log.warning("the kernel took over \(Self.invalidationWait) s to drop its cached pages") }
+        if wait && finished.wait(until: Deadline.after(seconds: Self.invalidationWait)) == nil {
+            Log.warning("the kernel took over \(Self.invalidationWait) s to drop its cached pages")
         }
         return true
     }

@@ -155,6 +155,7 @@ extension Catalog {
             state.withLock { state in
                 guard state.loaders[url] == nil, state.retired[url]?.loader == nil else { return false }
                 remove()
+                state.removals += 1
                 state.records[url]?.dropBytes()
                 return true
             }

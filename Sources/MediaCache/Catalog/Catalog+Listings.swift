@@ -44,10 +44,15 @@ extension Catalog {
             Log.error("listing \(listing.origin): \(failure.message)" + (listed ? "; serving its last listing" : ""))
             throw failure
         }
+        // The metadata of files new to the mount, read in parallel and
+        // without the lock (see CatalogState.newFiles).
+        let (isNew, removals) = state.withLock { $0.newFiles(in: sources) }
+        let read = CatalogState.loadRecords(zip(sources, isNew).compactMap { $1 ? $0.url : nil }, from: store)
         let now = settings.clock.monotonic()
         let dirCacheTime = self.dirCacheTime
         let (result, unsaved) = state.withLock { state in
-            (state.relist(directory, with: sources, at: now, believedFor: dirCacheTime), state.unsaved.count)
+            (state.relist(directory, with: sources, isNew: isNew, read: read, readAt: removals, at: now,
+                          believedFor: dirCacheTime), state.unsaved.count)
         }
         settle(result.dropped)
         // What the listing said of its files waits to be saved.

@@ -19,7 +19,10 @@ extension Catalog {
         }
         switch start {
         case .loader(let loader):
-            return loader.prefetchInfo(then: settled)
+            // Settled on the network thread: the next start, which takes
+            // the catalog's lock, runs on the probes' worker instead.
+            let answers = probeAnswers
+            return loader.prefetchInfo(then: { if !answers.submit(settled) { settled() } })
         case .record(let probe):
             startRecordProbe(probe, url: url, priority: .probe, then: settled)
             return true
@@ -28,14 +31,21 @@ extension Catalog {
         }
     }
 
-    /// Sends a record probe's request; call without the lock (its
-    /// completion takes it, and may run before `start` returns).
+    /// Sends a record probe's request; call without the lock. Its answer
+    /// comes on the network thread, which must not wait for the catalog's
+    /// lock (a listing or a flush may hold it for a while): it is taken on
+    /// the probes' worker, which then starts the feeder's next probe.
     func startRecordProbe(_ probe: RecordProbe, url: String, priority: FetchRequest.Priority,
                           then settled: (@Sendable () -> Void)? = nil) {
+        let answers = probeAnswers
         probe.started(ContentProbe.start(url: url, fetcher: fetcher, priority: priority) { [weak self] result in
-            self?.recordProbeFinished(probe, url: url, result)
-            probe.finish(result)
-            settled?()
+            let answer: @Sendable () -> Void = {
+                self?.recordProbeFinished(probe, url: url, result)
+                probe.finish(result)
+                settled?()
+            }
+            // Stopping: the answer is given here, as the mount ends.
+            if !answers.submit(answer) { probe.finish(result) }
         })
     }
 

@@ -17,8 +17,8 @@
 // way, unsaved answers) is a `Locked`, so nothing reaches it without the
 // lock. Taken before a loader's lock (to make, check or retire one), never
 // after; never held while fetching a listing or calling into a loader that
-// may wait. The network thread never takes it: probe answers come to it on
-// the fetcher's completion, which runs off the network thread's lock.
+// may wait. The network thread never takes it: record probes' answers are
+// taken on a worker of their own (Catalog+RecordProbes.swift).
 import CSystem
 import Foundation
 #if canImport(Glibc)
@@ -106,6 +106,8 @@ public final class Catalog: @unchecked Sendable {
     let listings = Worker(name: "mediafs-listings")
     /// A listing's background probes, a bounded number at a time.
     let feeder = ProbeFeeder()
+    /// Record probes' answers, off the network thread (they take `state`).
+    let probeAnswers = Worker(name: "mediafs-probes")
 
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                 http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
@@ -195,6 +197,7 @@ public final class Catalog: @unchecked Sendable {
     public func stop() {
         flusher.stop()
         feeder.stop()
+        probeAnswers.stop(drain: false)
         // A refresh under way finishes (its fetch is bounded by the timeout).
         listings.stop(drain: false)
         preloads.stop(drain: false)

@@ -115,6 +115,9 @@ struct CatalogState {
     /// copy of every URL (4 MiB at 100,000). Kept only with an evictor.
     var membershipChanged: [String] = []
     let tracksMembership: Bool
+    /// Entries the evictor removed through the catalog (under its lock):
+    /// records read without the lock before one was are read again.
+    var removals = 0
     /// The last pass of the cache limits, for `stats` and to log a change
     /// in whether pinned bytes alone exceed the limit.
     var lastEviction = CacheEvictor.Report()
@@ -206,29 +209,42 @@ struct CatalogState {
         return true
     }
 
-    /// Replaces a directory's names by a new listing's. Directories it
-    /// kept stay the same objects (their own listings with them); names
-    /// that left (a file, or a directory and all below it) take their
-    /// loaders with them, unless another name still leads there.
-    mutating func relist(_ directory: Directory, with sources: [Source], at now: Double, believedFor: Double) -> Listed {
+    /// Which of a listing's files are new to the mount: their records are
+    /// read (`loadRecords`) before `relist`, without the lock, so a lookup
+    /// elsewhere in the mount never waits on the disk reads of a refresh
+    /// (a remount's listing of 100,000 read for 3 s).
+    func newFiles(in sources: [Source]) -> (isNew: [Bool], removals: Int) {
+        (sources.map { !$0.isDirectory && loaders[$0.url] == nil && records[$0.url] == nil }, removals)
+    }
+
+    /// Replaces a directory's names by a new listing's. `read` holds the
+    /// records of the files `newFiles` found new, in listing order, read
+    /// when the evictor had removed `removals` entries: if it removed any
+    /// since, they are read again here, under the lock, so no record claims
+    /// bytes of an entry gone to the trash. Directories the listing kept
+    /// stay the same objects (their own listings with them); names that
+    /// left (a file, or a directory and all below it) take their loaders
+    /// with them, unless another name still leads there.
+    mutating func relist(_ directory: Directory, with sources: [Source], isNew: [Bool], read: [EntryRecord?],
+                         readAt readRemovals: Int, at now: Double, believedFor: Double) -> Listed {
         let old = directory.children
         directory.order = []
         directory.children = [:]
         directory.naming = FileNaming()
-        // The metadata of files new to the mount, read in parallel (a
-        // remount's first listing of 100,000 read them one by one for 3 s)
-        // but still under the lock, as `insert` would read each.
+        let stale = readRemovals != removals
+        var records = stale ? [] : read
+        if stale {
+            records = Self.loadRecords(zip(sources, isNew).compactMap { $1 ? $0.url : nil }, from: store)
+        }
         // Taken in listing order as the entries are inserted: a dictionary
         // of them by URL took 16 MiB at 100,000.
-        let isNew = sources.map { !$0.isDirectory && loaders[$0.url] == nil && records[$0.url] == nil }
-        let new = zip(sources, isNew).compactMap { $1 ? $0.url : nil }
-        var read = Self.loadRecords(new, from: store).makeIterator()
+        var next = records.makeIterator()
         // Grown once, not doubling 17 times with the old and new tables both held.
-        records.reserveCapacity(records.count + new.count)
+        self.records.reserveCapacity(self.records.count + records.count)
         directory.children.reserveCapacity(sources.count)
         directory.order.reserveCapacity(sources.count)
         for (source, isNew) in zip(sources, isNew) {
-            let record = isNew ? read.next() ?? nil : nil
+            let record = isNew ? next.next() ?? nil : nil
             var safe = source
             safe.name = FileNaming.safe(source.name)
             if source.isDirectory, case .directory(let existing)? = old[safe.name], existing.url == source.url {
@@ -241,7 +257,7 @@ struct CatalogState {
         directory.refreshAt = now + believedFor
         let kept = Set(directory.children.values.map(\.identity))
         let left = old.values.contains { !kept.contains($0.identity) }
-        return Listed(dropped: left ? retireUnreferenced() : [], new: new.count)
+        return Listed(dropped: left ? retireUnreferenced() : [], new: records.count)
     }
 
     /// Removes a name from the root; false when there is none.
