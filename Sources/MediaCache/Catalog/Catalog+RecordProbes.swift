@@ -39,7 +39,7 @@ extension Catalog {
                           then settled: (@Sendable () -> Void)? = nil) {
         let answers = probeAnswers
         probe.started(ContentProbe.start(url: url, fetcher: fetcher, priority: priority) { [weak self] result in
-            let answer: @Sendable () -> Void = {
+            let answer: @Sendable () -> Void = { [weak self] in
                 self?.recordProbeFinished(probe, url: url, result)
                 probe.finish(result)
                 settled?()
