@@ -126,6 +126,41 @@ def test_ls_l_after_a_remount_gets_every_size_with_the_names_and_no_stat_reaches
     assert asked < len(files) // 10, f"{asked} stats of {len(files)} entries reached the daemon"
 
 
+def test_a_remount_lists_from_the_saved_listing_before_any_request_then_refreshes_it(mount, srv, tmp_path):
+    # The last listing is kept in the cache: a remount's `ls -l` is answered
+    # from it while the listing request is still in flight (held back 3 s
+    # here), and the refresh then brings the server's changes.
+    files = {f"f{i:03d}.bin": data_of(3000 + i, i) for i in range(50)}
+    cache = listed_once(mount, srv, files, tmp_path / "cache-saved")
+    assert any((cache / "listings").iterdir()), "no listing was saved"
+    srv.add("media/new.bin", data_of(777, 1))
+    srv.add("media/", index_html(sorted(files) + ["new.bin"]).encode(), content_type="text/html")
+    srv.set_fault("media/", "drip", delay=3)
+    srv.clear_log()
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
+    out = guarded(lambda: subprocess.run(["ls", "-l", m.path("media")], capture_output=True, text=True,
+                                         check=True).stdout, what="ls -l")
+    sizes = {line.split()[-1]: int(line.split()[4]) for line in out.splitlines()[1:]}
+    assert sizes == {name: len(data) for name, data in files.items()}, "the saved listing was not served"
+    finished = [r for r in srv.requests if r.done]
+    assert finished == [], f"requests answered before the first ls -l did: {finished}"
+    srv.wait_for(lambda rs: any(r.path == "/media/" and r.done for r in rs), timeout=WAIT)
+    deadline = time.monotonic() + WAIT
+    while "new.bin" not in os.listdir(m.path("media")):
+        assert time.monotonic() < deadline, "the refresh after the remount never showed the new file"
+        time.sleep(0.2)
+    assert os.stat(m.path("media/new.bin")).st_size == 777
+
+
+def test_a_remount_with_the_server_down_lists_from_the_saved_listing(mount, srv, tmp_path):
+    files = {"a.bin": data_of(11_000, 2), "b c.bin": data_of(12_000, 3)}
+    cache = listed_once(mount, srv, files, tmp_path / "cache-offline")
+    srv.stop()
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
+    assert guarded(lambda: sorted(os.listdir(m.path("media"))), what="ls") == ["a.bin", "b c.bin"]
+    assert os.stat(m.path("media/b c.bin")).st_size == 12_000
+
+
 def test_probe_answers_go_to_one_journal_which_cache_ls_lists_and_cache_clear_forgets(mount, srv, tmp_path):
     # A stat'ed, never read entry's content info is one record appended to
     # <cache>/answers, not an entry directory (two new inodes each).

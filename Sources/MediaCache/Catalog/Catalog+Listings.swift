@@ -17,7 +17,9 @@ extension Catalog {
             (state.isListed(directory), state.claimRefresh(of: directory, at: now))
         }
         if !listed {
-            try fetchListing(of: directory)
+            // A remount answers from the last listing, and has it refreshed.
+            guard listSaved(directory) else { return try fetchListing(of: directory) }
+            try listIfDue(directory)
         } else if due {
             let queued = listings.submit { [self] in
                 try? fetchListing(of: directory)
@@ -55,6 +57,7 @@ extension Catalog {
                           believedFor: dirCacheTime), state.unsaved.count)
         }
         settle(result.dropped)
+        if listing.refreshes { save(sources, of: directory) }
         // What the listing said of its files waits to be saved.
         if unsaved >= Self.saveBatch { flusher.wake() }
         // The page's text, its parse and the metadata read for it leave
@@ -62,6 +65,47 @@ extension Catalog {
         if result.new >= Self.trimAfterRetiring { mediafs_malloc_trim() }
         Log.debug("listed \(listing.origin): \(sources.count) entries"
                   + (result.dropped.isEmpty ? "" : ", \(result.dropped.count) files gone"))
+    }
+
+    /// Lists a directory from the listing saved in the cache, due for a
+    /// refresh at once; false when none was saved.
+    private func listSaved(_ directory: Directory) -> Bool {
+        guard let listing = directory.listing, listing.refreshes, let url = directory.url,
+              let saved = store.loadListing(url: url) else { return false }
+        let sources = saved.entries.map { entry in
+            Source(name: entry.name, url: entry.url,
+                   kind: entry.isDirectory ? .directory(listing.subdirectory(at: entry.url)) : .file(entry.info))
+        }
+        let (isNew, removals) = state.withLock { $0.newFiles(in: sources) }
+        let read = CatalogState.loadRecords(zip(sources, isNew).compactMap { $1 ? $0.url : nil }, from: store)
+        let now = settings.clock.monotonic()
+        let dropped = state.withLock { state -> [FileLoader]? in
+            // A listing fetched meanwhile is newer.
+            guard !state.isListed(directory) else { return nil }
+            return state.relist(directory, with: sources, isNew: isNew, read: read, readAt: removals, at: now,
+                                believedFor: 0).dropped
+        }
+        settle(dropped ?? [])
+        Log.debug("listed \(listing.origin) from its saved listing: \(sources.count) entries; refreshing it")
+        return true
+    }
+
+    /// Keeps a listing in the cache, on the listings worker (a listing of
+    /// 100,000 names is a 15 MB write).
+    private func save(_ sources: [Source], of directory: Directory) {
+        guard let url = directory.url else { return }
+        let store = self.store
+        listingSaves.submit {
+            let saved = SavedListing(url: url, entries: sources.map { source in
+                SavedListing.Entry(name: source.name, url: source.url, isDirectory: source.isDirectory,
+                                   info: source.listedInfo)
+            })
+            do {
+                try store.saveListing(saved)
+            } catch {
+                Log.warning("\((error as? MediaError)?.message ?? "\(error)"); the next mount lists it again")
+            }
+        }
     }
 
     /// `user.mediafs.refresh` on a listed directory: lists it again now, on

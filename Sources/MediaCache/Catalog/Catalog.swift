@@ -104,6 +104,8 @@ public final class Catalog: @unchecked Sendable {
     private let preloads = Worker(name: "mediafs-preload")
     /// Refreshes of listings, off the lookups' threads: one at a time.
     let listings = Worker(name: "mediafs-listings")
+    /// Saves of listings into the cache, drained at stop (a refresh is not).
+    let listingSaves = Worker(name: "mediafs-listing-saves")
     /// A listing's background probes, a bounded number at a time.
     let feeder = ProbeFeeder()
     /// Record probes' answers, off the network thread (they take `state`).
@@ -200,6 +202,7 @@ public final class Catalog: @unchecked Sendable {
         probeAnswers.stop(drain: false)
         // A refresh under way finishes (its fetch is bounded by the timeout).
         listings.stop(drain: false)
+        listingSaves.stop(drain: true)
         preloads.stop(drain: false)
         fetcher.shutdown()
         flushAll()

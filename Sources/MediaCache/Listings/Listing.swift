@@ -9,6 +9,8 @@
 // says them; the catalog makes them safe and unique.
 //
 // How it refreshes: a directory of the mount is listed on its first lookup
+// (from the listing saved in the cache, when there is one: a remount lists
+// with no request, and the listing is refreshed at once in the background)
 // and, when `refreshes`, again in the background once `--dir-cache-time` has
 // passed or `user.mediafs.refresh` asks. A SOURCE argument's listing (a list
 // file, a playlist) is read once, at mount, into the mount root.
@@ -28,6 +30,16 @@ public protocol Listing: Sendable {
     var refreshes: Bool { get }
     /// Its entries now, in the source's order.
     func list(in context: ListingContext) throws -> [Source]
+    /// The Listing of a subdirectory it listed, made again from its URL
+    /// (a saved listing keeps URLs, not Listings). By default, the kind
+    /// the URL names on its own (`Source.at`).
+    func subdirectory(at url: String) -> any Listing
+}
+
+extension Listing {
+    public func subdirectory(at url: String) -> any Listing {
+        Source.at(url: url).listing ?? HTMLIndex(url: url)
+    }
 }
 
 /// What a listing may use to reach its source: the mount's HTTP options

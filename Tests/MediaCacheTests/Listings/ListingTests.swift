@@ -38,7 +38,7 @@ final class ListingTests: XCTestCase {
     }
 
     private var base = ""
-    private var fetcher = FakeFetcher()
+    fileprivate var fetcher = FakeFetcher()
 
     override func setUpWithError() throws {
         base = FileManager.default.temporaryDirectory.appendingPathComponent("mediafs-listing-\(UUID())").path
@@ -50,7 +50,7 @@ final class ListingTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: base)
     }
 
-    private func catalog(_ listing: FakeListing, dirCacheTime: Double = 300, clock: Clock = .system) throws -> Catalog {
+    fileprivate func catalog(_ listing: FakeListing, dirCacheTime: Double = 300, clock: Clock = .system) throws -> Catalog {
         var settings = LoaderSettings()
         settings.clock = clock
         return Catalog(sources: [Source(name: "library", url: "fake://library/", kind: .directory(listing))],
@@ -127,12 +127,37 @@ final class ListingTests: XCTestCase {
         XCTAssertEqual(still.listings, 1, "a listing that does not refresh is listed once")
     }
 
-    private func waitUntil(timeout: Double = 5, _ predicate: () -> Bool) -> Bool {
+    fileprivate func waitUntil(timeout: Double = 5, _ predicate: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while !predicate() {
             if Date() > deadline { return false }
             Thread.sleep(forTimeInterval: 0.01)
         }
         return true
+    }
+}
+
+extension ListingTests {
+    func testARemount_listsFromTheSavedListing_withItsSizes_thenRefreshes() throws {
+        let info = ContentInfo(length: 4321, etag: "\"a\"")
+        let listing = FakeListing(origin: "fake", entries: [
+            Source(name: "a.mp4", url: "https://a.example/a.mp4", kind: .file(info)),
+        ])
+        let first = try catalog(listing)
+        _ = try first.list("/library")
+        first.stop()
+        XCTAssertEqual(listing.listings, 1)
+        listing.set([Source(name: "b.mp4", url: "https://a.example/b.mp4", kind: .file(info))])
+        listing.fail(MediaError(EHOSTUNREACH, "fake: down"))
+        let second = try catalog(listing)
+        let entries = try second.list("/library")
+        XCTAssertEqual(entries.map(\.name), ["a.mp4"], "the saved listing answers the first lookup")
+        XCTAssertEqual(try second.attributes(at: "/library/a.mp4")?.size, 4321)
+        XCTAssertEqual(fetcher.requestCount, 0)
+        XCTAssertTrue(waitUntil { listing.listings == 2 }, "the saved listing is refreshed at once")
+        listing.fail(nil)
+        try second.refresh("/library")
+        XCTAssertEqual(try second.list("/library").map(\.name), ["b.mp4"])
+        second.stop()
     }
 }
