@@ -23,6 +23,7 @@ let package = Package(
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"]),
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"], path: "Sources/CLI"),
         .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport", "MediaStore", "MediaNetwork"]),
+        .testTarget(name: "MediaFSTests", dependencies: ["MediaFS", "MediaCache", "CFuse"]),
     ],
     swiftLanguageModes: [.v6]
 )
