@@ -11,16 +11,19 @@ let package = Package(
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
         // The layers below the core, each a module of its own, so the
         // compiler keeps them from reaching up into it.
         .target(name: "MediaSupport", dependencies: ["CCurl"]),
-        .target(name: "MediaStore", dependencies: ["MediaSupport", "CSystem"]),
+        .target(name: "MediaStore", dependencies: ["MediaSupport", "CCrypto", "CSystem"]),
         .target(name: "MediaNetwork", dependencies: ["MediaSupport", "CCurl"]),
         .target(name: "MediaCache", dependencies: ["MediaSupport", "MediaStore", "MediaNetwork", "CCurl", "CSystem"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"]),
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"], path: "Sources/CLI"),
         .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport", "MediaStore", "MediaNetwork"]),
+        .testTarget(name: "MediaFSTests", dependencies: ["MediaFS", "MediaCache", "CFuse"]),
     ],
     swiftLanguageModes: [.v6]
 )

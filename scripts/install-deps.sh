@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # What mediafs links against, serves its tests with, and probes media with.
-PROJECT_PACKAGES=(fuse3 libfuse3-dev libcurl4-openssl-dev nginx-light ffmpeg attr
+PROJECT_PACKAGES=(fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev nginx-light ffmpeg attr
                   pkg-config ca-certificates)
 # What the proxy, TLS and cache-tier tests need besides: openssl makes the
 # private CA's certificate. nginx-light already has the ssl and slice modules.

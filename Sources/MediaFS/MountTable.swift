@@ -20,11 +20,16 @@ enum MountTable {
         var capacity = 0
         defer { free(line) }
         while getline(&line, &capacity, file) > 0 {
-            let fields = String(cString: line!).split(separator: " ")
-            guard fields.count > 4 else { continue }
-            result.append(Entry(device: String(fields[2]), mountpoint: unescape(fields[4])))
+            if let entry = entry(fromLine: String(cString: line!)) { result.append(entry) }
         }
         return result
+    }
+
+    /// One line of mountinfo: "id parent major:minor root mountpoint ...".
+    static func entry(fromLine line: String) -> Entry? {
+        let fields = line.split(separator: " ")
+        guard fields.count > 4 else { return nil }
+        return Entry(device: String(fields[2]), mountpoint: unescape(fields[4]))
     }
 
     /// The newest mount at `path` (compared after resolving symlinks).
@@ -36,7 +41,7 @@ enum MountTable {
     }
 
     /// mountinfo writes space, tab, newline and backslash as octal escapes.
-    private static func unescape(_ field: Substring) -> String {
+    static func unescape(_ field: Substring) -> String {
         var bytes: [UInt8] = []
         var utf8 = Array(field.utf8)[...]
         while let byte = utf8.popFirst() {

@@ -1,5 +1,7 @@
 // The FUSE operation table. Each callback converts C arguments, calls the
-// catalog, and converts the result or error to a reply. No policy here.
+// catalog, and converts the result or error to a reply. No policy here. The
+// conversions are small functions of their own, which need no FUSE request
+// (MediaFSTests).
 import CFuse
 import MediaCache
 #if canImport(Glibc)
@@ -12,7 +14,7 @@ private func adapter() -> MediaFS {
 }
 
 /// Runs a callback body, turning a thrown error into a negative errno.
-private func reply(_ what: String, _ body: () throws -> Int32) -> Int32 {
+func reply(_ what: String, _ body: () throws -> Int32) -> Int32 {
     do {
         return try body()
     } catch let error as MediaError {
@@ -33,15 +35,57 @@ private func pathString(_ path: UnsafePointer<CChar>?) -> String {
 /// root. The kernel already refuses others through the mode bits
 /// (`default_permissions`); this holds even if those change.
 private func requireAdministrator(_ fs: MediaFS) throws {
-    let caller = fuse_get_context()!.pointee.uid
-    if caller != 0 && caller != fs.owner.uid {
-        throw MediaError(EACCES, "only the mount's owner (uid \(fs.owner.uid)) and root may administer it")
+    try requireAdministrator(caller: fuse_get_context()!.pointee.uid, owner: fs.owner.uid)
+}
+
+/// EACCES unless `caller` is root or the mount's owner.
+func requireAdministrator(caller: uid_t, owner: uid_t) throws {
+    if caller != 0 && caller != owner {
+        throw MediaError(EACCES, "only the mount's owner (uid \(owner)) and root may administer it")
     }
+}
+
+/// EROFS for an open that would write: any access mode but O_RDONLY, or
+/// O_TRUNC (which arrives here, not as a truncate, under atomic_o_trunc,
+/// libfuse's default).
+func refuseWritingOpen(flags: Int32) throws {
+    if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
+        throw MediaError(EROFS, "read-only")
+    }
+}
+
+/// What the loader's page-cache decision sets in an open's reply.
+func applyPageCacheUse(_ use: FileLoader.PageCacheUse, to info: inout fuse_file_info) {
+    switch use {
+    case .keep: info.keep_cache = 1
+    case .drop: info.keep_cache = 0
+    case .bypass: info.direct_io = 1
+    }
+}
+
+/// listxattr's list: each name followed by a NUL.
+func attributeList(_ names: [String]) -> [UInt8] {
+    names.flatMap { Array($0.utf8) + [0] }
+}
+
+/// statfs's answer, in 4 KiB blocks: the cache's capacity and what is
+/// free of it, and as many inodes as the mount has files.
+func fileSystemStat(capacity: Int64, available: Int64, files: Int) -> statvfs {
+    let block: Int64 = 4096
+    var stat = statvfs()
+    stat.f_bsize = UInt(block)
+    stat.f_frsize = UInt(block)
+    stat.f_blocks = fsblkcnt_t(capacity / block)
+    stat.f_bfree = fsblkcnt_t(available / block)
+    stat.f_bavail = fsblkcnt_t(available / block)
+    stat.f_files = fsfilcnt_t(files)
+    stat.f_namemax = 255
+    return stat
 }
 
 /// Copies a value out the way getxattr and listxattr must: its size when
 /// the caller asks with size 0, ERANGE when the buffer is too small.
-private func copyOut(_ bytes: [UInt8], to buffer: UnsafeMutablePointer<CChar>?, size: Int) throws -> Int32 {
+func copyOut(_ bytes: [UInt8], to buffer: UnsafeMutablePointer<CChar>?, size: Int) throws -> Int32 {
     if size == 0 { return Int32(bytes.count) }
     guard bytes.count <= size else { throw MediaError(ERANGE, "buffer too small") }
     bytes.withUnsafeBytes { UnsafeMutableRawPointer(buffer!).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
@@ -50,10 +94,14 @@ private func copyOut(_ bytes: [UInt8], to buffer: UnsafeMutablePointer<CChar>?, 
 
 /// A directory's attributes: the owner's, dated at the mount.
 private func directoryStat(_ fs: MediaFS) -> stat {
-    var stat = ownedStat(fs)
+    directoryStat(owner: fs.owner, mountedAt: fs.mountedAt)
+}
+
+func directoryStat(owner: (uid: uid_t, gid: gid_t), mountedAt: time_t) -> stat {
+    var stat = ownedStat(owner)
     stat.st_mode = S_IFDIR | 0o755
     stat.st_nlink = 2
-    stat.st_mtim = timespec(tv_sec: fs.mountedAt, tv_nsec: 0)
+    stat.st_mtim = timespec(tv_sec: mountedAt, tv_nsec: 0)
     stat.st_ctim = stat.st_mtim
     stat.st_atim = stat.st_mtim
     return stat
@@ -61,7 +109,11 @@ private func directoryStat(_ fs: MediaFS) -> stat {
 
 /// A file's attributes, the same from getattr and from readdirplus.
 private func fileStat(_ fs: MediaFS, _ attributes: (size: Int64, mtime: Int)) -> stat {
-    var stat = ownedStat(fs)
+    fileStat(owner: fs.owner, attributes)
+}
+
+func fileStat(owner: (uid: uid_t, gid: gid_t), _ attributes: (size: Int64, mtime: Int)) -> stat {
+    var stat = ownedStat(owner)
     stat.st_mode = S_IFREG | 0o644
     stat.st_nlink = 1
     stat.st_size = off_t(attributes.size)
@@ -76,10 +128,10 @@ private func fileStat(_ fs: MediaFS, _ attributes: (size: Int64, mtime: Int)) ->
 /// The owner's write bit is what lets the kernel pass the owner's user.*
 /// xattr writes (administration) to us under `default_permissions`; every
 /// write to content still gets EROFS.
-private func ownedStat(_ fs: MediaFS) -> stat {
+private func ownedStat(_ owner: (uid: uid_t, gid: gid_t)) -> stat {
     var stat = Glibc.stat()
-    stat.st_uid = fs.owner.uid
-    stat.st_gid = fs.owner.gid
+    stat.st_uid = owner.uid
+    stat.st_gid = owner.gid
     return stat
 }
 
@@ -173,10 +225,7 @@ func makeOperations() -> fuse_operations {
 
     ops.open = { path, info in
         reply("open") {
-            // O_TRUNC arrives here, not as a truncate, under atomic_o_trunc (libfuse's default).
-            if info!.pointee.flags & O_ACCMODE != O_RDONLY || info!.pointee.flags & O_TRUNC != 0 {
-                throw MediaError(EROFS, "read-only")
-            }
+            try refuseWritingOpen(flags: info!.pointee.flags)
             let catalog = adapter().catalog
             let name = pathString(path)
             let loader = try catalog.file(at: name)
@@ -197,11 +246,7 @@ func makeOperations() -> fuse_operations {
                 // file invalidated after the last change); else this open
                 // drops them, or, while a handle of the version before still
                 // reads through them, goes around them.
-                switch loader.attach(file.pattern) {
-                case .keep: info!.pointee.keep_cache = 1
-                case .drop: info!.pointee.keep_cache = 0
-                case .bypass: info!.pointee.direct_io = 1
-                }
+                applyPageCacheUse(loader.attach(file.pattern), to: &info!.pointee)
                 adapter().pinKernelReadaheadOnce()
             }
             info!.pointee.fh = file.handle
@@ -262,7 +307,7 @@ func makeOperations() -> fuse_operations {
             case .directory where pathString(path) == "/": names = AdminAttributes.list(root: true)
             case .directory: names = AdminAttributes.listDirectory()
             }
-            return try copyOut(names.flatMap { Array($0.utf8) + [0] }, to: list, size: size)
+            return try copyOut(attributeList(names), to: list, size: size)
         }
     }
 
@@ -313,15 +358,8 @@ func makeOperations() -> fuse_operations {
     ops.statfs = { _, stat in
         reply("statfs") {
             let usage = adapter().catalog.usage()
-            let block: Int64 = 4096
-            stat!.pointee = statvfs()
-            stat!.pointee.f_bsize = UInt(block)
-            stat!.pointee.f_frsize = UInt(block)
-            stat!.pointee.f_blocks = fsblkcnt_t(usage.capacity / block)
-            stat!.pointee.f_bfree = fsblkcnt_t(usage.available / block)
-            stat!.pointee.f_bavail = fsblkcnt_t(usage.available / block)
-            stat!.pointee.f_files = fsfilcnt_t(adapter().catalog.cacheUsage().entries)
-            stat!.pointee.f_namemax = 255
+            stat!.pointee = fileSystemStat(capacity: usage.capacity, available: usage.available,
+                                           files: adapter().catalog.cacheUsage().entries)
             return 0
         }
     }

@@ -107,12 +107,7 @@ final class Passthrough: @unchecked Sendable {
     private static func inspect(request: UnsafeMutableRawPointer) {
         guard initUnique.load(ordering: .relaxed) == 0,
               request.loadUnaligned(fromByteOffset: 4, as: UInt32.self) == opcodeInit else { return }
-        let body = request + inHeaderSize
-        let minor = body.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
-        let flags = body.loadUnaligned(fromByteOffset: 12, as: UInt32.self)
-        let flags2 = body.loadUnaligned(fromByteOffset: 16, as: UInt32.self)
-        offered.store(minor >= 40 && flags & initExtended != 0 && flags2 & passthroughFlag2 != 0,
-                      ordering: .relaxed)
+        offered.store(offersPassthrough(initRequest: UnsafeRawPointer(request + inHeaderSize)), ordering: .relaxed)
         initUnique.store(request.loadUnaligned(fromByteOffset: 8, as: UInt64.self), ordering: .relaxed)
     }
 
@@ -124,15 +119,28 @@ final class Passthrough: @unchecked Sendable {
         if let pending {
             // fuse_open_out: fh u64, open_flags u32, backing_id s32.
             guard vectors[1].iov_len == 16 else { return }
-            let flags = body.loadUnaligned(fromByteOffset: 8, as: UInt32.self)
-            body.storeBytes(of: flags | openPassthrough, toByteOffset: 8, as: UInt32.self)
-            body.storeBytes(of: Int32(truncatingIfNeeded: Int(bitPattern: pending)), toByteOffset: 12, as: Int32.self)
-            return
+            return amend(openReply: body, backingID: Int32(truncatingIfNeeded: Int(bitPattern: pending)))
         }
         let unique = header.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
         guard unique != 0, unique == initUnique.load(ordering: .relaxed), !negotiated.load(ordering: .relaxed),
               offered.load(ordering: .relaxed), vectors[1].iov_len >= 40 else { return }
-        // fuse_init_out: flags at 12, flags2 at 32, max_stack_depth at 36.
+        amend(initReply: body)
+        negotiated.store(true, ordering: .releasing)
+    }
+
+    /// Whether an INIT request's body (fuse_init_in: minor at 4, flags at
+    /// 12, flags2 at 16) offers passthrough: protocol 7.40 or later, with
+    /// the extended flags and FUSE_PASSTHROUGH among them.
+    static func offersPassthrough(initRequest body: UnsafeRawPointer) -> Bool {
+        let minor = body.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+        let flags = body.loadUnaligned(fromByteOffset: 12, as: UInt32.self)
+        let flags2 = body.loadUnaligned(fromByteOffset: 16, as: UInt32.self)
+        return minor >= 40 && flags & initExtended != 0 && flags2 & passthroughFlag2 != 0
+    }
+
+    /// Accepts passthrough in an INIT reply's body (fuse_init_out, 40
+    /// bytes at least: flags at 12, flags2 at 32, max_stack_depth at 36).
+    static func amend(initReply body: UnsafeMutableRawPointer) {
         let flags = body.loadUnaligned(fromByteOffset: 12, as: UInt32.self)
         let flags2 = body.loadUnaligned(fromByteOffset: 32, as: UInt32.self)
         body.storeBytes(of: flags | initExtended, toByteOffset: 12, as: UInt32.self)
@@ -140,7 +148,14 @@ final class Passthrough: @unchecked Sendable {
         // Backing files on a plain filesystem; a cache on a stacked one
         // (overlayfs) is refused at open and read through the page cache.
         body.storeBytes(of: UInt32(1), toByteOffset: 36, as: UInt32.self)
-        negotiated.store(true, ordering: .releasing)
+    }
+
+    /// Makes an OPEN reply's body (fuse_open_out, 16 bytes: fh u64,
+    /// open_flags u32, backing_id s32) a passthrough open of `backingID`.
+    static func amend(openReply body: UnsafeMutableRawPointer, backingID: Int32) {
+        let flags = body.loadUnaligned(fromByteOffset: 8, as: UInt32.self)
+        body.storeBytes(of: flags | openPassthrough, toByteOffset: 8, as: UInt32.self)
+        body.storeBytes(of: backingID, toByteOffset: 12, as: Int32.self)
     }
 
     /// Chooses the mode of a new handle of `loader`'s file; give it back

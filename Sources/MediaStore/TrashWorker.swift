@@ -1,23 +1,18 @@
-// The one thread that deletes what CacheStore moved into trash/, so no reader
-// waits on a large unlink and no thread per removal outlives the mount. It
-// must not decide what is trash; it only empties the directory it was given.
+// Empties what CacheStore moved into trash/, on one serial Worker, so no
+// reader waits on a large unlink and no thread per removal outlives the
+// mount. It must not decide what is trash; it only empties the directory it
+// was given.
 import Foundation
 import MediaSupport
 
-public final class TrashWorker: @unchecked Sendable {
-    private struct State {
-        /// Set by `request`, cleared when a pass begins: requests made during
-        /// a pass coalesce into one more pass.
-        var requested = false
-        var started = false
-        var stopping = false
-        var finished = false
-    }
-
+public final class TrashWorker: Sendable {
     public let directory: String
-    /// Guards `state`; the worker waits on it.
-    private let condition = Condition()
-    private var state = State()
+    private let worker = Worker(name: "mediafs-trash")
+    /// Whether a pass is queued and not yet begun: requests made before it
+    /// begins coalesce into it, those made during it into one more. Held
+    /// across `submit`, so a request either joins a queued pass or learns
+    /// that the worker stopped.
+    private let queued = Locked(false)
     /// Held for a whole pass, so two passes never race over the same names.
     private let passLock = NSLock()
 
@@ -30,30 +25,20 @@ public final class TrashWorker: @unchecked Sendable {
     /// and a fork keeps only the calling thread. After `stop`, empties at once
     /// in the caller, so nothing is left behind and no thread is started.
     public func request() {
-        condition.lock()
-        if state.stopping {
-            condition.unlock()
-            emptyNow()
-            return
+        let accepted = queued.withLock { queued -> Bool in
+            if queued { return true }
+            queued = worker.submit { [self] in
+                self.queued.withLock { $0 = false }
+                emptyNow()
+            }
+            return queued
         }
-        state.requested = true
-        if !state.started {
-            state.started = true
-            let thread = Thread { [self] in run() }
-            thread.name = "mediafs-trash"
-            thread.start()
-        }
-        condition.signal()
-        condition.unlock()
+        if !accepted { emptyNow() }
     }
 
     /// Finishes every pass requested so far and joins the thread. Idempotent.
     public func stop() {
-        condition.lock()
-        state.stopping = true
-        condition.broadcast()
-        while state.started && !state.finished { condition.wait() }
-        condition.unlock()
+        worker.stop(drain: true)
     }
 
     /// Deletes what is in the directory now: entries removed earlier, also
@@ -73,24 +58,5 @@ public final class TrashWorker: @unchecked Sendable {
                 }
             }
         }
-    }
-
-    private func run() {
-        condition.lock()
-        while true {
-            if state.requested {
-                state.requested = false
-                condition.unlock()
-                emptyNow()
-                condition.lock()
-            } else if state.stopping {
-                break
-            } else {
-                condition.wait()
-            }
-        }
-        state.finished = true
-        condition.broadcast()
-        condition.unlock()
     }
 }

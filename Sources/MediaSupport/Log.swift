@@ -12,6 +12,8 @@ public enum Log {
 
     nonisolated(unsafe) private static var level: Level = .info
     nonisolated(unsafe) private static var sink: Sink = .stderr
+    /// The lines written while a test captures them (`capturing`), else nil.
+    private static let captured = Locked<[(level: Level, message: String)]?>(nil)
 
     /// Set once at start-up, before any other thread runs.
     public static func configure(level: Level, sink: Sink) {
@@ -29,8 +31,19 @@ public enum Log {
         if level == .debug { write(.debug, message()) }
     }
 
+    /// Runs `body` and returns the lines written meanwhile, from any
+    /// thread, which still go to the sink too: how a test hears what was
+    /// said. Captures do not nest.
+    public static func capturing(_ body: () throws -> Void) rethrows -> [(level: Level, message: String)] {
+        captured.withLock { $0 = [] }
+        defer { captured.withLock { $0 = nil } }
+        try body()
+        return captured.withLock { $0 ?? [] }
+    }
+
     private static func write(_ l: Level, _ message: String) {
         guard l.rawValue <= level.rawValue else { return }
+        captured.withLock { $0?.append((l, message)) }
         switch sink {
         case .stderr:
             let tag = ["error", "warning", "info", "debug"][l.rawValue]

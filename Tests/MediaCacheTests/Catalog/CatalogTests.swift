@@ -67,8 +67,12 @@ final class CatalogTests: XCTestCase {
         _ = try c.list("/")
         XCTAssertTrue(fetcher.waitUntil { $0.heads.count == urls.count })
         XCTAssertEqual(Set(fetcher.heads.map(\.priority)), [.probe], "\(fetcher.heads.map(\.priority))")
+        // A stat made while the probes are held waits for its answer.
+        let stat = Background { try c.attributes(at: "/2.bin") }
         fetcher.release()
-        XCTAssertEqual(try c.file(at: "/2.bin").contentInfo().length, 3)
+        let attributes = try stat.result()
+        XCTAssertEqual(attributes?.size, 3)
+        XCTAssertEqual(attributes?.mtime, 1_727_776_800, "the server's Last-Modified")
     }
 
     func testProbeFeeder_keepsABoundedNumberOfProbesOut_andProbesEveryEntryOnce() throws {

@@ -122,15 +122,37 @@ final class FreeingTests: XCTestCase {
         XCTAssertEqual(try Self.read(loader, at: 0, count: length, pattern: pattern), source)
     }
 
+    /// Runs `freeing` while watching the entry's directory, and checks the
+    /// order the kernel saw: the metadata renamed into place before the data
+    /// file's first change (the punch or truncation), and not after it. So
+    /// the metadata on disk now is the one that was there when the bytes
+    /// went, and what a crash at that moment would have found.
+    private func assertMetadataIsSavedBeforeTheDataFileChanges(_ freeing: () -> Void,
+                                                               file: StaticString = #filePath,
+                                                               line: UInt = #line) throws {
+        let events = try DirectoryEvents(store.directory(forKey: url))
+        freeing()
+        let seen = events.take()
+        let saved = seen.firstIndex(of: .renamedInto("meta"))
+        let freed = seen.firstIndex(of: .modified("data"))
+        guard let saved, let freed else {
+            return XCTFail("no metadata save or no change to the data file: \(seen)", file: file, line: line)
+        }
+        XCTAssertLessThan(saved, freed, "the bytes went before the metadata stopped claiming them: \(seen)",
+                          file: file, line: line)
+        XCTAssertFalse(seen[freed...].contains(.renamedInto("meta")), "\(seen)", file: file, line: line)
+    }
+
     func testAPurge_isOnDiskBeforeTheBytesAreFreed() throws {
         let source = Self.content(count: 1 << 20, seed: 3)
         fetcher.add(url, bytes: source)
         let loader = makeLoader()
         XCTAssertEqual(try Self.read(loader, at: 0, count: source.count, pattern: ReadPattern()), source)
+        XCTAssertTrue(fetcher.waitUntil { _ in loader.status().state == .idle })
         loader.flush()
         XCTAssertEqual(store.loadMeta(forKey: url)?.present.byteCount, Int64(source.count))
-        loader.purge()
-        // No flush: a crash here must find metadata that claims nothing.
+        try assertMetadataIsSavedBeforeTheDataFileChanges { loader.purge() }
+        // No flush: the metadata in place as the file was emptied claims nothing.
         XCTAssertEqual(store.loadMeta(forKey: url)?.present.byteCount ?? 0, 0)
         XCTAssertEqual(claimsOnDiskThatLie(source), [])
     }
@@ -140,8 +162,10 @@ final class FreeingTests: XCTestCase {
         fetcher.add(url, bytes: source)
         let loader = makeLoader()
         XCTAssertEqual(try Self.read(loader, at: 0, count: source.count, pattern: ReadPattern()), source)
+        XCTAssertTrue(fetcher.waitUntil { _ in loader.status().state == .idle })
         loader.flush()
-        loader.trim(to: 300_000)
+        try assertMetadataIsSavedBeforeTheDataFileChanges { loader.trim(to: 300_000) }
+        // The metadata in place as the holes were punched claims only what is left.
         XCTAssertEqual(store.loadMeta(forKey: url)?.present.byteCount, 300_000)
         XCTAssertEqual(claimsOnDiskThatLie(source), [])
     }

@@ -81,6 +81,13 @@ final class CacheStoreTests: XCTestCase {
         XCTAssertEqual(store.directory(forKey: key), "\(base)/v1/\(hash.prefix(2))/\(hash)")
     }
 
+    func testDirectory_forKey_isTheNameEarlierVersionsGaveIt() throws {
+        // Pinned: a changed name would leave every existing cache unreachable.
+        let store = try CacheStore(root: base)
+        XCTAssertEqual(store.directory(forKey: "https://media.example/films/a.mkv"),
+                       "\(base)/v1/5d/5ddb165f64ccab95875986c5a7d59fa71cadb69bbfab4416d64c1b44db2d5627")
+    }
+
     func testLoadMeta_withNothingSaved_returnsNil() throws {
         XCTAssertNil(try CacheStore(root: base).loadMeta(forKey: key))
     }
