@@ -3,7 +3,9 @@
 // IsTruncated, NextContinuationToken) and an error (Error: Code, Message,
 // Region, Endpoint). Only those elements are kept, each text cut at
 // `maxText` bytes (the entry then marked), so a page costs its entries and
-// no more; no entity is declared or resolved. What the values mean (sizes,
+// no more; no external entity is resolved, a declared one stops the parse
+// where the parser reports it, and libxml2 refuses exponential expansion
+// ("billion laughs") on its own. What the values mean (sizes,
 // names, dates) is S3Prefix's to judge.
 import Foundation
 import FoundationXML
@@ -86,6 +88,7 @@ public enum S3ListXML {
                 throw MediaError.io("malformed XML at line \(parser.lineNumber): \(reason)")
             }
             guard sawRoot else { throw MediaError.io("the answer holds no <\(root)>") }
+            guard path.isEmpty else { throw MediaError.io("the XML ends inside <\(path.last!)>") }
         }
 
         /// Whether the element just opened holds a value kept.
