@@ -13,7 +13,8 @@ Rules, as S3 applies them:
   credential scope's region and service must be the bucket's and `s3`
   (else 400 AuthorizationHeaderMalformed naming the region), the session
   token must be the key's and signed (else 403 InvalidToken, or 400
-  ExpiredToken once `expire()`d), the signature must match (else 403
+  ExpiredToken once `expire()`d), x-amz-content-sha256 must be sent and
+  signed (else 400 InvalidRequest), the signature must match (else 403
   SignatureDoesNotMatch);
 - unsigned: only buckets in `public` are listed (else 403 AccessDenied);
   moto decides on their objects (their ACL).
@@ -194,6 +195,8 @@ class CheckingProxy:
                 return 400, "ExpiredToken", "The provided token has expired.", ""
         if "host" not in names:
             return 403, "SignatureDoesNotMatch", "the Host header is not signed", ""
+        if "x-amz-content-sha256" not in names:
+            return 400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256", ""
         headers = {name: handler.headers.get(name, "") for name in names}
         request = AWSRequest(method=handler.command, url=f"http://{handler.headers['Host']}{handler.path}",
                              headers=headers)

@@ -13,7 +13,7 @@ import zlib
 
 import pytest
 
-from harness import data_of, read_range, read_whole, wait_for_stderr, wait_until, xset
+from harness import data_of, mediafs, read_range, read_whole, wait_for_stderr, wait_until, xset
 from s3proxy import CheckingProxy, MotoServer
 
 KEY_ID = "AKIDMEDIAFSTEST"
@@ -139,6 +139,11 @@ def test_reads_are_signed_ranged_gets_and_byte_exact(s3, s3_mount):
     reads = [r for r in s3.requests(list_only=False) if r.path == "/media/top.bin"]
     assert reads and all(r.method == "GET" and r.signed and r.range.startswith("bytes=") for r in reads)
     assert all(r.status == 206 for r in reads), [(r.range, r.status) for r in reads]
+    # No secret in what the mount shows of itself.
+    shown = mediafs("status", str(m.mountpoint), "--json").stdout + m.stderr()
+    for path in (m.path("media"), m.path("media/top.bin")):
+        shown += "".join(os.getxattr(path, name).decode(errors="replace") for name in os.listxattr(path))
+    assert "mediafs" in shown and SECRET not in shown and KEY_ID not in shown
 
 
 def test_a_wrong_key_is_eacces_naming_the_directory_and_the_credentials_sent(s3_mount):

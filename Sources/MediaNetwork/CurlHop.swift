@@ -90,10 +90,13 @@ public final class CurlHop {
         if headerList != nil { _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList) }
     }
 
-    /// SigV4 by libcurl, over the headers set here and the range.
+    /// SigV4 by libcurl, over the headers set here and the range. S3
+    /// wants the payload's hash in a header of its own; libcurl 7.88 sends
+    /// none, and hashes the (empty) body our requests have.
     private func sign(for s3: S3Origin, with key: S3Key) {
         _ = mediafs_easy_setopt_string(easy, CURLOPT_AWS_SIGV4, s3.sigV4)
         _ = mediafs_easy_setopt_string(easy, CURLOPT_USERPWD, "\(key.accessKeyID):\(key.secretAccessKey)")
+        headerList = curl_slist_append(headerList, "x-amz-content-sha256: \(S3Origin.emptyPayloadHash)")
         if let token = key.sessionToken {
             headerList = curl_slist_append(headerList, "x-amz-security-token: \(token)")
         }

@@ -18,6 +18,9 @@ public struct S3Origin: Sendable, Equatable {
         self.credentials = credentials
     }
 
+    /// SHA-256 of no bytes: the payload of every request mediafs sends.
+    public static let emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
     /// `CURLOPT_AWS_SIGV4`'s value: provider, region, service.
     public var sigV4: String { "aws:amz:\(region):s3" }
 
