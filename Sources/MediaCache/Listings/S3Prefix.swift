@@ -50,7 +50,9 @@ public struct S3Prefix: Listing {
         return Source(name: FileNaming.safe(name), url: listing.origin, kind: .directory(listing))
     }
 
-    public var origin: String { "s3://\(bucket)/\(prefix)" }
+    /// Control characters, legal in keys, shown as `?`: this names the
+    /// directory in log lines.
+    public var origin: String { "s3://\(bucket)/\(Self.printable(prefix))" }
     public var refreshes: Bool { true }
     public var bucketURL: String { endpoint.bucketURL(bucket) }
 
@@ -121,7 +123,7 @@ public struct S3Prefix: Listing {
                 Log.warning("\(origin): dropped common prefix '\(Self.shown(common))' (an empty or nested name)")
                 continue
             }
-            sources.append(Source(name: name, url: "s3://\(bucket)/\(common)",
+            sources.append(Source(name: name, url: "s3://\(bucket)/\(Self.printable(common))",
                                   kind: .directory(S3Prefix(bucket: bucket, prefix: common, endpoint: endpoint))))
         }
         for object in page.objects {
@@ -243,7 +245,11 @@ public struct S3Prefix: Listing {
 
     /// A server's text in a log line: printable, at most 200 characters.
     static func shown(_ text: String) -> String {
-        let printable = String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : $0 }))
+        let printable = printable(text)
         return printable.count > 200 ? String(printable.prefix(200)) + "…" : printable
+    }
+
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : $0 }))
     }
 }

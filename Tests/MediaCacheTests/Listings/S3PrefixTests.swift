@@ -124,6 +124,15 @@ final class S3PrefixTests: XCTestCase {
         XCTAssertEqual(FileNaming.safe(sources[0].name), "_..")
     }
 
+    func testEntries_controlCharactersInAKey_neverReachALogLineRaw() {
+        var parsed = S3ListPage()
+        parsed.prefixes = ["shows/evil\nline/"]
+        let source = shows.entries(of: parsed)[0]
+        XCTAssertEqual(source.listing?.origin, "s3://media/shows/evil?line/")
+        XCTAssertEqual(source.url, "s3://media/shows/evil?line/")
+        XCTAssertEqual((source.listing as? S3Prefix)?.prefix, "shows/evil\nline/", "the key itself is kept")
+    }
+
     // MARK: Pages
 
     func testList_followsEveryContinuationToken_inOrder() throws {
