@@ -9,6 +9,7 @@ from the server's side, not from what mediafs says about itself.
 import errno
 import os
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 import zlib
 
 import pytest
@@ -48,8 +49,8 @@ def s3():
     try:
         client = moto.client()
         client.create_bucket(Bucket="media")
-        for key, data in OBJECTS.items():
-            client.put_object(Bucket="media", Key=key, Body=data)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda item: client.put_object(Bucket="media", Key=item[0], Body=item[1]), OBJECTS.items()))
         client.create_bucket(Bucket="public-media")
         client.put_object(Bucket="public-media", Key="open.bin", Body=body("open.bin"), ACL="public-read")
         proxy.public.add("public-media")
@@ -209,3 +210,9 @@ def test_session_keys_from_a_profile_are_reread_when_the_file_changes(s3, s3_mou
     wait_until(lambda: all(r.status for r in s3.requests(list_only=True)), "its answer")
     assert all(r.status in (200, 206) for r in s3.requests()), [(r.path, r.status) for r in s3.requests()]
     assert "token-one" not in m.stderr() and "token-two" not in m.stderr() and SECRET not in m.stderr()
+
+
+def test_fstab_keys_set_the_endpoint_and_region(s3, s3_mount):
+    m = s3_mount("s3://media/shows/a/", endpoint=False, extra=["-o", f"s3_endpoint={s3.url},s3_region={REGION}"])
+    assert sorted(os.listdir(m.path("a"))) == ["ep1.bin", "ep2.bin"]
+    assert s3.requests(list_only=True)[0].query["prefix"] == "shows/a/"

@@ -73,7 +73,9 @@ struct MountCommand {
           --s3-region REGION   the buckets' region, for signing (default:
                                AWS_REGION, AWS_DEFAULT_REGION, the profile's
                                region, else us-east-1)
-          --s3-profile NAME    the AWS profile to take keys from (as AWS_PROFILE)
+          --s3-profile NAME    the AWS profile to take keys from (as AWS_PROFILE);
+                               in fstab: s3://BUCKET/PREFIX/ /srv/media fuse.mediafs
+                               s3_endpoint=URL,s3_region=REGION,s3_profile=NAME 0 0
           --preload-next N[:SIZE]  on open, preload SIZE (default 4M) leading
                                bytes of the next N files
           --revalidate never|open|DURATION  when to check that a file is
