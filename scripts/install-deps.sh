@@ -63,6 +63,18 @@ else
         || { say "prometheus_client still not importable by $(command -v python3)"; exit 1; }
 fi
 
+# The S3 tests serve a real S3 API with moto in server mode and check every
+# signature with botocore's signer; boto3 fills the buckets.
+if python3 -c 'import moto.server, boto3, botocore.auth' 2>/dev/null; then
+    say "moto, boto3: present"
+else
+    say "installing moto[server], boto3"
+    python3 -m pip install --quiet 'moto[server]' boto3 \
+        || python3 -m pip install --quiet --break-system-packages 'moto[server]' boto3
+    python3 -c 'import moto.server, boto3, botocore.auth' \
+        || { say "moto or boto3 still not importable by $(command -v python3)"; exit 1; }
+fi
+
 if command -v swift >/dev/null 2>&1; then
     say "swift: $(command -v swift)"
 elif [ -x "$SWIFT_BIN/swift" ]; then

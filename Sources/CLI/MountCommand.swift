@@ -26,6 +26,7 @@ struct MountCommand {
     var bandwidthLimit: Int64?
     var metrics: MetricsAddress?
     var dirCacheTime = Catalog.defaultDirCacheTime
+    var s3 = S3Settings()
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
@@ -37,10 +38,16 @@ struct MountCommand {
                mediafs add URL... --to MOUNTPOINT
                mediafs remove NAME... --from MOUNTPOINT
 
-        SOURCE is an http(s) URL, an .m3u/.m3u8 playlist (path or URL), or a list
-        file (one URL per line, '#' comments, 'NAME<TAB>URL' to choose a name).
-        Each URL becomes a read-only file; a URL ending in '/' whose answer is an
-        HTML index becomes a directory.
+        SOURCE is an http(s) URL, an .m3u/.m3u8 playlist (path or URL), a list
+        file (one URL per line, '#' comments, 'NAME<TAB>URL' to choose a name),
+        or s3://BUCKET/PREFIX/. Each URL becomes a read-only file; a URL ending
+        in '/' whose answer is an HTML index becomes a directory; an S3 prefix
+        becomes a directory tree ('/' separates directories), with sizes and
+        dates from its listing. S3 keys come from AWS_ACCESS_KEY_ID,
+        AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else from the profile
+        (AWS_PROFILE or --s3-profile, else 'default') in ~/.aws/credentials
+        and ~/.aws/config (re-read when they change); none: anonymous. Never
+        on the command line.
 
         options:
           -f, --foreground     stay in the foreground, log to stderr
@@ -59,6 +66,16 @@ struct MountCommand {
                                https_proxy and all_proxy; no_proxy still applies
           --cacert FILE        verify https servers (and an https proxy) with the
                                PEM CA certificates in FILE, for private CAs
+          --s3-endpoint URL    an S3-compatible endpoint, path-style: MinIO, B2,
+                               R2, Ceph (default: AWS_ENDPOINT_URL_S3,
+                               AWS_ENDPOINT_URL, the profile's endpoint_url,
+                               else AWS, virtual-host style)
+          --s3-region REGION   the buckets' region, for signing (default:
+                               AWS_REGION, AWS_DEFAULT_REGION, the profile's
+                               region, else us-east-1)
+          --s3-profile NAME    the AWS profile to take keys from (as AWS_PROFILE);
+                               in fstab: s3://BUCKET/PREFIX/ /srv/media fuse.mediafs
+                               s3_endpoint=URL,s3_region=REGION,s3_profile=NAME 0 0
           --preload-next N[:SIZE]  on open, preload SIZE (default 4M) leading
                                bytes of the next N files
           --revalidate never|open|DURATION  when to check that a file is
@@ -108,6 +125,9 @@ struct MountCommand {
                 for key in try value(option).split(separator: ",") { try mountOption(String(key)) }
             case "--timeout": try setTimeout(inline ?? value(option))
             case "--preload-next": try setPreloadNext(inline ?? value(option))
+            case "--s3-endpoint": s3.endpoint = try inline ?? value(option)
+            case "--s3-region": s3.region = try inline ?? value(option)
+            case "--s3-profile": s3.profile = try inline ?? value(option)
             case "--": positional += rest; rest = []
             default:
                 if option.hasPrefix("-") && option.count > 1 { throw UsageError("unknown option '\(argument)'") }
@@ -156,6 +176,12 @@ struct MountCommand {
             try setTimeout(value ?? "")
         case "preload_next", "preload-next":
             try setPreloadNext(value ?? "")
+        case "s3_endpoint", "s3-endpoint":
+            s3.endpoint = value ?? ""
+        case "s3_region", "s3-region":
+            s3.region = value ?? ""
+        case "s3_profile", "s3-profile":
+            s3.profile = value ?? ""
         case "debug":
             debug = true
         case "foreground":
@@ -260,8 +286,15 @@ struct MountCommand {
         Log.configure(level: debug ? .debug : .info, sink: .stderr)
         Self.raiseDescriptorLimit()
         mediafs_malloc_tune()
-        let http = self.http
-        let parsed = try Source.parse(arguments: sources) { try TextFetch.get($0, options: http) }
+        var withS3 = self.http
+        var s3Mount: S3Mount?
+        if sources.contains(where: S3Prefix.isS3) {
+            let settled = try s3.resolve(environment: ProcessInfo.processInfo.environment)
+            withS3.s3Origins = try settled.origins(forArguments: sources)
+            s3Mount = settled
+        }
+        let http = withS3
+        let parsed = try Source.parse(arguments: sources, s3: s3Mount) { try TextFetch.get($0, options: http) }
         try MediaFS.checkMountpoint(mountpoint)
         let store = try CacheStore(root: cache.resolvedDirectory)
         // Before mounting, so a second mount fails with nothing to undo.

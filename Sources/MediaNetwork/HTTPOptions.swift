@@ -1,6 +1,6 @@
 // What every request carries besides its range: headers for all hosts
 // (`--header`), headers per host (`--config FILE`), whether credentials
-// come from ~/.netrc, the proxy and the CA bundle; and which of them a
+// come from ~/.netrc, the proxy, the CA bundle and S3 signing; and which of them a
 // redirect hop may carry (CurlHop asks here, for every hop of every request).
 import Foundation
 import MediaSupport
@@ -29,6 +29,8 @@ public struct HTTPOptions: Sendable, Equatable {
     /// `--cacert`: an absolute path of PEM CAs that verify servers and an
     /// https proxy. nil: libcurl's default bundle.
     public var caFile: String?
+    /// The S3 endpoints' origins (`s3://` sources): their requests signed.
+    public var s3Origins: [S3Origin] = []
 
     /// Header names that carry credentials: a `--header` line naming one
     /// goes to the origin of the URL asked for only, like a section's lines.

@@ -57,15 +57,20 @@ public struct Source: Equatable, Sendable {
             && a.listing?.origin == b.listing?.origin
     }
 
-    /// Reads SOURCE arguments (URLs, playlists, list files) into sources
-    /// with safe names, in argument order; the catalog makes names unique.
-    public static func parse(arguments: [String],
+    /// Reads SOURCE arguments (URLs, playlists, list files, `s3://`
+    /// prefixes given `s3`) into sources with safe names, in argument
+    /// order; the catalog makes names unique.
+    public static func parse(arguments: [String], s3: S3Mount? = nil,
                              fetchText: @escaping @Sendable (String) throws -> String = { _ in
                                  throw MediaError.io("no network")
                              }) throws -> [Source] {
         let context = ListingContext(fetchText: fetchText)
         var sources: [Source] = []
         for argument in arguments {
+            if let s3, S3Prefix.isS3(argument) {
+                sources.append(try S3Prefix.source(forArgument: argument, settings: s3))
+                continue
+            }
             if let listing = try listing(forArgument: argument) {
                 sources += try listing.list(in: context).map { source in
                     var safe = source

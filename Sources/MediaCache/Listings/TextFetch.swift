@@ -19,6 +19,29 @@ public enum TextFetch {
     /// The body of `url` as text, or a MediaError naming the URL (without
     /// credentials) and what went wrong. `timeout` bounds all hops together.
     public static func get(_ url: String, options: HTTPOptions, timeout: Int = 30) throws -> String {
+        let answer = try response(url, options: options, timeout: timeout)
+        guard (200..<300).contains(answer.status) else {
+            throw MediaError(ContentProbe.error(for: ResponseHead(status: answer.status, headers: [:])).errno,
+                             "\(MediaError.redacted(url)): HTTP \(answer.status)")
+        }
+        return String(decoding: answer.body, as: UTF8.self)
+    }
+
+    /// The last hop's status and body, whatever the status (an S3 error
+    /// names its cause in the body).
+    public struct Response: Sendable {
+        public var status: Int
+        public var body: [UInt8]
+
+        public init(status: Int, body: [UInt8]) {
+            self.status = status
+            self.body = body
+        }
+    }
+
+    /// The answer to a GET of `url` after its redirects, or a MediaError
+    /// when no answer came; `timeout` bounds all hops together.
+    public static func response(_ url: String, options: HTTPOptions, timeout: Int = 30) throws -> Response {
         let shown = MediaError.redacted(url)
         let deadline = ContinuousClock.now + .seconds(timeout)
         var hop = try CurlHop(FetchRequest(url: url), options: options)
@@ -34,12 +57,7 @@ public enum TextFetch {
                 hop = next
                 continue
             }
-            let status = hop.status
-            guard (200..<300).contains(status) else {
-                throw MediaError(ContentProbe.error(for: ResponseHead(status: status, headers: [:])).errno,
-                                 "\(shown): HTTP \(status)")
-            }
-            return String(decoding: sink.bytes, as: UTF8.self)
+            return Response(status: hop.status, body: sink.bytes)
         }
     }
 
