@@ -40,6 +40,13 @@ public struct S3Prefix: Listing {
         self.init(bucket: bucket, prefix: prefix, endpoint: endpoint)
     }
 
+    /// A subdirectory of a saved listing: the same bucket and endpoint,
+    /// the prefix its URL gives verbatim.
+    public func subdirectory(at url: String) -> any Listing {
+        let rest = url.hasPrefix("s3://\(bucket)/") ? String(url.dropFirst("s3://\(bucket)/".count)) : prefix
+        return S3Prefix(bucket: bucket, prefix: rest, endpoint: endpoint)
+    }
+
     public static func isS3(_ argument: String) -> Bool { argument.lowercased().hasPrefix("s3://") }
 
     /// The mount's directory for an `s3://` argument, named after the
@@ -123,7 +130,9 @@ public struct S3Prefix: Listing {
                 Log.warning("\(origin): dropped common prefix '\(Self.shown(common))' (an empty or nested name)")
                 continue
             }
-            sources.append(Source(name: name, url: "s3://\(bucket)/\(Self.printable(common))",
+            // The key's own text: the URL is the directory's identity, and
+            // a saved listing makes the prefix again from it.
+            sources.append(Source(name: name, url: "s3://\(bucket)/\(common)",
                                   kind: .directory(S3Prefix(bucket: bucket, prefix: common, endpoint: endpoint))))
         }
         for object in page.objects {

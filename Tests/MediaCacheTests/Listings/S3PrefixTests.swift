@@ -129,8 +129,12 @@ final class S3PrefixTests: XCTestCase {
         parsed.prefixes = ["shows/evil\nline/"]
         let source = shows.entries(of: parsed)[0]
         XCTAssertEqual(source.listing?.origin, "s3://media/shows/evil?line/")
-        XCTAssertEqual(source.url, "s3://media/shows/evil?line/")
+        // The URL is the directory's identity, never shown: the key verbatim.
+        XCTAssertEqual(source.url, "s3://media/shows/evil\nline/")
         XCTAssertEqual((source.listing as? S3Prefix)?.prefix, "shows/evil\nline/", "the key itself is kept")
+        let remade = shows.subdirectory(at: source.url) as? S3Prefix
+        XCTAssertEqual(remade?.prefix, "shows/evil\nline/", "a saved listing makes the same prefix again")
+        XCTAssertEqual(remade?.bucket, "media")
     }
 
     // MARK: Pages

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Two mediafs binaries side by side in one run: each scenario runs with the
+baseline and then with the candidate, against the same nginx and data, so
+both see the same machine at about the same time. Prints every figure of
+both, and candidate/baseline.
+
+Run as root:  python3 bench/compare.py BASELINE CANDIDATE [--only seq,random,wan,scale] [run.py options]
+
+A refactor is "within noise" when the ratios stay near 1; run it twice to
+see how far the noise itself reaches on this machine.
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # noqa: E402
+
+# Figures where less is better (times, bytes, requests, memory).
+LOWER_IS_BETTER = ("_s", "_ms", "_ratio", "_rss_mib", "_requests", "_bytes", "_kib")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("baseline")
+    p.add_argument("candidate")
+    p.add_argument("--only", default="seq,random,ffprobe,wan,scale")
+    p.add_argument("--wan-quick", action="store_true")
+    p.add_argument("--size-mib", type=int, default=1024)
+    p.add_argument("--scale-entries", default="10000,100000")
+    args = p.parse_args()
+    args.skip_rclone = True
+    args.requests = 0
+    for binary in (args.baseline, args.candidate):
+        if not os.access(binary, os.X_OK):
+            sys.exit(f"{binary}: not an executable")
+    bench = run.Bench(args)
+    bench.tools = ["mediafs"]
+    os.makedirs(run.WORK, exist_ok=True)
+    bench.big, bench.mp4, bench.mkv = run.ensure_data(args.size_mib)
+    scenarios = {"seq": bench.seq, "random": bench.random_reads, "ffprobe": bench.ffprobe, "seek": bench.seek,
+                 "wan": bench.wan, "scale": bench.scale}
+    only = args.only.split(",")
+    unknown = set(only) - set(scenarios)
+    if unknown:
+        sys.exit(f"unknown scenario(s) {sorted(unknown)}; choose from {', '.join(scenarios)}")
+    results = {"baseline": {}, "candidate": {}}
+    bench.nginx = run.Nginx(run.DATA, run.WORK)
+    started = time.time()
+    try:
+        bench.nginx.start()
+        for name in only:
+            for label, binary in (("baseline", args.baseline), ("candidate", args.candidate)):
+                run.log(f"scenario {name}: {label} {binary}")
+                bench.binary = binary
+                bench.results = {}
+                scenarios[name]()
+                for key, by_tool in bench.results.items():
+                    if "mediafs" in by_tool:
+                        results[label][key] = by_tool["mediafs"]
+    finally:
+        bench.nginx.stop()
+    print(f"\nmediafs side by side, {time.time() - started:.0f} s")
+    print(f"baseline  {args.baseline}\ncandidate {args.candidate}\n")
+    print(f"{'figure':44} {'baseline':>12} {'candidate':>12} {'cand/base':>10}")
+    for key in sorted(set(results["baseline"]) | set(results["candidate"])):
+        b, c = results["baseline"].get(key), results["candidate"].get(key)
+        def fmt(x):
+            return f"{x:12.3f}" if isinstance(x, (int, float)) else f"{str(x)[:12]:>12}"
+        ratio = f"{c / b:10.3f}" if isinstance(b, (int, float)) and isinstance(c, (int, float)) and b else f"{'':10}"
+        better = " (lower is better)" if key.endswith(LOWER_IS_BETTER) else ""
+        print(f"{key:44} {fmt(b)} {fmt(c)} {ratio}{better}")
+
+
+if __name__ == "__main__":
+    main()
