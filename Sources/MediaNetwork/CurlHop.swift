@@ -66,16 +66,32 @@ public final class CurlHop {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)
             _ = mediafs_easy_setopt_string(easy, CURLOPT_PROXY_CAINFO, caFile)
         }
-        if request.method == .head {
-            _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+        switch request.method {
+        case .head: _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+        case .get: break
+        case .propfind: _ = mediafs_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+        }
+        if let body = request.body {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
+            _ = body.withUnsafeBufferPointer { bytes in
+                mediafs_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            }
         }
         if let range = request.range {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
         }
-        if options.usesNetrc(for: url, first: request.url) {
+        let netrc = options.usesNetrc(for: url, first: request.url)
+        if netrc {
             _ = mediafs_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
         }
-        for line in options.headers(for: url, first: request.url) {
+        // With credentials, libcurl asks once without them and answers the
+        // server's challenge, Basic or Digest (WebDAV servers often want
+        // Digest); this hop's URL carries `user:pass@` only at the first
+        // origin (see `credentialed`), and netrc is read only there.
+        if netrc || MediaError.userinfoRange(in: url) != nil {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_HTTPAUTH, mediafs_auth_basic_digest)
+        }
+        for line in options.headers(for: url, first: request.url) + request.headers {
             headerList = curl_slist_append(headerList, line)
         }
         if let validator = request.ifRange {
