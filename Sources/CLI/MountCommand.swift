@@ -40,7 +40,9 @@ struct MountCommand {
         SOURCE is an http(s) URL, an .m3u/.m3u8 playlist (path or URL), or a list
         file (one URL per line, '#' comments, 'NAME<TAB>URL' to choose a name).
         Each URL becomes a read-only file; a URL ending in '/' whose answer is an
-        HTML index becomes a directory.
+        HTML index becomes a directory. A dav://host/path/ or davs://host/path/
+        URL (WebDAV over http or https) becomes a directory tree, each directory
+        listed with one PROPFIND; user:pass@ or --netrc, Basic or Digest.
 
         options:
           -f, --foreground     stay in the foreground, log to stderr

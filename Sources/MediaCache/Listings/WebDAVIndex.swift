@@ -129,8 +129,15 @@ public struct WebDAVIndex: Listing {
         // A date that is no HTTP date is not a validator: the file stays, dated by the probe's answer.
         let date = response.lastModified.flatMap { HTTPDate.seconds($0) == nil ? nil : $0 }
         return .success(ContentInfo(length: length, contentType: response.contentType.flatMap { $0.isEmpty ? nil : $0 },
-                                    etag: response.etag.flatMap { $0.isEmpty ? nil : $0 }, lastModified: date,
+                                    etag: response.etag.flatMap(entityTag), lastModified: date,
                                     acceptsRanges: true))
+    }
+
+    /// A getetag as the ETag header spells it: some servers (wsgidav) leave
+    /// out the quotes their GET answers put around it.
+    static func entityTag(_ value: String) -> String? {
+        if value.isEmpty { return nil }
+        return value.hasPrefix("\"") || value.hasPrefix("W/\"") ? value : "\"\(value)\""
     }
 
     /// Whether a SOURCE URL names a WebDAV collection.
