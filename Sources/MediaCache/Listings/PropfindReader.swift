@@ -34,7 +34,9 @@ public enum PropfindReader {
     public static func read(_ xml: Data, each: (Response) -> Void) throws {
         try withoutActuallyEscaping(each) { each in
             let reader = Reader(each: each)
-            let parser = XMLParser(data: xml)
+            // From a stream the parser takes the bytes in chunks: given the
+            // whole of a 50 MB answer at once, it fails at its end.
+            let parser = XMLParser(stream: InputStream(data: xml))
             parser.shouldProcessNamespaces = true
             parser.shouldReportNamespacePrefixes = false
             parser.shouldResolveExternalEntities = false
@@ -43,7 +45,8 @@ public enum PropfindReader {
             if let wrongRoot = reader.wrongRoot {
                 throw MediaError.io("the answer is not a WebDAV multistatus (its XML starts with <\(wrongRoot)>)")
             }
-            guard parsed else {
+            // A document cut short parses "successfully", with an error set.
+            guard parsed, parser.parserError == nil else {
                 let why = parser.parserError.map { "\($0.localizedDescription)" } ?? "unknown error"
                 throw MediaError.io("the answer is not well-formed XML (line \(parser.lineNumber): \(why))")
             }
