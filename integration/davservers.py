@@ -2,7 +2,7 @@
 tests read to check what the server received:
 
 - `ApacheDav`: Apache httpd with mod_dav (Debian's apache2), started in the
-  foreground with a config of its own in a temp dir; one tree served three
+  foreground with a config of its own in a 0755 temp dir; one tree served three
   times: /open/ (no auth), /basic/ (Basic), /digest/ (Digest).
 - `WsgiDav`: wsgidav on cheroot (PyPI), which writes its XML another way
   (ElementTree's `ns0:` prefixes, no `lp1:` live-property namespaces).
@@ -86,8 +86,10 @@ class AccessLog:
 class ApacheDav:
     """Apache httpd + mod_dav serving `root` at /open/, /basic/ and /digest/."""
 
-    def __init__(self, workdir, root, user="reader", password="dav-Pa55w0rd"):
-        self.workdir = Path(workdir)
+    def __init__(self, root, user="reader", password="dav-Pa55w0rd"):
+        # Its own dir, not pytest's (0700): Apache's children, www-data, read
+        # the password files and write the lock database there.
+        self.workdir = make_served_dir()
         self.root = Path(root)
         self.user, self.password = user, password
         self.port = harness.free_port()
@@ -104,6 +106,8 @@ class ApacheDav:
         (self.workdir / "basic.pw").write_text(f"{self.user}:{{SHA}}{sha}\n")
         ha1 = hashlib.md5(f"{self.user}:{REALM}:{self.password}".encode()).hexdigest()
         (self.workdir / "digest.pw").write_text(f"{self.user}:{REALM}:{ha1}\n")
+        for name in ("basic.pw", "digest.pw"):
+            (self.workdir / name).chmod(0o644)
         modules = ["mpm_event", "authn_core", "authn_file", "authz_core", "authz_user", "auth_basic",
                    "auth_digest", "alias", "mime", "dav", "dav_fs"]
         loads = "\n".join(f"LoadModule {m}_module {MODULES}/mod_{m}.so" for m in modules)
@@ -167,6 +171,11 @@ DocumentRoot "{self.root}"
         if self.proc is not None:
             _stop(self.proc)
             self.proc = None
+
+    def remove(self):
+        """Stops it and removes its dir (logs included)."""
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 WSGIDAV_MAIN = r'''

@@ -17,6 +17,7 @@ user it authenticated), not only what mediafs says.
 
 import errno
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -78,16 +79,15 @@ def served():
     root = make_served_dir()
     write_tree(root)
     yield root
-    import shutil
     shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def apache(served, tmp_path_factory):
-    server = ApacheDav(tmp_path_factory.mktemp("apache"), served)
+def apache(served):
+    server = ApacheDav(served)
     server.start()
     yield server
-    server.stop()
+    server.remove()
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,6 @@ def fresh_dir(tmp_path_factory):
     """A served tree of the test's own, which it may change."""
     root = make_served_dir()
     yield root
-    import shutil
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -120,9 +119,8 @@ def test_apache_collection_mounts_as_its_nested_tree_with_odd_names_read_byte_ex
 
 
 def test_apache_ls_l_of_a_listed_directory_sends_one_propfind_and_no_head(mount, apache, served):
-    m = mount(apache.url("open"), extra=MOUNT_ARGS)
-    os.stat(m.path("open"))
     apache.log.clear()
+    m = mount(apache.url("open"), extra=MOUNT_ARGS)
     sizes = stat_all(m.path("open"))
     expected = {p.name: (p.stat().st_size if p.is_file() else None) for p in served.iterdir()}
     assert {n: s for n, s in sizes.items() if expected[n] is not None} == \
@@ -155,6 +153,7 @@ def test_apache_digest_auth_lists_and_reads_ranges_as_the_user(mount, apache, se
 
 @pytest.mark.parametrize("area", ["basic", "digest"])
 def test_apache_wrong_password_is_eacces_with_a_log_line_that_hides_it(mount, apache, area):
+    apache.log.clear()
     m = mount(apache.url(area, user=apache.user, password="wrong-Secret-9"), extra=MOUNT_ARGS)
     with pytest.raises(OSError) as raised:
         os.listdir(m.path(area))
@@ -164,6 +163,8 @@ def test_apache_wrong_password_is_eacces_with_a_log_line_that_hides_it(mount, ap
     assert "wrong-Secret-9" not in err
     refused = [e for e in apache.log.entries() if e[1] == f"/{area}/"]
     assert refused and all(e[2] == "401" for e in refused), refused
+    # The server saw the user's credentials, and refused them.
+    assert refused[-1][3] == apache.user, refused
 
 
 def test_apache_no_credentials_is_eacces_saying_none_were_sent(mount, apache):
@@ -174,9 +175,9 @@ def test_apache_no_credentials_is_eacces_saying_none_were_sent(mount, apache):
     assert "no credentials were sent" in m.stderr(), m.stderr()
 
 
-def test_apache_refresh_lists_added_files_and_drops_removed_ones(mount, fresh_dir, tmp_path_factory):
+def test_apache_refresh_lists_added_files_and_drops_removed_ones(mount, fresh_dir):
     write_tree(fresh_dir, {"keep.bin": 1_000, "goes.bin": 2_000}, [])
-    server = ApacheDav(tmp_path_factory.mktemp("apache-refresh"), fresh_dir)
+    server = ApacheDav(fresh_dir)
     server.start()
     try:
         m = mount(server.url("open"), extra=MOUNT_ARGS)
@@ -193,10 +194,10 @@ def test_apache_refresh_lists_added_files_and_drops_removed_ones(mount, fresh_di
         assert [e[:3] for e in server.log.entries()] == [("PROPFIND", "/open/", "207")]
         assert read_whole(m.path("open/new file.bin")) == added
     finally:
-        server.stop()
+        server.remove()
 
 
-def test_apache_ls_l_of_ten_thousand_files_is_one_propfind(mount, fresh_dir, tmp_path_factory):
+def test_apache_ls_l_of_ten_thousand_files_is_one_propfind(mount, fresh_dir):
     count = 10_000
     folder = fresh_dir / "many"
     folder.mkdir()
@@ -204,7 +205,7 @@ def test_apache_ls_l_of_ten_thousand_files_is_one_propfind(mount, fresh_dir, tmp
         (folder / f"episode {i:05d}.mkv").write_bytes(b"x" * (i % 97))
     for path in [fresh_dir, folder, *folder.iterdir()]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    server = ApacheDav(tmp_path_factory.mktemp("apache-many"), fresh_dir)
+    server = ApacheDav(fresh_dir)
     server.start()
     try:
         started = time.monotonic()
@@ -217,7 +218,7 @@ def test_apache_ls_l_of_ten_thousand_files_is_one_propfind(mount, fresh_dir, tmp
         assert [e[:3] for e in entries] == [("PROPFIND", "/open/many/", "207")], entries[:5]
         print(f"\nmount + ls -l of {count} WebDAV files: {elapsed:.2f}s, {len(entries)} request(s)")
     finally:
-        server.stop()
+        server.remove()
 
 
 # ---------------------------------------------------------------- wsgidav
@@ -231,8 +232,8 @@ def test_wsgidav_collection_mounts_as_its_nested_tree_read_byte_exact(mount, wsg
 
 
 def test_wsgidav_ls_l_of_a_listed_directory_sends_one_propfind_and_no_head(mount, wsgidav, served):
-    m = mount(wsgidav.url("Season%201/"), extra=MOUNT_ARGS)
     wsgidav.log.clear()
+    m = mount(wsgidav.url("Season%201/"), extra=MOUNT_ARGS)
     sizes = stat_all(m.path("Season 1"))
     assert sizes["ep 1.mkv"] == TREE["Season 1/ep 1.mkv"]
     assert [e[:3] for e in wsgidav.log.entries()] == [("PROPFIND", "/Season 1/", "207")], wsgidav.log.entries()
