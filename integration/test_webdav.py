@@ -151,6 +151,21 @@ def test_apache_digest_auth_lists_and_reads_ranges_as_the_user(mount, apache, se
     assert apache.password not in m.stderr()
 
 
+def test_apache_digest_with_netrc_credentials_lists_and_reads(mount, apache, served, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".netrc").write_text(f"machine 127.0.0.1 login {apache.user} password {apache.password}\n")
+    os.chmod(home / ".netrc", 0o600)
+    monkeypatch.setenv("HOME", str(home))
+    apache.log.clear()
+    m = mount(apache.url("digest", "Season%201/"), extra=[*MOUNT_ARGS, "--netrc"])
+    assert read_whole(m.path("Season 1/ep 1.mkv")) == (served / "Season 1/ep 1.mkv").read_bytes(), m.stderr()
+    answered = [e for e in apache.log.entries() if e[2] in ("200", "206", "207")]
+    assert {e[0] for e in answered} >= {"PROPFIND", "GET"}, answered
+    assert all(e[3] == apache.user for e in answered), answered
+    assert apache.password not in m.stderr()
+
+
 @pytest.mark.parametrize("area", ["basic", "digest"])
 def test_apache_wrong_password_is_eacces_with_a_log_line_that_hides_it(mount, apache, area):
     apache.log.clear()
@@ -183,7 +198,7 @@ def test_apache_refresh_lists_added_files_and_drops_removed_ones(mount, fresh_di
         m = mount(server.url("open"), extra=MOUNT_ARGS)
         assert sorted(os.listdir(m.path("open"))) == ["goes.bin", "keep.bin"]
         (fresh_dir / "goes.bin").unlink()
-        added = data_of(3_000, 77)
+        added = data_of(3_000_000, 77)
         (fresh_dir / "new file.bin").write_bytes(added)
         (fresh_dir / "new file.bin").chmod(0o644)
         # Within the directory cache time, the old listing is believed.
@@ -192,7 +207,11 @@ def test_apache_refresh_lists_added_files_and_drops_removed_ones(mount, fresh_di
         xset(m.path("open"), "refresh", "1")
         assert sorted(os.listdir(m.path("open"))) == ["keep.bin", "new file.bin"], m.stderr()
         assert [e[:3] for e in server.log.entries()] == [("PROPFIND", "/open/", "207")]
+        # Fresh from the disk, its ETag is weak in the listing and strong in
+        # a GET: one version still, read in ranges.
+        assert read_range(m.path("open/new file.bin"), 2_000_000, 100_000) == added[2_000_000:2_100_000], m.stderr()
         assert read_whole(m.path("open/new file.bin")) == added
+        assert "changed on the server" not in m.stderr()
     finally:
         server.remove()
 

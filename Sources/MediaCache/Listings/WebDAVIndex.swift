@@ -134,10 +134,13 @@ public struct WebDAVIndex: Listing {
     }
 
     /// A getetag as the ETag header spells it: some servers (wsgidav) leave
-    /// out the quotes their GET answers put around it.
+    /// out the quotes their GET answers put around it. A weak one is no
+    /// validator here: If-Range refuses it, and Apache calls a file's tag
+    /// weak in the second after a change and strong in a GET soon after,
+    /// which would read as another version. The file keeps its date.
     static func entityTag(_ value: String) -> String? {
-        if value.isEmpty { return nil }
-        return value.hasPrefix("\"") || value.hasPrefix("W/\"") ? value : "\"\(value)\""
+        if value.isEmpty || value.hasPrefix("W/") { return nil }
+        return value.hasPrefix("\"") ? value : "\"\(value)\""
     }
 
     /// Whether a SOURCE URL names a WebDAV collection.

@@ -180,8 +180,17 @@ final class WebDAVIndexTests: XCTestCase {
 
     func testParse_anUnquotedETag_isQuotedAsTheETagHeaderIs() throws {
         let xml = multistatus([response("/media/a.bin", length: "1", extra: "<D:getetag>1-2-3</D:getetag>"),
-                               response("/media/b.bin", length: "1", extra: "<D:getetag>W/\"4\"</D:getetag>")])
-        XCTAssertEqual(try parse(xml).map(\.listedInfo?.etag), ["\"1-2-3\"", "W/\"4\""])
+                               response("/media/b.bin", length: "1", extra: "<D:getetag>\"4\"</D:getetag>")])
+        XCTAssertEqual(try parse(xml).map(\.listedInfo?.etag), ["\"1-2-3\"", "\"4\""])
+    }
+
+    func testParse_aWeakETag_isNoValidatorAndTheFileKeepsItsDate() throws {
+        let date = "Tue, 01 Dec 2026 10:00:00 GMT"
+        let xml = multistatus([response("/media/a.bin", length: "1",
+                                        extra: "<D:getetag>W/\"4\"</D:getetag><D:getlastmodified>\(date)</D:getlastmodified>")])
+        let info = try XCTUnwrap(try parse(xml).first?.listedInfo)
+        XCTAssertNil(info.etag)
+        XCTAssertEqual(info.lastModified, date)
     }
 
     func testParse_aDateThatIsNoHTTPDate_keepsTheFileWithoutIt() throws {
