@@ -59,6 +59,25 @@ def _stop(proc, timeout=10.0):
         proc.wait()
 
 
+class _Server:
+    """A server process of our own, started on `self.port`, stopped by pid."""
+
+    proc = None
+
+    def _start(self, argv, what):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(self.error_log, "ab"))
+        try:
+            _wait_listening(self.proc, self.port, what, self.error_log)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        if self.proc is not None:
+            _stop(self.proc)
+            self.proc = None
+
+
 class AccessLog:
     """Lines of `method<TAB>path<TAB>status<TAB>user`, as the server logged them."""
 
@@ -83,7 +102,7 @@ class AccessLog:
         return [e for e in self.entries() if e[0] == method]
 
 
-class ApacheDav:
+class ApacheDav(_Server):
     """Apache httpd + mod_dav serving `root` at /open/, /basic/ and /digest/."""
 
     def __init__(self, root, user="reader", password="dav-Pa55w0rd"):
@@ -93,7 +112,6 @@ class ApacheDav:
         self.root = Path(root)
         self.user, self.password = user, password
         self.port = harness.free_port()
-        self.proc = None
         self.log = AccessLog(self.workdir / "access.log")
         self.error_log = self.workdir / "error.log"
 
@@ -159,18 +177,7 @@ DocumentRoot "{self.root}"
 
     def start(self):
         self._write_config()
-        self.proc = subprocess.Popen(["apache2", "-f", str(self.workdir / "httpd.conf"), "-DFOREGROUND"],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.error_log, "ab"))
-        try:
-            _wait_listening(self.proc, self.port, "apache2", self.error_log)
-        except BaseException:
-            self.stop()
-            raise
-
-    def stop(self):
-        if self.proc is not None:
-            _stop(self.proc)
-            self.proc = None
+        self._start(["apache2", "-f", str(self.workdir / "httpd.conf"), "-DFOREGROUND"], "apache2")
 
     def remove(self):
         """Stops it and removes its dir (logs included)."""
@@ -210,14 +217,13 @@ except KeyboardInterrupt:
 '''
 
 
-class WsgiDav:
+class WsgiDav(_Server):
     """wsgidav on cheroot serving `root` at /, every request logged."""
 
     def __init__(self, workdir, root):
         self.workdir = Path(workdir)
         self.root = Path(root)
         self.port = harness.free_port()
-        self.proc = None
         self.log = AccessLog(self.workdir / "access.log")
         self.error_log = self.workdir / "wsgidav.stderr"
 
@@ -227,15 +233,4 @@ class WsgiDav:
     def start(self):
         script = self.workdir / "wsgidav_main.py"
         script.write_text(WSGIDAV_MAIN)
-        self.proc = subprocess.Popen([sys.executable, str(script), str(self.root), str(self.port), str(self.log.path)],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.error_log, "ab"))
-        try:
-            _wait_listening(self.proc, self.port, "wsgidav", self.error_log)
-        except BaseException:
-            self.stop()
-            raise
-
-    def stop(self):
-        if self.proc is not None:
-            _stop(self.proc)
-            self.proc = None
+        self._start([sys.executable, str(script), str(self.root), str(self.port), str(self.log.path)], "wsgidav")
