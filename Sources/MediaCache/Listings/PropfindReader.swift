@@ -6,6 +6,7 @@
 // It reads values only; which hrefs count, and whether a value is usable,
 // is WebDAVIndex's business.
 import Foundation
+import MediaSupport
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -155,7 +156,8 @@ public enum PropfindReader {
                     qualifiedName: String?) {
             guard let element = stack.popLast() else { return }
             let parent = stack.last
-            let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            // Only values are trimmed: Foundation's trimming was a fifth of a listing's time.
+            let value = element.holdsValue ? String(text.trimmingSpaces) : ""
             if element.holdsValue && textTooLong {
                 response?.defect = "a <\(element.rawValue)> longer than \(maxValueBytes >> 10) KiB"
             }

@@ -6,6 +6,7 @@
 // collection's URL and its name, so it never names another origin.
 import Foundation
 import MediaNetwork
+import MediaSupport
 
 struct WebDAVCollection {
     enum Place: Equatable {
@@ -19,6 +20,8 @@ struct WebDAVCollection {
     let origin: HTTPOrigin
     /// The decoded segments of its path.
     let segments: [String]
+    /// Its path as its URL writes it, ending in `/`.
+    let encodedPath: String
 
     /// What a name may keep unencoded in a URL: RFC 3986's unreserved bytes.
     private static let unreserved = CharacterSet(
@@ -31,12 +34,13 @@ struct WebDAVCollection {
         self.url = url
         self.origin = origin
         self.segments = segments
+        encodedPath = path.hasSuffix("/") ? path : path + "/"
     }
 
     func place(of href: String) -> Place {
-        let href = href.trimmingCharacters(in: .whitespacesAndNewlines)
+        let href = String(href.trimmingSpaces)
         let path: Substring
-        if let separator = href.range(of: "://") {
+        if let separator = href.firstRange(of: "://") {
             let afterScheme = href[separator.upperBound...]
             let slash = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
             guard let other = HTTPOrigin(url: String(href[..<slash]) + "/") else {
@@ -50,6 +54,17 @@ struct WebDAVCollection {
             return .outside("an empty href")
         } else {
             return place(of: (URLComponents(string: url)?.percentEncodedPath ?? "/") + href)
+        }
+        // Most servers write the collection's path as its URL does: then only
+        // the child's segment need be decoded.
+        if path.hasPrefix(encodedPath) {
+            let rest = path.dropFirst(encodedPath.count)
+            let segment = rest.hasSuffix("/") ? rest.dropLast() : rest
+            if !segment.isEmpty, !segment.contains("/"), segment != ".", segment != ".." {
+                let text = String(segment)
+                let name = text.removingPercentEncoding ?? text
+                return name == "." || name == ".." ? .outside("named '\(name)'") : .child(name)
+            }
         }
         guard let found = Self.segments(of: path) else { return .outside("a path above the server's root") }
         guard found.count >= segments.count, Array(found.prefix(segments.count)) == segments else {
