@@ -3,7 +3,8 @@ tests read to check what the server received:
 
 - `ApacheDav`: Apache httpd with mod_dav (Debian's apache2), started in the
   foreground with a config of its own in a 0755 temp dir; one tree served three
-  times: /open/ (no auth), /basic/ (Basic), /digest/ (Digest).
+  times: /open/ (no auth), /basic/ (Basic), /digest/ (Digest); over https
+  with a self-signed certificate when asked.
 - `WsgiDav`: wsgidav on cheroot (PyPI), which writes its XML another way
   (ElementTree's `ns0:` prefixes, no `lp1:` live-property namespaces).
 
@@ -105,7 +106,7 @@ class AccessLog:
 class ApacheDav(_Server):
     """Apache httpd + mod_dav serving `root` at /open/, /basic/ and /digest/."""
 
-    def __init__(self, root, user="reader", password="dav-Pa55w0rd"):
+    def __init__(self, root, user="reader", password="dav-Pa55w0rd", tls=False):
         # Its own dir, not pytest's (0700): Apache's children, www-data, read
         # the password files and write the lock database there.
         self.workdir = make_served_dir()
@@ -114,10 +115,28 @@ class ApacheDav(_Server):
         self.port = harness.free_port()
         self.log = AccessLog(self.workdir / "access.log")
         self.error_log = self.workdir / "error.log"
+        self.tls = tls
+        # With tls, a self-signed certificate for 127.0.0.1: the mount's --cacert.
+        self.cert = self.workdir / "cert.pem"
 
-    def url(self, area, rel="", *, scheme="dav", user=None, password=None):
+    def url(self, area, rel="", *, user=None, password=None):
         auth = f"{user}:{password}@" if user is not None else ""
-        return f"{scheme}://{auth}127.0.0.1:{self.port}/{area}/{rel}"
+        return f"{'davs' if self.tls else 'dav'}://{auth}127.0.0.1:{self.port}/{area}/{rel}"
+
+    def _tls_config(self):
+        if not self.tls:
+            return ""
+        key = self.workdir / "key.pem"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-keyout", str(key), "-out", str(self.cert), "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+        return f"""
+LoadModule socache_shmcb_module {MODULES}/mod_socache_shmcb.so
+LoadModule ssl_module {MODULES}/mod_ssl.so
+SSLEngine on
+SSLCertificateFile "{self.cert}"
+SSLCertificateKeyFile "{key}"
+"""
 
     def _write_config(self):
         sha = base64.b64encode(hashlib.sha1(self.password.encode()).digest()).decode()
@@ -143,6 +162,7 @@ LogLevel warn
 User www-data
 Group www-data
 {loads}
+{self._tls_config()}
 TypesConfig /etc/mime.types
 LogFormat "%m\\t%U\\t%>s\\t%u" dav
 CustomLog "{w}/access.log" dav

@@ -7,7 +7,8 @@ user it authenticated), not only what mediafs says.
 - A nested tree with names holding spaces, `#`, `%` and Unicode lists as
   the server's tree and reads byte-exact (whole files and ranges).
 - `ls -l` of a listed directory is one PROPFIND and no HEAD or GET.
-- Basic and Digest: listings and ranged reads authenticate; a wrong
+- `davs://` is the same over https (Apache with mod_ssl, `--cacert`).
+- Basic and Digest (user:pass@ or netrc): listings and ranged reads authenticate; a wrong
   password is EACCES with a log line that says credentials were sent and
   never shows them.
 - `user.mediafs.refresh` lists a collection again: added files appear,
@@ -164,6 +165,19 @@ def test_apache_digest_with_netrc_credentials_lists_and_reads(mount, apache, ser
     assert {e[0] for e in answered} >= {"PROPFIND", "GET"}, answered
     assert all(e[3] == apache.user for e in answered), answered
     assert apache.password not in m.stderr()
+
+
+def test_apache_davs_is_webdav_over_https_with_digest(mount, served):
+    server = ApacheDav(served, tls=True)
+    server.start()
+    try:
+        m = mount(server.url("digest", user=server.user, password=server.password),
+                  extra=[*MOUNT_ARGS, "--cacert", str(server.cert)])
+        assert mounted_tree(m.path("digest")) == disk_tree(served), m.stderr()
+        answered = [e for e in server.log.entries() if e[2] in ("200", "206", "207")]
+        assert {e[0] for e in answered} >= {"PROPFIND", "GET"} and all(e[3] == server.user for e in answered)
+    finally:
+        server.remove()
 
 
 @pytest.mark.parametrize("area", ["basic", "digest"])
