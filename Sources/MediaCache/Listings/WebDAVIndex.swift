@@ -80,6 +80,7 @@ public struct WebDAVIndex: Listing {
         }
         var sources: [Source] = []
         var seen: Set<String> = []
+        var dropped = 0
         try PropfindReader.read(xml) { response in
             switch source(of: response, in: collection) {
             case .success(let source?):
@@ -87,12 +88,21 @@ public struct WebDAVIndex: Listing {
             case .success(nil):
                 break
             case .failure(let why):
+                dropped += 1
+                // A line an entry, up to a point: a hostile answer may hold 200,000.
+                guard dropped <= maxDropsLogged else { break }
                 Log.warning("listing \(MediaError.redacted(base)): entry '\(MediaError.redacted(response.href).prefix(200))'"
                             + " dropped: \(why.message)")
             }
         }
+        if dropped > maxDropsLogged {
+            Log.warning("listing \(MediaError.redacted(base)): \(dropped - maxDropsLogged) more entries dropped")
+        }
         return sources
     }
+
+    /// Dropped entries logged one by one; past them, a count.
+    static let maxDropsLogged = 20
 
     /// The source a response names; nil for the collection itself; a
     /// failure saying why for an entry that is dropped.
