@@ -9,6 +9,9 @@ PROJECT_PACKAGES=(fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev nginx-light
 # What the proxy, TLS and cache-tier tests need besides: openssl makes the
 # private CA's certificate. nginx-light already has the ssl and slice modules.
 PROJECT_PACKAGES+=(openssl)
+# The WebDAV tests' first real server: Apache httpd with mod_dav, started by
+# the tests with a config of their own (the packaged service is not used).
+PROJECT_PACKAGES+=(apache2)
 # What the Swift toolchain in /opt/swift needs to compile and link on Debian 12.
 SWIFT_PACKAGES=(binutils libc6-dev libgcc-12-dev libstdc++-12-dev zlib1g-dev
                 libsqlite3-0 libncurses6 libxml2 libedit2 tzdata)
@@ -73,6 +76,16 @@ else
         || python3 -m pip install --quiet --break-system-packages 'moto[server]' boto3
     python3 -c 'import moto.server, boto3, botocore.auth' \
         || { say "moto or boto3 still not importable by $(command -v python3)"; exit 1; }
+fi
+
+# The WebDAV tests' second server, which writes its XML another way.
+if python3 -c 'import wsgidav, cheroot' 2>/dev/null; then
+    say "wsgidav: present"
+else
+    say "installing wsgidav and cheroot"
+    python3 -m pip install --quiet wsgidav cheroot \
+        || python3 -m pip install --quiet --break-system-packages wsgidav cheroot
+    python3 -c 'import wsgidav, cheroot' || { say "wsgidav still not importable by $(command -v python3)"; exit 1; }
 fi
 
 if command -v swift >/dev/null 2>&1; then

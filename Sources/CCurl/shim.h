@@ -33,6 +33,9 @@ static inline CURLcode mediafs_easy_setopt_slist(CURL *h, CURLoption o, struct c
 static inline CURLcode mediafs_easy_setopt_data_cb(CURL *h, CURLoption o, mediafs_curl_data_cb v) {
     return curl_easy_setopt(h, o, v);
 }
+/// CURLAUTH_DIGEST, for CURLOPT_HTTPAUTH and CURLINFO_HTTPAUTH_AVAIL: the
+/// macro's cast keeps Swift from importing it.
+static const long mediafs_auth_digest = (long)CURLAUTH_DIGEST;
 /// curl_easy_getinfo for a long result.
 static inline CURLcode mediafs_easy_getinfo_long(CURL *h, CURLINFO i, long *v) {
     return curl_easy_getinfo(h, i, v);

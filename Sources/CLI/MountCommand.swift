@@ -40,14 +40,16 @@ struct MountCommand {
 
         SOURCE is an http(s) URL, an .m3u/.m3u8 playlist (path or URL), a list
         file (one URL per line, '#' comments, 'NAME<TAB>URL' to choose a name),
-        or s3://BUCKET/PREFIX/. Each URL becomes a read-only file; a URL ending
-        in '/' whose answer is an HTML index becomes a directory; an S3 prefix
-        becomes a directory tree ('/' separates directories), with sizes and
-        dates from its listing. S3 keys come from AWS_ACCESS_KEY_ID,
-        AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else from the profile
-        (AWS_PROFILE or --s3-profile, else 'default') in ~/.aws/credentials
-        and ~/.aws/config (re-read when they change); none: anonymous. Never
-        on the command line.
+        a WebDAV collection or an S3 prefix. Each URL becomes a read-only file;
+        a URL ending in '/' whose answer is an HTML index becomes a directory.
+        A dav://host/path/ or davs://host/path/ URL (WebDAV over http or https)
+        becomes a directory tree, each directory listed with one PROPFIND;
+        user:pass@ or --netrc, Basic or Digest. s3://BUCKET/PREFIX/ becomes a
+        directory tree ('/' separates directories), with sizes and dates from
+        its listing. S3 keys come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+        and AWS_SESSION_TOKEN, else from the profile (AWS_PROFILE or
+        --s3-profile, else 'default') in ~/.aws/credentials and ~/.aws/config
+        (re-read when they change); none: anonymous. Never on the command line.
 
         options:
           -f, --foreground     stay in the foreground, log to stderr

@@ -376,9 +376,9 @@ public final class CurlTransfer: @unchecked Sendable {
 
     /// Whether the bandwidth limit refuses `count` more bytes now; then
     /// libcurl keeps them and the transfer stays paused until resumed.
-    /// A redirect's body passes: it is not the file's, and is dropped.
+    /// A redirect's or a Digest challenge's body passes: it is not the file's, and is dropped.
     private func mustWait(for count: Int) -> Bool {
-        guard let limit, headDelivered || hop?.isRedirect != true else { return false }
+        guard let limit, headDelivered || hop?.isPassedOn != true else { return false }
         if limit.take(count, priority: priority) { return false }
         throttled = true
         curlPaused = true
@@ -409,8 +409,8 @@ public final class CurlTransfer: @unchecked Sendable {
     }
 
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        // The body of a redirect is not the file's.
-        if !headDelivered && hop?.isRedirect == true { return true }
+        // The body of a redirect or a Digest challenge is not the file's.
+        if !headDelivered && hop?.isPassedOn == true { return true }
         guard deliverHead(), !stoppedByDelegate else { return false }
         if bodyCount + bytes.count > CurlFetcher.receiveBufferSize {
             guard flush() else { return false }

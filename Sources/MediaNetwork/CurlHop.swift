@@ -3,6 +3,9 @@
 // libcurl never follows a redirect itself: a handle that did would keep what
 // it was given for the first URL, so each hop is a fresh handle carrying
 // only what its origin may see (HTTPOptions decides what that is).
+// Credentials go as Basic at once, as they always have; a 401 that asks for
+// Digest instead is answered by one more hop to the same URL, and the origin
+// is remembered, so its later requests answer Digest's challenge at once.
 import CCurl
 #if canImport(Glibc)
 import Glibc
@@ -21,13 +24,20 @@ public final class CurlHop {
     private let request: FetchRequest
     private let options: HTTPOptions
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// Whether this hop may send credentials (its URL's `user:pass@`, or netrc).
+    private var hasCredentials = false
+    /// Whether it answers a Digest challenge rather than send Basic.
+    private var digest: Bool
+
+    /// The origins whose servers asked for Digest, so far in this process.
+    private static let digestOrigins = Locked<Set<HTTPOrigin>>([])
 
     /// The first hop: `request.url` itself.
     public convenience init(_ request: FetchRequest, options: HTTPOptions) throws {
-        try self.init(url: request.url, redirects: 0, request: request, options: options)
+        try self.init(url: request.url, redirects: 0, request: request, options: options, digest: false)
     }
 
-    private init(url: String, redirects: Int, request: FetchRequest, options: HTTPOptions) throws {
+    private init(url: String, redirects: Int, request: FetchRequest, options: HTTPOptions, digest: Bool) throws {
         CurlFetcher.initializeLibrary()
         guard let easy = curl_easy_init() else { throw MediaError.io("cannot start a transfer") }
         self.easy = easy
@@ -35,6 +45,7 @@ public final class CurlHop {
         self.redirects = redirects
         self.request = request
         self.options = options
+        self.digest = digest
         configure()
     }
 
@@ -66,8 +77,16 @@ public final class CurlHop {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_CAINFO, caFile)
             _ = mediafs_easy_setopt_string(easy, CURLOPT_PROXY_CAINFO, caFile)
         }
-        if request.method == .head {
-            _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+        switch request.method {
+        case .head: _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+        case .get: break
+        case .propfind: _ = mediafs_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+        }
+        if let body = request.body {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
+            _ = body.withUnsafeBufferPointer { bytes in
+                mediafs_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            }
         }
         if let range = request.range {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
@@ -78,10 +97,21 @@ public final class CurlHop {
             _ = mediafs_easy_setopt_long(easy, CURLOPT_PATH_AS_IS, 1)
             if let credentials = s3.credentials { sign(for: s3, with: credentials.current()) }
         }
-        if s3?.credentials == nil, options.usesNetrc(for: url, first: request.url) {
+        // A signed hop carries its keys in the signature, never netrc's.
+        let netrc = s3?.credentials == nil && options.usesNetrc(for: url, first: request.url)
+        if netrc {
             _ = mediafs_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
         }
-        for line in options.headers(for: url, first: request.url) {
+        // This hop's URL carries `user:pass@` only at the first origin (see
+        // `credentialed`), and netrc is read only there.
+        hasCredentials = netrc || MediaError.userinfoRange(in: url) != nil
+        if hasCredentials, !digest, let origin = HTTPOrigin(url: url) {
+            digest = Self.digestOrigins.withLock { $0.contains(origin) }
+        }
+        if hasCredentials && digest {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_HTTPAUTH, mediafs_auth_digest)
+        }
+        for line in options.headers(for: url, first: request.url) + request.headers {
             headerList = curl_slist_append(headerList, line)
         }
         if let validator = request.ifRange {
@@ -114,6 +144,19 @@ public final class CurlHop {
     /// libcurl has not resolved the Location yet.
     public var isRedirect: Bool { Self.redirectStatuses.contains(status) }
 
+    /// Whether the response is a 401 asking for Digest, with credentials
+    /// this hop sent as Basic: the next hop answers the challenge.
+    public var isDigestChallenge: Bool {
+        guard hasCredentials, !digest, status == 401 else { return false }
+        var offered = 0
+        _ = mediafs_easy_getinfo_long(easy, CURLINFO_HTTPAUTH_AVAIL, &offered)
+        return offered & mediafs_auth_digest != 0
+    }
+
+    /// Whether the response sends the request on (a redirect, a Digest
+    /// challenge), so its body is not the answer.
+    public var isPassedOn: Bool { isRedirect || isDigestChallenge }
+
     /// The absolute URL of the Location header, as libcurl resolves it once
     /// the response is complete.
     private var location: String? {
@@ -128,8 +171,13 @@ public final class CurlHop {
     /// is the answer. Throws for a redirect not followed: past the limit, or
     /// to anything but http(s).
     public func next() throws -> CurlHop? {
-        guard isRedirect, let target = location else { return nil }
         let asked = MediaError.redacted(request.url)
+        if isDigestChallenge, let origin = HTTPOrigin(url: url) {
+            Log.debug("\(asked): HTTP 401 asks for Digest, answered")
+            Self.digestOrigins.withLock { _ = $0.insert(origin) }
+            return try CurlHop(url: url, redirects: redirects, request: request, options: options, digest: true)
+        }
+        guard isRedirect, let target = location else { return nil }
         guard redirects < Self.maxRedirects else {
             throw MediaError.io("\(asked): more than \(Self.maxRedirects) redirects")
         }
@@ -138,7 +186,7 @@ public final class CurlHop {
         }
         Log.debug("\(asked): HTTP \(status), on to \(MediaError.redacted(target))")
         return try CurlHop(url: Self.credentialed(target, at: origin, first: request.url), redirects: redirects + 1,
-                           request: request, options: options)
+                           request: request, options: options, digest: false)
     }
 
     /// `user:pass@` of the first URL belongs to its origin: a hop back there

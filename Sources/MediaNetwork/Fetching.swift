@@ -7,7 +7,8 @@ import MediaSupport
 public typealias TransferID = UInt64
 
 public struct FetchRequest: Sendable {
-    public enum Method: String, Sendable { case get = "GET", head = "HEAD" }
+    /// PROPFIND lists a WebDAV collection (a listing's request, never a file's).
+    public enum Method: String, Sendable { case get = "GET", head = "HEAD", propfind = "PROPFIND" }
 
     /// Who waits on the bytes: a reader now (or a stat), a listing's
     /// background probes, a reader soon, or nobody yet.
@@ -27,15 +28,22 @@ public struct FetchRequest: Sendable {
     /// groups (one file's reads do not queue behind another file's). The
     /// file's URL unless said otherwise.
     public var group: String
+    /// Header lines of the request itself (a PROPFIND's `Depth`), sent on
+    /// every hop, besides those HTTPOptions gives the origin.
+    public var headers: [String]
+    /// A request body (a PROPFIND's), sent on every hop.
+    public var body: [UInt8]?
 
     public init(url: String, method: Method = .get, range: Range<Int64>? = nil, ifRange: String? = nil,
-                priority: Priority = .read, group: String? = nil) {
+                priority: Priority = .read, group: String? = nil, headers: [String] = [], body: [UInt8]? = nil) {
         self.url = url
         self.method = method
         self.range = range
         self.ifRange = ifRange
         self.priority = priority
         self.group = group ?? url
+        self.headers = headers
+        self.body = body
     }
 }
 

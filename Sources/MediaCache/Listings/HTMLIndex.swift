@@ -12,6 +12,11 @@ public struct HTMLIndex: Listing {
         self.url = url
     }
 
+    /// A subdirectory of a saved listing: an index page too.
+    public func subdirectory(at url: String) -> any Listing {
+        HTMLIndex(url: url)
+    }
+
     public var origin: String { MediaError.redacted(url) }
     public var refreshes: Bool { true }
 

@@ -1,7 +1,7 @@
 // A kind of source: what turns a place media lives (an HTTP index page, a
-// list file, a playlist; WebDAV and S3 next) into names and URLs. Every kind
-// implements this one interface, so the catalog lists, refreshes and fails
-// them all the same way and a new kind is one more file here.
+// list file, a playlist, a WebDAV collection; S3 next) into names and URLs.
+// Every kind implements this one interface, so the catalog lists, refreshes
+// and fails them all the same way and a new kind is one more file here.
 //
 // What it lists: `Source`s, each a file (with what the listing already knows
 // of it: a listing that carries sizes and validators needs no probe) or a
@@ -51,11 +51,18 @@ public struct ListingContext: Sendable {
     /// One GET of a small text document; `TextFetch.get` unless a test
     /// gives another.
     public var fetchText: @Sendable (String) throws -> String
+    /// One request of another method (a PROPFIND), answered whatever its
+    /// status; `TextFetch.fetch` with `maxBytes` unless a test gives another.
+    public var fetch: @Sendable (_ request: FetchRequest, _ maxBytes: Int) throws -> TextFetch.Answer
 
     public init(http: HTTPOptions = HTTPOptions(), timeout: Int = 30,
-                fetchText: (@Sendable (String) throws -> String)? = nil) {
+                fetchText: (@Sendable (String) throws -> String)? = nil,
+                fetch: (@Sendable (FetchRequest, Int) throws -> TextFetch.Answer)? = nil) {
         self.http = http
         self.timeout = timeout
         self.fetchText = fetchText ?? { url in try TextFetch.get(url, options: http, timeout: timeout) }
+        self.fetch = fetch ?? { request, maxBytes in
+            try TextFetch.fetch(request, options: http, timeout: timeout, maxBytes: maxBytes)
+        }
     }
 }

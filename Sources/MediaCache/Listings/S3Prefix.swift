@@ -75,7 +75,7 @@ public struct S3Prefix: Listing {
 
     public func list(in context: ListingContext) throws -> [Source] {
         try list(signedBy: context.http.s3(for: bucketURL, first: bucketURL)?.credentials) { url in
-            try TextFetch.response(url, options: context.http, timeout: context.timeout)
+            try context.fetch(FetchRequest(url: url), TextFetch.maxBytes)
         }
     }
 
@@ -83,7 +83,7 @@ public struct S3Prefix: Listing {
     /// errors and the reload after an expired token. Each page gets the
     /// listing's whole timeout: one listing of 100 pages may take longer.
     func list(signedBy credentials: S3Credentials?,
-              fetch: (String) throws -> TextFetch.Response) throws -> [Source] {
+              fetch: (String) throws -> TextFetch.Answer) throws -> [Source] {
         var sources: [Source] = []
         var token: String?
         var pages = 0
@@ -98,7 +98,7 @@ public struct S3Prefix: Listing {
             }
             let page: S3ListPage
             do {
-                page = try S3ListXML.page(Data(answer.body))
+                page = try S3ListXML.page(answer.body)
             } catch let error as MediaError {
                 throw MediaError(EIO, "\(origin): page \(pages + 1) of the listing: \(error.message)")
             }
@@ -168,8 +168,8 @@ public struct S3Prefix: Listing {
                       kind: .file(ContentInfo(length: size, etag: etag, lastModified: lastModified, acceptsRanges: true)))
     }
 
-    static func isExpiredToken(_ answer: TextFetch.Response) -> Bool {
-        guard [400, 403].contains(answer.status), let code = S3ListXML.error(Data(answer.body))?.code else {
+    static func isExpiredToken(_ answer: TextFetch.Answer) -> Bool {
+        guard [400, 403].contains(answer.status), let code = S3ListXML.error(answer.body)?.code else {
             return false
         }
         return ["ExpiredToken", "TokenRefreshRequired", "RequestExpired"].contains(code)
@@ -177,8 +177,8 @@ public struct S3Prefix: Listing {
 
     /// What a failed page says: the directory, S3's code and message, and
     /// for a refusal whether keys were sent; for a bucket elsewhere, its region.
-    func failure(status: Int, body: [UInt8], credentials: S3Credentials?) -> MediaError {
-        let answer = S3ListXML.error(Data(body))
+    func failure(status: Int, body: Data, credentials: S3Credentials?) -> MediaError {
+        let answer = S3ListXML.error(body)
         let code = answer?.code.map(Self.shown) ?? ""
         var said = "HTTP \(status)" + (code.isEmpty ? "" : " \(code)")
         if let message = answer?.message.map(Self.shown), !message.isEmpty { said += ": \(message)" }

@@ -2,7 +2,8 @@
 // listing knew of it), or a directory and the Listing that lists it.
 // Turning command-line arguments into sources happens here, before anything
 // is mounted, so bad input is refused with a message naming it: each
-// argument is a URL, or a Listing (a playlist, a list file) read now.
+// argument is a URL (a `dav(s)://` one a WebDAV collection, listed on first
+// lookup), or a Listing (a playlist, a list file) read now.
 import Foundation
 
 public struct Source: Equatable, Sendable {
@@ -24,9 +25,15 @@ public struct Source: Equatable, Sendable {
         self.kind = kind
     }
 
-    /// The source a URL names on its own: one ending in `/` is a directory
-    /// listed by its HTTP index page, any other a file.
+    /// The source a URL names on its own: a `dav://` or `davs://` one is a
+    /// WebDAV collection, read over http(s); an http(s) one ending in `/` is
+    /// a directory listed by its HTTP index page, any other a file.
     public static func at(url: String, name: String? = nil) -> Source {
+        if WebDAVIndex.isDAV(url) {
+            let http = WebDAVIndex.httpURL(ofDAV: url)
+            return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: http), url: http,
+                          kind: .directory(WebDAVIndex(url: http)))
+        }
         let isDirectory = URLComponents(string: url)?.path.hasSuffix("/") ?? false
         return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: url), url: url,
                       kind: isDirectory ? .directory(HTMLIndex(url: url)) : .file(nil))
@@ -100,8 +107,9 @@ public struct Source: Equatable, Sendable {
         guard let components = URLComponents(string: url), let scheme = components.scheme else {
             throw MediaError(EINVAL, "\(origin): malformed URL '\(MediaError.redacted(url))'")
         }
-        guard ["http", "https"].contains(scheme.lowercased()) else {
-            throw MediaError(EINVAL, "\(origin): unsupported scheme '\(scheme)' in '\(MediaError.redacted(url))' (only http and https)")
+        guard ["http", "https", "dav", "davs"].contains(scheme.lowercased()) else {
+            throw MediaError(EINVAL, "\(origin): unsupported scheme '\(scheme)' in '\(MediaError.redacted(url))'"
+                             + " (only http, https, dav and davs)")
         }
         guard let host = components.host, !host.isEmpty else {
             throw MediaError(EINVAL, "\(origin): malformed URL '\(MediaError.redacted(url))' (no host)")

@@ -1,8 +1,10 @@
-// One blocking GET of a small text document (a playlist, a directory
-// listing), outside the network thread: used before the daemon detaches,
-// when no thread may run yet, and for listings fetched on lookup. It goes
-// through CurlHop like every transfer, redirects and credentials included.
+// One blocking request for a small document (a playlist, a directory
+// listing, a WebDAV multistatus), outside the network thread: used before
+// the daemon detaches, when no thread may run yet, and for listings fetched
+// on lookup. It goes through CurlHop like every transfer, redirects and
+// credentials included; the caller judges the final status.
 import CCurl
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,15 +13,29 @@ public enum TextFetch {
     /// A playlist or listing larger than this is not a playlist or listing.
     public static let maxBytes = 16 << 20
 
+    /// The last hop's answer: its status and body.
+    public struct Answer: Sendable {
+        public var status: Int
+        public var body: Data
+
+        public init(status: Int, body: Data) {
+            self.status = status
+            self.body = body
+        }
+    }
+
     private final class Sink {
-        var bytes: [UInt8] = []
+        let limit: Int
+        var bytes = Data()
         var tooLarge = false
+
+        init(limit: Int) { self.limit = limit }
     }
 
     /// The body of `url` as text, or a MediaError naming the URL (without
     /// credentials) and what went wrong. `timeout` bounds all hops together.
     public static func get(_ url: String, options: HTTPOptions, timeout: Int = 30) throws -> String {
-        let answer = try response(url, options: options, timeout: timeout)
+        let answer = try fetch(FetchRequest(url: url), options: options, timeout: timeout)
         guard (200..<300).contains(answer.status) else {
             throw MediaError(ContentProbe.error(for: ResponseHead(status: answer.status, headers: [:])).errno,
                              "\(MediaError.redacted(url)): HTTP \(answer.status)")
@@ -27,26 +43,16 @@ public enum TextFetch {
         return String(decoding: answer.body, as: UTF8.self)
     }
 
-    /// The last hop's status and body, whatever the status (an S3 error
-    /// names its cause in the body).
-    public struct Response: Sendable {
-        public var status: Int
-        public var body: [UInt8]
-
-        public init(status: Int, body: [UInt8]) {
-            self.status = status
-            self.body = body
-        }
-    }
-
-    /// The answer to a GET of `url` after its redirects, or a MediaError
-    /// when no answer came; `timeout` bounds all hops together.
-    public static func response(_ url: String, options: HTTPOptions, timeout: Int = 30) throws -> Response {
-        let shown = MediaError.redacted(url)
+    /// The answer to `request` after its redirects, whatever its status;
+    /// a MediaError naming the URL when there is none (no connection, a
+    /// timeout, a body over `maxBytes`, a redirect refused).
+    public static func fetch(_ request: FetchRequest, options: HTTPOptions, timeout: Int = 30,
+                             maxBytes: Int = maxBytes) throws -> Answer {
+        let shown = MediaError.redacted(request.url)
         let deadline = ContinuousClock.now + .seconds(timeout)
-        var hop = try CurlHop(FetchRequest(url: url), options: options)
+        var hop = try CurlHop(request, options: options)
         while true {
-            let sink = Sink()
+            let sink = Sink(limit: maxBytes)
             let left = max(1, Int((deadline - ContinuousClock.now).components.seconds))
             let code = withExtendedLifetime(sink) { perform(hop, into: sink, timeout: left) }
             if sink.tooLarge { throw MediaError(EFBIG, "\(shown): larger than \(maxBytes >> 20) MiB") }
@@ -57,7 +63,7 @@ public enum TextFetch {
                 hop = next
                 continue
             }
-            return Response(status: hop.status, body: sink.bytes)
+            return Answer(status: hop.status, body: sink.bytes)
         }
     }
 
@@ -68,8 +74,9 @@ public enum TextFetch {
         _ = mediafs_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION) { ptr, size, count, user in
             let sink = Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue()
             let length = size * count
-            guard sink.bytes.count + length <= TextFetch.maxBytes else { sink.tooLarge = true; return 0 }
-            sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: ptr, count: length))
+            guard sink.bytes.count + length <= sink.limit else { sink.tooLarge = true; return 0 }
+            sink.bytes.append(UnsafeBufferPointer(start: ptr.map { UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) },
+                                                  count: length))
             return length
         }
         return curl_easy_perform(easy)

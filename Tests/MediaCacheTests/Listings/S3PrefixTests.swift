@@ -146,7 +146,7 @@ final class S3PrefixTests: XCTestCase {
                      page(contents: [("shows/3", "3")])]
         let sources = try shows.list(signedBy: nil) { url in
             asked.append(url)
-            return TextFetch.Response(status: 200, body: pages[asked.count - 1])
+            return TextFetch.Answer(status: 200, body: Data(pages[asked.count - 1]))
         }
         XCTAssertEqual(sources.map(\.name), ["1", "2", "3"])
         XCTAssertEqual(asked, [
@@ -160,7 +160,7 @@ final class S3PrefixTests: XCTestCase {
         var count = 0
         XCTAssertThrowsError(try shows.list(signedBy: nil) { _ in
             count += 1
-            return TextFetch.Response(status: 200, body: self.page(truncated: true, token: "same"))
+            return TextFetch.Answer(status: 200, body: Data(self.page(truncated: true, token: "same")))
         })
         XCTAssertEqual(count, 2)
     }
@@ -171,7 +171,7 @@ final class S3PrefixTests: XCTestCase {
         let expired = Array("<Error><Code>ExpiredToken</Code><Message>expired</Message></Error>".utf8)
         let sources = try shows.list(signedBy: credentials) { _ in
             count += 1
-            return TextFetch.Response(status: count == 1 ? 400 : 200, body: count == 1 ? expired : self.page())
+            return TextFetch.Answer(status: count == 1 ? 400 : 200, body: Data(count == 1 ? expired : self.page()))
         }
         XCTAssertEqual(count, 2)
         XCTAssertEqual(sources, [])
@@ -181,7 +181,7 @@ final class S3PrefixTests: XCTestCase {
 
     func testFailure_403Anonymous_namesTheDirectoryAndSaysNoCredentialsWereSent() {
         let body = Array("<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>".utf8)
-        let error = shows.failure(status: 403, body: body, credentials: nil)
+        let error = shows.failure(status: 403, body: Data(body), credentials: nil)
         XCTAssertEqual(error.errno, EACCES)
         XCTAssertTrue(error.message.hasPrefix("s3://media/shows/: access denied"), error.message)
         XCTAssertTrue(error.message.contains("no credentials were sent"), error.message)
@@ -190,7 +190,7 @@ final class S3PrefixTests: XCTestCase {
 
     func testFailure_403Signed_saysWhereTheKeysCameFromButNotTheKeys() {
         let credentials = S3Credentials(key: S3Key(accessKeyID: "AKIDSECRETID", secretAccessKey: "sekrit"))
-        let error = shows.failure(status: 403, body: [], credentials: credentials)
+        let error = shows.failure(status: 403, body: Data(), credentials: credentials)
         XCTAssertTrue(error.message.contains("signed with AWS_ACCESS_KEY_ID from the environment"), error.message)
         XCTAssertFalse(error.message.contains("sekrit"))
         XCTAssertFalse(error.message.contains("AKIDSECRETID"))
@@ -202,14 +202,14 @@ final class S3PrefixTests: XCTestCase {
             addressed using the specified endpoint.</Message><Endpoint>media.s3.eu-west-1.amazonaws.com</Endpoint>\
             </Error>
             """.utf8)
-        let error = shows.failure(status: 301, body: body, credentials: nil)
+        let error = shows.failure(status: 301, body: Data(body), credentials: nil)
         XCTAssertTrue(error.message.contains("is in region 'eu-west-1', not 'us-east-1': mount with --s3-region eu-west-1"),
                       error.message)
     }
 
     func testFailure_noSuchBucket_isENOENT() {
         let body = Array("<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>".utf8)
-        let error = shows.failure(status: 404, body: body, credentials: nil)
+        let error = shows.failure(status: 404, body: Data(body), credentials: nil)
         XCTAssertEqual(error.errno, ENOENT)
         XCTAssertTrue(error.message.contains("no bucket 'media'"), error.message)
     }
