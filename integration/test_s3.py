@@ -71,13 +71,13 @@ def s3_mount(s3, mount, monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none-credentials"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none-config"))
 
-    def make(*sources, key=(KEY_ID, SECRET), extra=(), endpoint=True):
+    def make(*sources, key=(KEY_ID, SECRET), extra=(), endpoint=True, cache_dir=None):
         if key:
             monkeypatch.setenv("AWS_ACCESS_KEY_ID", key[0])
             monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key[1])
         s3.clear()
         return mount(*sources, extra=[*(["--s3-endpoint", s3.url] if endpoint else []), "--timeout", "10",
-                                      *extra])
+                                      *extra], cache_dir=cache_dir)
     return make
 
 
@@ -108,6 +108,20 @@ def test_ls_l_sends_list_requests_only_with_sizes_and_dates_from_the_listing(s3,
     lists = s3.requests(list_only=True)
     assert lists and all(r.signed and r.status == 200 and r.query["delimiter"] == "/" for r in lists)
     assert sorted(r.query.get("prefix", "") for r in lists) == ["", "shows/", "shows/a/"]
+
+
+def test_a_remount_lists_from_the_saved_listing_when_the_server_refuses_it(s3, s3_mount, tmp_path):
+    # Each directory's last listing is kept in the cache: after a remount
+    # `ls -l` answers from it, here while every request the server sees is
+    # refused (the remount's key is wrong), so no answer came from it.
+    cache = tmp_path / "cache-s3-remount"
+    m = s3_mount("s3://media/shows/", cache_dir=cache)
+    first = {name: os.stat(m.path(f"shows/a/{name}")).st_size for name in os.listdir(m.path("shows/a"))}
+    assert first and m.unmount() == 0
+    m = s3_mount("s3://media/shows/", key=(KEY_ID, "not-the-secret"), cache_dir=cache)
+    again = {name: os.stat(m.path(f"shows/a/{name}")).st_size for name in os.listdir(m.path("shows/a"))}
+    assert again == first, m.stderr()
+    assert all(r.status == 403 for r in s3.requests()), [(r.method, r.status) for r in s3.requests()]
 
 
 def test_every_page_of_a_large_prefix_is_followed(s3, s3_mount):

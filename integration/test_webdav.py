@@ -230,6 +230,26 @@ def test_apache_refresh_lists_added_files_and_drops_removed_ones(mount, fresh_di
         server.remove()
 
 
+def test_a_remount_lists_the_tree_with_its_sizes_from_the_saved_listings_with_the_server_gone(mount, fresh_dir, tmp_path):
+    # Each directory's last listing is kept in the cache: a remount lists
+    # and stats the whole tree with no request (here, with no server).
+    write_tree(fresh_dir, {"a.bin": 1_000, "Sub dir/b c.bin": 2_000, "Sub dir/deep/d.bin": 3_000}, [])
+    server = ApacheDav(fresh_dir)
+    server.start()
+    cache = tmp_path / "cache-dav-remount"
+    try:
+        m = mount(server.url("open"), extra=MOUNT_ARGS, cache_dir=cache)
+        first = mounted_tree(m.path("open"))
+        assert first == disk_tree(fresh_dir), m.stderr()
+        assert m.unmount() == 0
+        propfinds = [e[:2] for e in server.log.entries() if e[0] == "PROPFIND"]
+        assert len(propfinds) == 3, f"one PROPFIND a directory: {propfinds}"
+    finally:
+        server.remove()
+    m = mount(server.url("open"), extra=MOUNT_ARGS, cache_dir=cache)
+    assert mounted_tree(m.path("open")) == first, m.stderr()
+
+
 def test_apache_ls_l_of_ten_thousand_files_is_one_propfind(mount, fresh_dir):
     count = 10_000
     folder = fresh_dir / "many"
