@@ -10,7 +10,6 @@
 //      kernel reads the old in place).
 // Marking never blocks, so the network thread may mark (a change); steps 2–4
 // run on a thread that may wait: the admin's, the evictor's, the next reader's.
-import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -181,12 +180,21 @@ extension FileLoader {
     /// Step 4: punches `doomed`, or (nil) empties the whole data file while
     /// keeping its sparse length.
     private func free(doomed: ByteRangeSet?, of file: DataFile, length: Int64?) {
-        if let doomed {
-            for part in doomed.ranges where mediafs_punch_hole(file.fd, part.lowerBound, Int64(part.count)) != 0 {
-                Log.warning(MediaError.system("freeing bytes of \(source.displayURL)").message)
+        do {
+            if let doomed {
+                for part in doomed.ranges {
+                    do {
+                        try FileIO.punchHole(fd: file.fd, range: part)
+                    } catch {
+                        Log.warning("freeing bytes of \(source.displayURL): \(error)")
+                    }
+                }
+            } else if let length {
+                try FileIO.truncate(fd: file.fd, to: 0)
+                try FileIO.truncate(fd: file.fd, to: length)
             }
-        } else if let length, ftruncate(file.fd, 0) != 0 || ftruncate(file.fd, off_t(length)) != 0 {
-            Log.error(MediaError.system("emptying the cache of \(source.displayURL)").message)
+        } catch {
+            Log.error("emptying the cache of \(source.displayURL): \(error)")
         }
     }
 

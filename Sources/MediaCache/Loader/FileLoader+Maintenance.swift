@@ -1,7 +1,6 @@
 // What is done to a FileLoader from outside the read path: status for
 // xattrs, what the evictor needs to know, preload, and revalidation against
 // the server. Freeing bytes is FileLoader+Freeing.swift.
-import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,6 @@
 // its body lands in the data file and in waiting readers' buffers, its end
 // is judged. Called on the fetcher's thread; takes the loader's lock only
 // around bookkeeping, never around the pwrite.
-import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -175,17 +174,15 @@ extension FileLoader {
     /// get the bytes directly) and writes are retried a little later.
     func writeToCache(_ bytes: UnsafeRawBufferPointer, at position: Int64, fd: Int32) -> Bool {
         guard statistics.cacheWritable else { return false }
-        var written = 0
-        while written < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(position) + off_t(written))
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                statistics.cacheWriteFailed(MediaError.system("write to the cache of \(source.displayURL)"))
-                return false
-            }
-            written += n
+        do {
+            try FileIO.writeFully(fd: fd, from: bytes, at: position)
+            return true
+        } catch let error as MediaError {
+            statistics.cacheWriteFailed(MediaError(error.errno, "write to the cache of \(source.displayURL): \(error.message)"))
+            return false
+        } catch {
+            return false
         }
-        return true
     }
 
     public func transfer(_ id: TransferID, completeWith error: MediaError?) {

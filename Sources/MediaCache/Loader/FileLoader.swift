@@ -15,7 +15,6 @@
 // doomed (no write lands or is claimed there from then on), drain the
 // reads and writes using them, persist metadata without them, and only
 // then punch or truncate (FileLoader+Freeing.swift).
-import CSystem
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -751,16 +750,15 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     func readPresent(from file: DataFile, into buffer: UnsafeMutableRawBufferPointer, at start: Int,
                      range: Range<Int64>) throws {
-        var done = 0
-        let count = Int(range.count)
-        while done < count {
-            let n = pread(file.fd, buffer.baseAddress! + start + done, count - done, off_t(range.lowerBound) + off_t(done))
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                throw n < 0 ? MediaError.system("read from the cache of \(source.displayURL)")
-                            : MediaError.io("cache data of \(source.displayURL) is shorter than its metadata")
-            }
-            done += n
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<(start + Int(range.count))])
+        let count: Int
+        do {
+            count = try FileIO.readFully(fd: file.fd, into: target, at: range.lowerBound)
+        } catch let error as MediaError {
+            throw MediaError(error.errno, "read from the cache of \(source.displayURL): \(error.message)")
+        }
+        if count < target.count {
+            throw MediaError.io("cache data of \(source.displayURL) is shorter than its metadata")
         }
     }
 
@@ -829,7 +827,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Call with `flushLock` held (`savedClaims` is what it holds) and `lock` not held.
     func persist(_ snapshot: (meta: EntryMeta, file: DataFile?), savedClaims: inout Bool) throws {
         do {
-            if let file = snapshot.file, fdatasync(file.fd) != 0 { throw MediaError.system("fdatasync failed") }
+            if let file = snapshot.file { try FileIO.syncData(fd: file.fd) }
             let claims = !snapshot.meta.present.isEmpty
             // Durable whenever it claims bytes, or replaces one that did
             // (a purge's must never be undone by a crash).
