@@ -18,17 +18,13 @@ public final class ConditionLocked<State>: @unchecked Sendable {
 
     /// `body` with the lock held and the state.
     public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        condition.lock()
-        defer { condition.unlock() }
-        return try body(&state)
+        try condition.withLock { try body(&state) }
     }
 
     /// `body` with the lock held, reaching the state and the condition
     /// through `scope`.
     public func withScope<Result>(_ body: (borrowing Scope) throws -> Result) rethrows -> Result {
-        condition.lock()
-        defer { condition.unlock() }
-        return try body(Scope(owner: self))
+        try condition.withLock { try body(Scope(owner: self)) }
     }
 
     /// Wakes every waiter. Waiters check their state again under the lock,

@@ -58,16 +58,9 @@ extension FileLoader {
     public func revalidate(olderThan maxAge: Double) -> Bool {
         let due = lock.withLock { $0.info != nil && wallNow() - Double($0.lastValidated) >= maxAge }
         guard due else { return false }
-        let answer = ConditionLocked<Result<ContentInfo, MediaError>?>(nil)
-        ContentProbe.start(url: source.url, fetcher: fetcher) { result in
-            answer.withLock { $0 = result }
-            answer.broadcast()
-        }
-        let deadline = deadline(after: settings.timeout)
-        let result = answer.withScope { scope in
-            while scope.state == nil && scope.wait(until: deadline) {}
-            return scope.state
-        }
+        let answer = OneShot<Result<ContentInfo, MediaError>>()
+        ContentProbe.start(url: source.url, fetcher: fetcher) { answer.fulfil($0) }
+        let result = answer.wait(until: deadline(after: settings.timeout))
         statistics.requests.add(1, ordering: .relaxed)
         switch result {
         case .success(let fresh):
