@@ -81,9 +81,13 @@ public final class AnswerJournal: @unchecked Sendable {
                     throw MediaError(error.errno, "cannot write \(path): \(error.message)")
                 }
                 scan = Scan(end: Int64(Self.header.count))
-            } else if ftruncate(fd, off_t(scan.end)) != 0 {
-                close(fd)
-                throw MediaError.system("cannot truncate \(path)")
+            } else {
+                do {
+                    try FileIO.truncate(fd: fd, to: scan.end)
+                } catch let error as MediaError {
+                    close(fd)
+                    throw MediaError(error.errno, "cannot truncate \(path): \(error.message)")
+                }
             }
         }
         let expired = accessedAfter.map { scan.oldestAccessed < $0 } ?? false
@@ -170,7 +174,9 @@ public final class AnswerJournal: @unchecked Sendable {
     /// Forgets every answer (`mediafs cache clear`).
     public func clear() {
         state.withLock { state in
-            guard state.fd >= 0, ftruncate(state.fd, off_t(Self.header.count)) == 0 else { return }
+            guard state.fd >= 0, (try? FileIO.truncate(fd: state.fd, to: Int64(Self.header.count))) != nil else {
+                return
+            }
             state.end = Int64(Self.header.count)
             state.index = AnswerIndex()
         }

@@ -8,23 +8,36 @@
 // another thread wrote meanwhile. The scope cannot leave the closure
 // (`~Copyable`, only borrowed). Over `Condition`: a pthread mutex and a
 // CLOCK_MONOTONIC condition variable, both understood by ThreadSanitizer.
+// The state lives in memory of its own: as a stored property of this
+// generic class, ThreadSanitizer took the scope's accesses to it for writes
+// to the object's header, which every call reads before taking the lock.
 public final class ConditionLocked<State>: @unchecked Sendable {
     private let condition = Condition()
-    private var state: State
+    private let state: UnsafeMutablePointer<State>
 
     public init(_ state: State) {
-        self.state = state
+        self.state = UnsafeMutablePointer<State>.allocate(capacity: 1)
+        self.state.initialize(to: state)
+    }
+
+    deinit {
+        state.deinitialize(count: 1)
+        state.deallocate()
     }
 
     /// `body` with the lock held and the state.
     public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        try condition.withLock { try body(&state) }
+        condition.lock()
+        defer { condition.unlock() }
+        return try body(&state.pointee)
     }
 
     /// `body` with the lock held, reaching the state and the condition
     /// through `scope`.
     public func withScope<Result>(_ body: (borrowing Scope) throws -> Result) rethrows -> Result {
-        try condition.withLock { try body(Scope(owner: self)) }
+        condition.lock()
+        defer { condition.unlock() }
+        return try body(Scope(owner: self))
     }
 
     /// Wakes every waiter. Waiters check their state again under the lock,
@@ -44,8 +57,8 @@ public final class ConditionLocked<State>: @unchecked Sendable {
 
         /// The state; each use an access of its own, none across a wait.
         public var state: State {
-            _read { yield owner.state }
-            nonmutating _modify { yield &owner.state }
+            _read { yield owner.state.pointee }
+            nonmutating _modify { yield &owner.state.pointee }
         }
 
         /// Lets go of the lock until woken, then holds it again.
