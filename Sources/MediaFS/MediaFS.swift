@@ -236,7 +236,11 @@ public final class MediaFS: @unchecked Sendable {
         let fd = open(path, O_WRONLY)
         guard fd >= 0 else { return Log.debug("cannot open \(path)") }
         let value = Array("\(Self.kernelReadaheadKB)\n".utf8)
-        if write(fd, value, value.count) < 0 { Log.debug("cannot write \(path)") }
+        do {
+            try FileIO.writeFully(fd: fd, from: value, at: 0)
+        } catch {
+            Log.debug("cannot write \(path): \(error)")
+        }
         close(fd)
     }
 }

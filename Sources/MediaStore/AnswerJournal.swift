@@ -58,7 +58,7 @@ public final class AnswerJournal: @unchecked Sendable {
     /// `accessedAfter` (Unix seconds) are dropped. A damaged file is
     /// started afresh: the cache may forget, never invent.
     public func open(accessedAfter: Int64? = nil) throws {
-        let fd = retryingEINTR { Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        let fd = FileIO.retryingEINTR { Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw MediaError.system("cannot open \(path)") }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
@@ -73,14 +73,21 @@ public final class AnswerJournal: @unchecked Sendable {
                 Log.warning("\(path): cutting \(Int64(st.st_size) - scan.end) bytes after its last whole answer")
             }
             if scan.end == 0 {
-                guard ftruncate(fd, 0) == 0, Self.write(fd, Self.header, at: 0) else {
+                do {
+                    try FileIO.truncate(fd: fd, to: 0)
+                    try FileIO.writeFully(fd: fd, from: Self.header, at: 0)
+                } catch let error as MediaError {
                     close(fd)
-                    throw MediaError.system("cannot write \(path)")
+                    throw MediaError(error.errno, "cannot write \(path): \(error.message)")
                 }
                 scan = Scan(end: Int64(Self.header.count))
-            } else if ftruncate(fd, off_t(scan.end)) != 0 {
-                close(fd)
-                throw MediaError.system("cannot truncate \(path)")
+            } else {
+                do {
+                    try FileIO.truncate(fd: fd, to: scan.end)
+                } catch let error as MediaError {
+                    close(fd)
+                    throw MediaError(error.errno, "cannot truncate \(path): \(error.message)")
+                }
             }
         }
         let expired = accessedAfter.map { scan.oldestAccessed < $0 } ?? false
@@ -119,11 +126,12 @@ public final class AnswerJournal: @unchecked Sendable {
             guard state.end + Int64(bytes.count) <= Self.maxSize else {
                 throw MediaError(EFBIG, "\(path) holds \(Self.maxSize) bytes of answers")
             }
-            guard Self.write(state.fd, bytes, at: state.end) else {
-                let code = errno
+            do {
+                try FileIO.writeFully(fd: state.fd, from: bytes, at: state.end)
+            } catch let error as MediaError {
                 // A frame half written would cut the ones after it at the next open.
-                _ = ftruncate(state.fd, off_t(state.end))
-                throw MediaError.system("cannot append to \(path)", errno: code)
+                try? FileIO.truncate(fd: state.fd, to: state.end)
+                throw MediaError(error.errno, "cannot append to \(path): \(error.message)")
             }
             for place in places {
                 state.index[place.hash] = Self.pack(state.end + Int64(place.start), place.length)
@@ -166,7 +174,9 @@ public final class AnswerJournal: @unchecked Sendable {
     /// Forgets every answer (`mediafs cache clear`).
     public func clear() {
         state.withLock { state in
-            guard state.fd >= 0, ftruncate(state.fd, off_t(Self.header.count)) == 0 else { return }
+            guard state.fd >= 0, (try? FileIO.truncate(fd: state.fd, to: Int64(Self.header.count))) != nil else {
+                return
+            }
             state.end = Int64(Self.header.count)
             state.index = AnswerIndex()
         }
@@ -175,7 +185,7 @@ public final class AnswerJournal: @unchecked Sendable {
     /// Every answer in the file at `path`, the last of each URL, without
     /// opening it for use: for `mediafs cache ls`, beside a running mount.
     public static func read(path: String) -> [EntryMeta] {
-        let fd = retryingEINTR { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        let fd = FileIO.retryingEINTR { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         guard fd >= 0 else { return [] }
         defer { close(fd) }
         var st = stat()
@@ -190,7 +200,7 @@ public final class AnswerJournal: @unchecked Sendable {
     private static func readFrame(_ fd: Int32, _ word: UInt64) -> [UInt8]? {
         let (offset, length) = unpack(word)
         var frame = [UInt8](repeating: 0, count: length)
-        let n = frame.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
+        let n = frame.withUnsafeMutableBytes { try? FileIO.readFully(fd: fd, into: $0, at: offset) }
         return n == length ? frame : nil
     }
 
@@ -233,7 +243,9 @@ public final class AnswerJournal: @unchecked Sendable {
                 }
                 let readAt = bufferStart + Int64(buffer.count)
                 let want = Int(min(Int64(chunk.count), size - readAt))
-                let n = want <= 0 ? 0 : chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(readAt)) }
+                let n = want <= 0 ? 0 : chunk.withUnsafeMutableBytes {
+                    (try? FileIO.readFully(fd: fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<want]), at: readAt)) ?? 0
+                }
                 if n <= 0 { eof = true } else { buffer += chunk[..<n] }
             }
             return offset + Int64(count) <= bufferStart + Int64(buffer.count)
@@ -289,7 +301,7 @@ public final class AnswerJournal: @unchecked Sendable {
     /// when it cannot be made (the old one stays in use).
     private func rewrite(from fd: Int32, index: AnswerIndex, accessedAfter: Int64?) -> State? {
         let temp = "\(path).tmp.\(getpid())"
-        let out = retryingEINTR { Glibc.open(temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        let out = FileIO.retryingEINTR { Glibc.open(temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard out >= 0 else { return nil }
         var kept = State(fd: out, end: Int64(Self.header.count))
         var pending = Self.header
@@ -305,15 +317,15 @@ public final class AnswerJournal: @unchecked Sendable {
             kept.end += Int64(frame.count)
             pending += frame
             if pending.count >= 1 << 20 {
-                ok = ok && Self.write(out, pending, at: pendingStart)
+                ok = ok && (try? FileIO.writeFully(fd: out, from: pending, at: pendingStart)) != nil
                 pendingStart += Int64(pending.count)
                 pending = []
             }
         }
-        ok = ok && Self.write(out, pending, at: pendingStart)
+        ok = ok && (try? FileIO.writeFully(fd: out, from: pending, at: pendingStart)) != nil
         // Renamed before its blocks reach the disk, a crash could leave the
         // name on an empty file: every answer lost, not only the latest.
-        ok = ok && retryingEINTR({ fsync(out) }) == 0
+        ok = ok && (try? FileIO.sync(fd: out)) != nil
         guard ok, rename(temp, path) == 0 else {
             close(out)
             unlink(temp)
@@ -337,17 +349,5 @@ public final class AnswerJournal: @unchecked Sendable {
 
     private static func unpack(_ word: UInt64) -> (offset: Int64, length: Int) {
         (Int64(word >> 24), Int(word & 0xFF_FFFF))
-    }
-
-    /// Writes all of `bytes` at `offset`.
-    private static func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return true
     }
 }

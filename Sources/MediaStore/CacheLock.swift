@@ -71,16 +71,17 @@ public final class CacheLock: Sendable {
     /// daemon after fuse_daemonize: the pid that took the lock has exited.
     public func recordHolder() {
         let text = Array("\(getpid())\n".utf8)
-        guard ftruncate(fd, 0) == 0 else { return }
-        _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        guard (try? FileIO.truncate(fd: fd, to: 0)) != nil else { return }
+        try? FileIO.writeFully(fd: fd, from: text, at: 0)
     }
 
     /// The pid written by the holder, or nil when the file holds no
     /// plausible one (a holder between open and write, or garbage).
     private static func holder(_ fd: Int32) -> Int32? {
         var buffer = [UInt8](repeating: 0, count: 16)
-        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return nil }
+        guard let n = buffer.withUnsafeMutableBytes({ try? FileIO.readFully(fd: fd, into: $0, at: 0) }), n > 0 else {
+            return nil
+        }
         let text = String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.count <= 10, text.allSatisfy(\.isASCII), let pid = Int32(text), pid > 0 else { return nil }
         return pid

@@ -45,7 +45,7 @@ public final class CacheStore: Sendable {
         // mkdir succeeds on an existing read-only directory, so only a real
         // file creation proves the cache can be written.
         let probe = "\(entriesRoot)/.probe.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
-        let fd = retryingEINTR { open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        let fd = FileIO.retryingEINTR { open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else {
             let code = errno
             throw MediaError(code, "cache directory \(entriesRoot) is not writable: \(String(cString: strerror(code)))")
@@ -206,17 +206,18 @@ public final class CacheStore: Sendable {
     public func saveMeta(_ m: EntryMeta, forKey key: String, durable: Bool = true) throws {
         let dir = try entryDirectory(forKey: key, durable: durable)
         let temp = "\(dir)/meta.tmp.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
-        let fd = retryingEINTR { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        let fd = FileIO.retryingEINTR { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else {
             let code = errno
             throw MediaError.system("cannot create \(temp)", errno: code)
         }
-        var failure = writeAll(fd, MetaFormat.encode(m))
-        if failure == nil && durable && retryingEINTR({ fsync(fd) }) != 0 { failure = errno }
-        close(fd)
-        if let code = failure {
+        do {
+            defer { close(fd) }
+            try FileIO.writeFully(fd: fd, from: MetaFormat.encode(m), at: 0)
+            if durable { try FileIO.sync(fd: fd) }
+        } catch let error as MediaError {
             unlink(temp)
-            throw MediaError.system("cannot write \(temp)", errno: code)
+            throw MediaError(error.errno, "cannot write \(temp): \(error.message)")
         }
         guard rename(temp, dir + "/meta") == 0 else {
             let code = errno
@@ -252,13 +253,13 @@ public final class CacheStore: Sendable {
     /// is removed and a fresh, empty file made.
     public func openData(forKey key: String, length: Int64) throws -> Int32 {
         let path = try entryDirectory(forKey: key) + "/data"
-        var fd = retryingEINTR { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        var fd = FileIO.retryingEINTR { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         var st = stat()
         if fd < 0 && errno == ELOOP || fd >= 0 && fstat(fd, &st) == 0 && st.st_mode & S_IFMT != S_IFREG {
             if fd >= 0 { close(fd) }
             Log.warning("replacing \(path): not a regular file")
             guard unlink(path) == 0 else { throw MediaError.system("cannot remove \(path)") }
-            fd = retryingEINTR { open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+            fd = FileIO.retryingEINTR { open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         }
         guard fd >= 0 else {
             let code = errno
@@ -270,10 +271,11 @@ public final class CacheStore: Sendable {
             throw MediaError.system("cannot stat \(path)", errno: code)
         }
         if Int64(st.st_size) != length {
-            guard retryingEINTR({ ftruncate(fd, off_t(length)) }) == 0 else {
-                let code = errno
+            do {
+                try FileIO.truncate(fd: fd, to: length)
+            } catch let error as MediaError {
                 close(fd)
-                throw MediaError.system("cannot size \(path) to \(length) bytes", errno: code)
+                throw MediaError.system("cannot size \(path) to \(length) bytes", errno: error.errno)
             }
         }
         return fd
@@ -417,30 +419,20 @@ public func parentDirectory(of path: String) -> String {
 /// Makes the names made, renamed or removed in the directory at `path`
 /// durable. Returns the errno of the failure, or nil.
 public func syncDirectory(_ path: String) -> Int32? {
-    let fd = retryingEINTR { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+    let fd = FileIO.retryingEINTR { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
     guard fd >= 0 else { return errno }
     defer { close(fd) }
-    return retryingEINTR { fsync(fd) } == 0 ? nil : errno
-}
-
-/// Returns the errno of the failure, or nil.
-private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-        if n < 0 {
-            let code = errno
-            if code == EINTR { continue }
-            return code
-        }
-        offset += n
+    do {
+        try FileIO.sync(fd: fd)
+        return nil
+    } catch {
+        return (error as? MediaError)?.errno ?? EIO
     }
-    return nil
 }
 
 /// Whether a failure to open or read a file says nothing of the file itself:
 /// out of descriptors or memory, an I/O error, a call to try again (a lease,
-/// a busy network file system). `readWholeFile` repeats an interrupted call.
+/// a busy network file system). FileIO repeats an interrupted call.
 private func cannotReadNow(_ error: MediaError) -> Bool {
     [EMFILE, ENFILE, ENOMEM, EIO, EAGAIN].contains(error.errno)
 }
@@ -450,7 +442,7 @@ private let maxWholeFile: Int64 = 64 << 20
 
 private func readWholeFile(_ path: String) throws -> [UInt8] {
     // O_NONBLOCK: a FIFO in a file's place must not hang the caller.
-    let fd = retryingEINTR { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+    let fd = FileIO.retryingEINTR { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
     guard fd >= 0 else {
         let code = errno
         throw MediaError.system("cannot open \(path)", errno: code)
@@ -463,23 +455,17 @@ private func readWholeFile(_ path: String) throws -> [UInt8] {
     var result: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     while true {
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n < 0 {
-            let code = errno
-            if code == EINTR { continue }
-            throw MediaError.system("cannot read \(path)", errno: code)
+        let n: Int
+        do {
+            let offset = Int64(result.count)
+            n = try buffer.withUnsafeMutableBytes { try FileIO.readFully(fd: fd, into: $0, at: offset) }
+        } catch let error as MediaError {
+            throw MediaError(error.errno, "cannot read \(path): \(error.message)")
         }
         if n == 0 { return result }
         guard Int64(result.count + n) <= maxWholeFile else {
             throw MediaError(EINVAL, "\(path) grew past \(maxWholeFile) bytes while read")
         }
         result += buffer[..<n]
-    }
-}
-
-public func retryingEINTR(_ call: () -> Int32) -> Int32 {
-    while true {
-        let r = call()
-        if r >= 0 || errno != EINTR { return r }
     }
 }

@@ -10,59 +10,36 @@
 //      kernel reads the old in place).
 // Marking never blocks, so the network thread may mark (a change); steps 2–4
 // run on a thread that may wait: the admin's, the evictor's, the next reader's.
-import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
 extension FileLoader {
-    /// Whether a freeing is marked and not yet done. Call with `lock` held.
-    var isFreeingAnything: Bool { resetsAsked > resetsDone || !trimming.isEmpty }
-
-    /// Whether bytes of `range` may be neither written nor claimed now.
-    /// Call with `lock` held.
-    func isFreeing(_ range: Range<Int64>) -> Bool {
-        resetsAsked > resetsDone || trimming.overlaps(range)
-    }
-
-    /// Step 1 for the whole file: every byte unclaimed, the data file to be
-    /// emptied. Call with `lock` held; never blocks.
-    func markReset() {
-        present = ByteRangeSet()
-        resetsAsked += 1
-        dirty = true
-    }
-
     /// Drops every cached byte: stops the transfers, then frees the file.
     /// The next read fetches again.
     public func purge() {
-        lock.lock()
-        // Transfers a read waits on go on: their bytes reach the reader, and
-        // are claimed only once written after the file was emptied.
-        stopAllTransfers(exceptWaitedOn: true)
-        lastError = nil
-        markReset()
-        lock.unlock()
+        lock.withLock { state in
+            // Transfers a read waits on go on: their bytes reach the reader, and
+            // are claimed only once written after the file was emptied.
+            stopAllTransfers(&state, exceptWaitedOn: true)
+            state.lastError = nil
+            state.markReset()
+        }
         finishFreeing()
         Log.info("purged \(source.displayURL)")
     }
 
     /// Stops every transfer, for a file leaving the mount.
     public func stopTransfers() {
-        lock.lock()
-        stopAllTransfers()
-        lock.unlock()
+        lock.withLock { stopAllTransfers(&$0) }
     }
 
-    /// Call with `lock` held.
-    func stopAllTransfers(exceptWaitedOn: Bool = false) {
-        stops += 1
-        for (id, transfer) in transfers where !transfer.cancelled {
-            if exceptWaitedOn, waits.values.contains(where: { $0.range.overlaps(transfer.position..<transfer.end) }) {
-                continue
-            }
-            transfers[id]!.cancelled = true
+    func stopAllTransfers(_ state: inout LoaderState, exceptWaitedOn: Bool = false) {
+        state.stops += 1
+        for (id, transfer) in state.transfers where !transfer.cancelled {
+            if exceptWaitedOn, state.isWaitedOn(transfer.position..<transfer.end) { continue }
+            state.transfers[id]!.cancelled = true
             fetcher.cancel(id)
         }
     }
@@ -70,13 +47,16 @@ extension FileLoader {
     /// Evicts every cached byte unless the file is pinned, a transfer runs,
     /// a read waits or the kernel reads the file; returns whether it did.
     public func evict() -> Bool {
-        lock.lock()
-        // A pinned file's bytes are kept whatever the limits say; only a
-        // purge (the user's own word) drops them.
-        guard !pinned, transfers.isEmpty, waits.isEmpty, !kernelReading else { lock.unlock(); return false }
-        guard !present.isEmpty else { lock.unlock(); return true }
-        markReset()
-        lock.unlock()
+        let marked: Bool? = lock.withLock { state in
+            // A pinned file's bytes are kept whatever the limits say; only a
+            // purge (the user's own word) drops them.
+            guard !state.pinned, state.transfers.isEmpty, state.waits.isEmpty, !state.kernelReading else { return nil }
+            guard !state.present.isEmpty else { return false }
+            state.markReset()
+            return true
+        }
+        guard let marked else { return false }
+        guard marked else { return true }
         finishFreeing()
         Log.info("evicted \(source.displayURL) from the cache")
         return true
@@ -87,30 +67,32 @@ extension FileLoader {
     /// furthest ahead. Never the bytes a read waits on. For a file larger
     /// than the whole cache, which still plays, but is not all kept.
     public func trim(to target: Int64) {
-        lock.lock()
-        var excess = present.byteCount - target
-        // Bytes the kernel reads in place stay until its handles close;
-        // a pinned file's bytes stay, however far over the limit.
-        guard excess > 0, hasEntry, !kernelReading, !pinned else { lock.unlock(); return }
-        let behind = present.ranges.filter { $0.upperBound <= lastReadOffset }
-        let ahead = Array(present.ranges.filter { $0.upperBound > lastReadOffset }.reversed())
-        var doomed = ByteRangeSet()
-        for range in behind + ahead where excess > 0 {
-            if waits.values.contains(where: { $0.range.overlaps(range) }) { continue }
-            let count = min(Int64(range.count), excess)
-            // Behind the reader, drop from the oldest end; ahead, from the far end.
-            let part = range.upperBound <= lastReadOffset
-                ? range.lowerBound..<(range.lowerBound + count)
-                : (range.upperBound - count)..<range.upperBound
-            doomed.insert(part)
-            excess -= count
+        let doomed = lock.withLock { state in
+            var excess = state.present.byteCount - target
+            var doomed = ByteRangeSet()
+            // Bytes the kernel reads in place stay until its handles close;
+            // a pinned file's bytes stay, however far over the limit.
+            guard excess > 0, state.hasEntry, !state.kernelReading, !state.pinned else { return doomed }
+            let lastReadOffset = state.lastReadOffset
+            let behind = state.present.ranges.filter { $0.upperBound <= lastReadOffset }
+            let ahead = Array(state.present.ranges.filter { $0.upperBound > lastReadOffset }.reversed())
+            for range in behind + ahead where excess > 0 {
+                if state.isWaitedOn(range) { continue }
+                let count = min(Int64(range.count), excess)
+                // Behind the reader, drop from the oldest end; ahead, from the far end.
+                let part = range.upperBound <= lastReadOffset
+                    ? range.lowerBound..<(range.lowerBound + count)
+                    : (range.upperBound - count)..<range.upperBound
+                doomed.insert(part)
+                excess -= count
+            }
+            for part in doomed.ranges {
+                state.present.remove(part)
+                state.trimming.insert(part)
+            }
+            if !doomed.isEmpty { state.dirty = true }
+            return doomed
         }
-        for part in doomed.ranges {
-            present.remove(part)
-            trimming.insert(part)
-        }
-        if !doomed.isEmpty { dirty = true }
-        lock.unlock()
         guard !doomed.isEmpty else { return }
         finishFreeing()
         Log.info("dropped \(doomed.byteCount) bytes of \(source.displayURL) to keep the cache within its limit")
@@ -119,36 +101,27 @@ extension FileLoader {
     /// Steps 2–4 for every freeing marked so far. Returns at once when none
     /// is. Call with no lock held, and never on the network thread.
     func finishFreeing() {
-        lock.lock()
-        let pending = isFreeingAnything
-        lock.unlock()
-        guard pending else { return }
+        guard lock.withLock({ $0.isFreeingAnything }) else { return }
         flushLock.withLock { savedClaims in finishFreeingHoldingFlushLock(&savedClaims) }
     }
 
-    private func finishFreeingHoldingFlushLock(_ savedClaims: inout Bool) {
-        lock.lock()
-        while isFreeingAnything {
-            let resetsTarget = resetsAsked
-            let resetting = resetsTarget > resetsDone
-            let doomed = trimming
-            func inUse(_ range: Range<Int64>) -> Bool { resetting || doomed.overlaps(range) }
-            while reading.values.contains(where: inUse) || writing.values.contains(where: inUse) {
-                lock.wait()
-            }
-            let snapshot = metaSnapshot()
-            // What is freed is in the data file as it is now, claimed or not.
-            let file = openDataFile()
-            let length = info?.length
-            // A file the kernel reads in place is left to it whole.
-            let replace = resetting && kernelReading
-            if snapshot != nil { dirty = false }
-            // No snapshot for an entry means its data file cannot be opened
-            // now: the metadata cannot be rewritten, so nothing is freed.
-            var persisted = snapshot != nil || !hasEntry || info == nil
-            lock.unlock()
+    /// One freeing's steps 2 and 3 as drained under the lock: what to
+    /// persist and free once it is let go.
+    private struct Freeing {
+        var resetsTarget: Int
+        var resetting: Bool
+        var doomed: ByteRangeSet
+        var snapshot: (meta: EntryMeta, file: DataFile?)?
+        var file: DataFile?
+        var length: Int64?
+        var replace: Bool
+        var persisted: Bool
+    }
 
-            if let snapshot {
+    private func finishFreeingHoldingFlushLock(_ savedClaims: inout Bool) {
+        while let freeing = lock.withScope({ drainFreeing($0) }) {
+            var persisted = freeing.persisted
+            if let snapshot = freeing.snapshot {
                 do {
                     try persist(snapshot, savedClaims: &savedClaims)
                 } catch {
@@ -158,35 +131,70 @@ extension FileLoader {
             }
             if !persisted {
                 Log.error("\(source.displayURL): keeping bytes the cache metadata may still claim")
-            } else if replace, let length {
+            } else if freeing.replace, let length = freeing.length {
                 replaceDataFile(length: length)
-            } else if let file {
-                free(doomed: resetting ? nil : doomed, of: file, length: length)
+            } else if let file = freeing.file {
+                free(doomed: freeing.resetting ? nil : freeing.doomed, of: file, length: freeing.length)
             }
-
-            lock.lock()
-            if !persisted {
-                // Left marked: nothing is written or claimed there until a
-                // later freeing manages to persist.
-                dirty = true
-                break
+            let done = lock.withLock { state in
+                if !persisted {
+                    // Left marked: nothing is written or claimed there until a
+                    // later freeing manages to persist.
+                    state.dirty = true
+                    return false
+                }
+                if freeing.resetting { state.resetsDone = max(state.resetsDone, freeing.resetsTarget) }
+                for range in freeing.doomed.ranges { state.trimming.remove(range) }
+                return true
             }
-            if resetting { resetsDone = max(resetsDone, resetsTarget) }
-            for range in doomed.ranges { trimming.remove(range) }
+            guard done else { break }
             lock.broadcast()
         }
-        lock.unlock()
+    }
+
+    /// Waits for the reads and writes using the bytes of the freeing
+    /// marked now, then takes what it needs to persist and free them;
+    /// nil when no freeing is marked.
+    private func drainFreeing(_ scope: borrowing ConditionLocked<LoaderState>.Scope) -> Freeing? {
+        guard scope.state.isFreeingAnything else { return nil }
+        let resetsTarget = scope.state.resetsAsked
+        let resetting = resetsTarget > scope.state.resetsDone
+        let doomed = scope.state.trimming
+        func inUse(_ range: Range<Int64>) -> Bool { resetting || doomed.overlaps(range) }
+        while scope.state.reading.values.contains(where: inUse) || scope.state.writing.values.contains(where: inUse) {
+            scope.wait()
+        }
+        let snapshot = metaSnapshot(&scope.state)
+        // What is freed is in the data file as it is now, claimed or not.
+        let file = openDataFile(&scope.state)
+        // A file the kernel reads in place is left to it whole.
+        let replace = resetting && scope.state.kernelReading
+        if snapshot != nil { scope.state.dirty = false }
+        // No snapshot for an entry means its data file cannot be opened
+        // now: the metadata cannot be rewritten, so nothing is freed.
+        let persisted = snapshot != nil || !scope.state.hasEntry || scope.state.info == nil
+        return Freeing(resetsTarget: resetsTarget, resetting: resetting, doomed: doomed, snapshot: snapshot,
+                       file: file, length: scope.state.info?.length, replace: replace, persisted: persisted)
     }
 
     /// Step 4: punches `doomed`, or (nil) empties the whole data file while
     /// keeping its sparse length.
     private func free(doomed: ByteRangeSet?, of file: DataFile, length: Int64?) {
-        if let doomed {
-            for part in doomed.ranges where mediafs_punch_hole(file.fd, part.lowerBound, Int64(part.count)) != 0 {
-                Log.warning(MediaError.system("freeing bytes of \(source.displayURL)").message)
+        do {
+            if let doomed {
+                for part in doomed.ranges {
+                    do {
+                        try FileIO.punchHole(fd: file.fd, range: part)
+                    } catch {
+                        Log.warning("freeing bytes of \(source.displayURL): \(error)")
+                    }
+                }
+            } else if let length {
+                try FileIO.truncate(fd: file.fd, to: 0)
+                try FileIO.truncate(fd: file.fd, to: length)
             }
-        } else if let length, ftruncate(file.fd, 0) != 0 || ftruncate(file.fd, off_t(length)) != 0 {
-            Log.error(MediaError.system("emptying the cache of \(source.displayURL)").message)
+        } catch {
+            Log.error("emptying the cache of \(source.displayURL): \(error)")
         }
     }
 

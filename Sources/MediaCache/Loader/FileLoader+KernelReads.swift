@@ -12,30 +12,29 @@ extension FileLoader {
     /// caller closes) and its version, and the file is kept as it is until
     /// as many `endKernelReads(version:)`. Nil while any byte is missing.
     public func beginKernelReads() -> (fd: Int32, version: Int)? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let info, present.contains(0..<info.length), let dataFile = openDataFile() else { return nil }
-        let copy = fcntl(dataFile.fd, F_DUPFD_CLOEXEC, 0)
-        guard copy >= 0 else { return nil }
-        kernelReaders += 1
-        lastAccess = wallNow()
-        return (copy, dataVersion)
+        lock.withLock { state in
+            guard let info = state.info, state.present.contains(0..<info.length),
+                  let dataFile = openDataFile(&state) else { return nil }
+            let copy = fcntl(dataFile.fd, F_DUPFD_CLOEXEC, 0)
+            guard copy >= 0 else { return nil }
+            state.kernelReaders += 1
+            state.lastAccess = wallNow()
+            return (copy, state.dataVersion)
+        }
     }
 
     /// Ends one `beginKernelReads` of data file `version`: its last handle
     /// closed. Those of a data file since replaced count for nothing.
     public func endKernelReads(version: Int) {
-        lock.lock()
-        if version == dataVersion { kernelReaders = max(kernelReaders - 1, 0) }
-        lock.unlock()
+        lock.withLock { state in
+            if version == state.dataVersion { state.kernelReaders = max(state.kernelReaders - 1, 0) }
+        }
     }
 
     /// Whether `version` (from `beginKernelReads`) is still the data file,
     /// not one a purge or a change has replaced.
     public func isCurrentData(version: Int) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return version == dataVersion
+        lock.withLock { version == $0.dataVersion }
     }
 
     /// Empties the cache by starting a new data file, leaving the old one
@@ -50,11 +49,11 @@ extension FileLoader {
             // no cache for this file until it is probed again.
             Log.error("\(source.displayURL): cannot start a new data file: \(error)")
         }
-        lock.lock()
-        openFiles.replace(ObjectIdentifier(self), with: fresh)
-        hasEntry = fresh != nil
-        dataVersion += 1
-        kernelReaders = 0
-        lock.unlock()
+        lock.withLock { state in
+            openFiles.replace(ObjectIdentifier(self), with: fresh)
+            state.hasEntry = fresh != nil
+            state.dataVersion += 1
+            state.kernelReaders = 0
+        }
     }
 }

@@ -1,7 +1,6 @@
 // What is done to a FileLoader from outside the read path: status for
 // xattrs, what the evictor needs to know, preload, and revalidation against
 // the server. Freeing bytes is FileLoader+Freeing.swift.
-import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -11,19 +10,20 @@ extension FileLoader {
     // MARK: Administration
 
     public func status() -> FileStatus {
-        lock.lock()
-        defer { lock.unlock() }
-        let state: FileStatus.State
-        if !transfers.isEmpty {
-            state = .fetching
-        } else if let error = lastError {
-            state = .error(error.message)
-        } else if case .failed(let error, _) = probe {
-            state = .error(error.message)
-        } else {
-            state = .idle
+        lock.withLock { state in
+            let shown: FileStatus.State
+            if !state.transfers.isEmpty {
+                shown = .fetching
+            } else if let error = state.lastError {
+                shown = .error(error.message)
+            } else if case .failed(let error, _) = state.probe {
+                shown = .error(error.message)
+            } else {
+                shown = .idle
+            }
+            return FileStatus(url: source.url, info: state.info, present: state.present, state: shown,
+                              pinned: state.pinned)
         }
-        return FileStatus(url: source.url, info: info, present: present, state: state, pinned: pinned)
     }
 
     /// What the evictor needs to know of this file.
@@ -40,11 +40,12 @@ extension FileLoader {
 
     public func usage() -> Usage {
         let allocated = EntryRecord.allocatedBytes(forKey: key, in: store)
-        lock.lock()
-        defer { lock.unlock() }
-        return Usage(allocatedBytes: hasEntry ? allocated : 0, lastAccess: lastAccess,
-                     isComplete: info.map { present.contains(0..<$0.length) } ?? false,
-                     isBusy: !transfers.isEmpty || !waits.isEmpty || kernelReading, isPinned: pinned)
+        return lock.withLock { state in
+            Usage(allocatedBytes: state.hasEntry ? allocated : 0, lastAccess: state.lastAccess,
+                  isComplete: state.info.map { state.present.contains(0..<$0.length) } ?? false,
+                  isBusy: !state.transfers.isEmpty || !state.waits.isEmpty || state.kernelReading,
+                  isPinned: state.pinned)
+        }
     }
 
     // MARK: Revalidation
@@ -55,38 +56,27 @@ extension FileLoader {
     /// Returns whether the file changed.
     @discardableResult
     public func revalidate(olderThan maxAge: Double) -> Bool {
-        lock.lock()
-        let due = info != nil && wallNow() - Double(lastValidated) >= maxAge
-        lock.unlock()
+        let due = lock.withLock { $0.info != nil && wallNow() - Double($0.lastValidated) >= maxAge }
         guard due else { return false }
-        let done = Condition()
-        nonisolated(unsafe) var answer: Result<ContentInfo, MediaError>?
-        ContentProbe.start(url: source.url, fetcher: fetcher) { result in
-            done.lock()
-            answer = result
-            done.broadcast()
-            done.unlock()
-        }
-        done.lock()
-        let deadline = deadline(after: settings.timeout)
-        while answer == nil && done.wait(until: deadline) {}
-        let result = answer
-        done.unlock()
+        let answer = OneShot<Result<ContentInfo, MediaError>>()
+        ContentProbe.start(url: source.url, fetcher: fetcher) { answer.fulfil($0) }
+        let result = answer.wait(until: deadline(after: settings.timeout))
         statistics.requests.add(1, ordering: .relaxed)
         switch result {
         case .success(let fresh):
-            lock.lock()
-            guard let known = info else { lock.unlock(); return false }
-            if let change = Self.difference(from: known, etag: fresh.etag, lastModified: fresh.lastModified,
-                                            length: fresh.length) {
-                replaceContent(with: fresh, reason: change)
-                lock.unlock()
-                finishFreeing()
-                return true
+            let changed = lock.withLock { state in
+                guard let known = state.info else { return false }
+                if let change = Self.difference(from: known, etag: fresh.etag, lastModified: fresh.lastModified,
+                                                length: fresh.length) {
+                    replaceContent(with: fresh, reason: change, in: &state)
+                    return true
+                }
+                state.lastValidated = Int64(wallNow())
+                state.dirty = true
+                return false
             }
-            lastValidated = Int64(wallNow())
-            dirty = true
-            lock.unlock()
+            if changed { finishFreeing() }
+            return changed
         case .failure(let error):
             Log.debug("\(source.displayURL): cannot revalidate, serving the cache: \(error.message)")
         case nil:
@@ -132,19 +122,19 @@ extension FileLoader {
     /// The remote file changed: its cached bytes are dropped, reads in
     /// progress fail rather than mix two versions, and the kernel is told
     /// to forget its pages and size under every name of the file (until it
-    /// has, opens go without keep_cache). Call with `lock` held; it only
-    /// marks the bytes for freeing (it may run on the network thread), so a
-    /// caller that may wait calls `finishFreeing()` after unlocking.
-    func replaceContent(with fresh: ContentInfo, reason: String) {
+    /// has, opens go without keep_cache). It only marks the bytes for
+    /// freeing (it may run on the network thread), so a caller that may
+    /// wait calls `finishFreeing()` after letting go of the lock.
+    func replaceContent(with fresh: ContentInfo, reason: String, in state: inout LoaderState) {
         Log.warning("\(source.displayURL) changed on the server (\(reason)): dropping its cached bytes")
-        stopAllTransfers()
-        generation += 1
-        info = fresh
-        sawPartial = false
-        lastValidated = Int64(wallNow())
-        lastError = nil
-        markReset()
-        if changeHandler?(generation) != true { kernelClean = generation }
+        stopAllTransfers(&state)
+        state.generation += 1
+        state.info = fresh
+        state.sawPartial = false
+        state.lastValidated = Int64(wallNow())
+        state.lastError = nil
+        state.markReset()
+        if state.changeHandler?(state.generation) != true { state.kernelClean = state.generation }
     }
 
     /// Fetches the first `limit` bytes (nil: all) in the background at
@@ -152,24 +142,25 @@ extension FileLoader {
     public func preload(limit: Int64?) throws {
         prepareEntry()
         _ = try contentInfo()
-        lock.lock()
-        defer { lock.unlock() }
-        // The info of now, under the lock its transfers start under: one
-        // read before it could name a version a change has replaced since.
-        guard let info else { return }
-        let owner = preloadOwner
-        cancelTransfers(of: owner, except: nil)
-        let end = min(limit ?? info.length, info.length)
-        for hole in present.missing(in: 0..<end) {
-            var point = hole.lowerBound
-            while point < hole.upperBound {
-                if let covering = transfers.values.first(where: { covers($0, point) }) {
-                    point = covering.end
-                } else {
-                    let start = point
-                    point = startTransfer(at: point, end: hole.upperBound, owner: owner, info: info, priority: .preload)
-                    // No room under the cache limits: preloading would only fetch bytes to drop.
-                    if point == start { return }
+        lock.withLock { state in
+            // The info of now, under the lock its transfers start under: one
+            // read before it could name a version a change has replaced since.
+            guard let info = state.info else { return }
+            let owner = preloadOwner
+            cancelTransfers(of: owner, except: nil, in: &state)
+            let end = min(limit ?? info.length, info.length)
+            for hole in state.present.missing(in: 0..<end) {
+                var point = hole.lowerBound
+                while point < hole.upperBound {
+                    if let covering = state.transfers.values.first(where: { covers($0, point, in: state) }) {
+                        point = covering.end
+                    } else {
+                        let start = point
+                        point = startTransfer(at: point, end: hole.upperBound, owner: owner, info: info,
+                                              priority: .preload, in: &state)
+                        // No room under the cache limits: preloading would only fetch bytes to drop.
+                        if point == start { return }
+                    }
                 }
             }
         }

@@ -17,45 +17,50 @@ extension FileLoader {
         // Whether the metadata on disk claims bytes is known under
         // `flushLock`; one a save or a freeing holds is busy anyway.
         guard let claimsOnDisk = flushLock.withLockIfAvailable({ $0 }) else { return nil }
-        lock.lock()
-        defer { lock.unlock() }
-        // A new loader would take the kernel for clean: not before it is.
-        guard transfers.isEmpty, waits.isEmpty, reading.isEmpty, writing.isEmpty, !isFreeingAnything,
-              kernelReaders == 0, kernelClean == generation else { return nil }
-        var unsaved: EntryMeta?
-        // One whose metadata could not be read has nothing to save: its
-        // record says the metadata may exist, for the next loader to read.
-        if dirty && !cacheUnusable {
-            guard present.isEmpty, !claimsOnDisk, hasEntry, let snapshot = metaSnapshot() else { return nil }
-            unsaved = snapshot.meta
+        return lock.withLock { state in
+            // A new loader would take the kernel for clean: not before it is.
+            guard state.transfers.isEmpty, state.waits.isEmpty, state.reading.isEmpty, state.writing.isEmpty,
+                  !state.isFreeingAnything, state.kernelReaders == 0, state.kernelClean == state.generation else {
+                return nil
+            }
+            var unsaved: EntryMeta?
+            // One whose metadata could not be read has nothing to save: its
+            // record says the metadata may exist, for the next loader to read.
+            if state.dirty && !cacheUnusable {
+                guard state.present.isEmpty, !claimsOnDisk, state.hasEntry, let snapshot = metaSnapshot(&state) else {
+                    return nil
+                }
+                unsaved = snapshot.meta
+            }
+            let now = self.now()
+            switch state.probe {
+            case .idle: break
+            // A new loader would probe again now just the same.
+            case .retrying(let at) where now >= at: break
+            case .failed(_, let at) where now - at >= settings.probeRetryAfter: break
+            default: return nil
+            }
+            if state.lastError != nil, now - state.lastErrorAt < max(settings.probeRetryAfter, settings.unavailableFor) {
+                return nil
+            }
+            if now < state.retryAt || now < state.unavailableUntil { return nil }
+            let info = state.info
+            let attributes = info.map(Self.attributes(of:))
+            var record = EntryRecord(size: attributes?.size, mtime: attributes?.mtime ?? 0,
+                                     cachedBytes: state.present.byteCount, allocatedBytes: 0,
+                                     lastAccess: state.lastAccess,
+                                     isComplete: info.map { state.present.contains(0..<$0.length) } ?? false,
+                                     isPinned: state.pinned,
+                                     // Metadata is saved only with content info.
+                                     hasMeta: info != nil || cacheUnusable)
+            record.listed = state.listed && info == nil
+            return (record, unsaved)
         }
-        let now = self.now()
-        switch probe {
-        case .idle: break
-        // A new loader would probe again now just the same.
-        case .retrying(let at) where now >= at: break
-        case .failed(_, let at) where now - at >= settings.probeRetryAfter: break
-        default: return nil
-        }
-        if lastError != nil, now - lastErrorAt < max(settings.probeRetryAfter, settings.unavailableFor) {
-            return nil
-        }
-        if now < retryAt || now < unavailableUntil { return nil }
-        let attributes = info.map(Self.attributes(of:))
-        var record = EntryRecord(size: attributes?.size, mtime: attributes?.mtime ?? 0, cachedBytes: present.byteCount,
-                                 allocatedBytes: 0, lastAccess: lastAccess,
-                                 isComplete: info.map { present.contains(0..<$0.length) } ?? false, isPinned: pinned,
-                                 // Metadata is saved only with content info.
-                                 hasMeta: info != nil || cacheUnusable)
-        record.listed = listed && info == nil
-        return (record, unsaved)
     }
 
     /// Its metadata must be saved (again): it was made from metadata not
     /// on disk yet, or a save of an older one may have landed after its own.
     func markUnsaved() {
-        lock.lock()
-        dirty = true
-        lock.unlock()
+        lock.withLock { $0.dirty = true }
     }
 }

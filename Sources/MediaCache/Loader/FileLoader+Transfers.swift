@@ -2,7 +2,6 @@
 // its body lands in the data file and in waiting readers' buffers, its end
 // is judged. Called on the fetcher's thread; takes the loader's lock only
 // around bookkeeping, never around the pwrite.
-import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -12,9 +11,10 @@ extension FileLoader {
     // MARK: Transfers (called on the fetcher's thread)
 
     public func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return accept(head, of: id)
+        let accepted = lock.withLock { accept(head, of: id, in: &$0) }
+        // A refusal may have changed what waiters wait for (a change, an error).
+        if !accepted { lock.broadcast() }
+        return accepted
     }
 
     /// A lookup's ranged GET probe learned the info: it is taken as the
@@ -26,40 +26,39 @@ extension FileLoader {
     /// body; nil stops it.
     func adoptProbe(_ learned: ContentInfo, id: TransferID, head: ResponseHead, limit: Int64,
                     askedAt: Double) -> TransferDelegate? {
-        lock.lock()
-        defer { lock.broadcast(); lock.unlock() }
-        take(learned)
-        let end = min(limit, learned.length)
-        let reserved = budget?.reserve(upTo: end) ?? 0
-        transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
-                                 reserved: reserved, askedAt: askedAt)
-        statistics.requests.add(1, ordering: .relaxed)
-        statistics.transfersInFlight.add(1, ordering: .relaxed)
-        guard accept(head, of: id) else {
-            transfers[id] = nil
-            budget?.release(reserved)
-            statistics.transfersInFlight.add(-1, ordering: .relaxed)
-            return nil
+        defer { lock.broadcast() }
+        return lock.withLock { state in
+            take(learned, in: &state)
+            let end = min(limit, learned.length)
+            let reserved = budget?.reserve(upTo: end) ?? 0
+            state.transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
+                                           reserved: reserved, askedAt: askedAt)
+            countTransferStarted()
+            guard accept(head, of: id, in: &state) else {
+                state.transfers[id] = nil
+                budget?.release(reserved)
+                statistics.transfersInFlight.add(-1, ordering: .relaxed)
+                return nil
+            }
+            // A server without ranges answers with the whole body: only the
+            // first bytes are kept, as a HEAD would have fetched none.
+            state.transfers[id]!.end = min(state.transfers[id]!.end, end)
+            Log.debug("GET \(source.displayURL) bytes 0-\(end - 1) (with the probe)")
+            return self
         }
-        // A server without ranges answers with the whole body: only the
-        // first bytes are kept, as a HEAD would have fetched none.
-        transfers[id]!.end = min(transfers[id]!.end, end)
-        Log.debug("GET \(source.displayURL) bytes 0-\(end - 1) (with the probe)")
-        return self
     }
 
-    /// Checks a transfer's head against what is known of the file.
-    /// Call with `lock` held.
-    func accept(_ head: ResponseHead, of id: TransferID) -> Bool {
-        guard var transfer = transfers[id], !transfer.cancelled, let info else { return false }
+    /// Checks a transfer's head against what is known of the file; false
+    /// refuses it (and the caller wakes the waiters).
+    func accept(_ head: ResponseHead, of id: TransferID, in state: inout LoaderState) -> Bool {
+        guard var transfer = state.transfers[id], !transfer.cancelled, let info = state.info else { return false }
         let problem: MediaError?
         // Bytes of this version came in ranges: a 200 now is not a server
         // without ranges (that one is known by `acceptsRanges` false).
-        let ranged = info.acceptsRanges && (sawPartial || !present.isEmpty)
+        let ranged = info.acceptsRanges && (state.sawPartial || !state.present.isEmpty)
         if let change = Self.change(from: info, to: head) ?? Self.wholeBodyChange(head, to: transfer, after: ranged) {
             if let fresh = ContentProbe.info(from: head) {
-                replaceContent(with: fresh, reason: change)
-                lock.broadcast()
+                replaceContent(with: fresh, reason: change, in: &state)
                 return false
             }
             problem = MediaError.io("content changed on the server (\(change))")
@@ -68,17 +67,17 @@ extension FileLoader {
                answer.range.upperBound <= info.length {
                 transfer.position = answer.range.lowerBound
                 transfer.end = answer.range.upperBound
-                sawPartial = true
+                state.sawPartial = true
                 problem = nil
             } else {
                 problem = MediaError.io("bad Content-Range '\(head.headers["content-range"] ?? "")' for a file of \(info.length) bytes")
             }
         } else if head.status == 200 {
-            if self.info?.acceptsRanges == true {
+            if state.info?.acceptsRanges == true {
                 Log.warning("\(source.displayURL): the server ignores Range and sends whole bodies; "
                             + "reads far into the file wait for the stream to reach them")
-                self.info?.acceptsRanges = false
-                dirty = true
+                state.info?.acceptsRanges = false
+                state.dirty = true
             }
             transfer.position = 0
             transfer.end = info.length
@@ -88,17 +87,16 @@ extension FileLoader {
         }
         if let problem {
             if let seconds = head.retryAfterSeconds {
-                retryAt = now() + min(seconds, settings.timeout)
+                state.retryAt = now() + min(seconds, settings.timeout)
             }
-            lastError = problem
+            state.lastError = problem
             Log.error("\(source.displayURL): \(problem.message)")
-            lock.broadcast()
             return false
         }
         let now = self.now()
         if let askedAt = transfer.askedAt { settings.link?.roundTrip(now - askedAt, to: source.url) }
         transfer.head = (now, transfer.position)
-        transfers[id] = transfer
+        state.transfers[id] = transfer
         return true
     }
 
@@ -117,57 +115,67 @@ extension FileLoader {
     }
 
     public func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
-        lock.lock()
-        guard let transfer = transfers[id], !transfer.cancelled else { lock.unlock(); return false }
-        let position = transfer.position
-        let count = Int(min(Int64(bytes.count), transfer.end - position))
-        let chunk = position..<(position + Int64(count))
-        // Bytes being freed are handed to readers but not written: the
-        // freeing would erase them after this write, and a claim would lie.
-        // So are bytes that do not fit under the cache limits.
-        var file = isFreeing(chunk) ? nil : openDataFile()
-        let version = dataVersion
-        if file != nil, let budget {
-            if transfer.reserved >= Int64(count) {
-                transfers[id]!.reserved -= Int64(count)
-                budget.consume(Int64(count))
-            } else if budget.take(Int64(count) - transfer.reserved) {
-                budget.consume(transfer.reserved)
-                transfers[id]!.reserved = 0
-            } else {
-                file = nil
-            }
+        guard let (chunk, file, version) = lock.withLock({ reserveChunk(of: id, count: bytes.count, in: &$0) }) else {
+            return false
         }
-        if file != nil { writing[id] = chunk }
-        lock.unlock()
-
+        let count = chunk.count
+        let position = chunk.lowerBound
         let cached = file.map { writeToCache(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: position, fd: $0.fd) }
             ?? false
         statistics.bytesFromNetwork.add(Int64(count), ordering: .relaxed)
 
-        lock.lock()
-        defer { lock.broadcast(); lock.unlock() }
-        writing[id] = nil
-        // A purge may have cancelled the transfer during the pwrite: its
-        // bytes are then neither claimed nor handed out.
-        guard let current = transfers[id], !current.cancelled else { return false }
-        for (key, wait) in waits where wait.range.overlaps(chunk) {
-            let overlap = wait.range.clamped(to: chunk)
-            let from = bytes.baseAddress! + Int(overlap.lowerBound - position)
-            (wait.buffer.baseAddress! + Int(overlap.lowerBound - wait.range.lowerBound))
-                .copyMemory(from: from, byteCount: Int(overlap.count))
-            waits[key]!.filled.insert(overlap)
+        defer { lock.broadcast() }
+        return lock.withLock { state in
+            state.writing[id] = nil
+            // A purge may have cancelled the transfer during the pwrite: its
+            // bytes are then neither claimed nor handed out.
+            guard let current = state.transfers[id], !current.cancelled else { return false }
+            for (key, wait) in state.waits where wait.range.overlaps(chunk) {
+                let overlap = wait.range.clamped(to: chunk)
+                let from = bytes.baseAddress! + Int(overlap.lowerBound - position)
+                (wait.buffer.baseAddress! + Int(overlap.lowerBound - wait.range.lowerBound))
+                    .copyMemory(from: from, byteCount: Int(overlap.count))
+                state.waits[key]!.filled.insert(overlap)
+            }
+            state.transfers[id]!.position = chunk.upperBound
+            // Claimed only if written into the data file that is still current
+            // (not replaced meanwhile) and no freeing began meanwhile (it waited for this write and will
+            // erase what it wrote).
+            if cached, version == state.dataVersion, !state.isFreeing(chunk) {
+                state.present.insert(chunk)
+                state.dirty = true
+            }
+            // More bytes than the answer announced: a lying server; stop here.
+            return count == bytes.count
         }
-        transfers[id]!.position = chunk.upperBound
-        // Claimed only if written into the data file that is still current
-        // (not replaced meanwhile) and no freeing began meanwhile (it waited for this write and will
-        // erase what it wrote).
-        if cached, version == dataVersion, !isFreeing(chunk) {
-            present.insert(chunk)
-            dirty = true
+    }
+
+    /// Where a body chunk of `count` bytes goes: its range (cut at the
+    /// transfer's end), the data file to write it into (nil: only to the
+    /// readers) and that file's version; nil when the transfer is stopped.
+    private func reserveChunk(of id: TransferID, count wanted: Int,
+                              in state: inout LoaderState) -> (chunk: Range<Int64>, file: DataFile?, version: Int)? {
+        guard let transfer = state.transfers[id], !transfer.cancelled else { return nil }
+        let position = transfer.position
+        let count = Int(min(Int64(wanted), transfer.end - position))
+        let chunk = position..<(position + Int64(count))
+        // Bytes being freed are handed to readers but not written: the
+        // freeing would erase them after this write, and a claim would lie.
+        // So are bytes that do not fit under the cache limits.
+        var file = state.isFreeing(chunk) ? nil : openDataFile(&state)
+        if file != nil, let budget {
+            if transfer.reserved >= Int64(count) {
+                state.transfers[id]!.reserved -= Int64(count)
+                budget.consume(Int64(count))
+            } else if budget.take(Int64(count) - transfer.reserved) {
+                budget.consume(transfer.reserved)
+                state.transfers[id]!.reserved = 0
+            } else {
+                file = nil
+            }
         }
-        // More bytes than the answer announced: a lying server; stop here.
-        return count == bytes.count
+        if file != nil { state.writing[id] = chunk }
+        return (chunk, file, state.dataVersion)
     }
 
     /// Writes arriving bytes into the data file. When the cache's disk is
@@ -175,48 +183,45 @@ extension FileLoader {
     /// get the bytes directly) and writes are retried a little later.
     func writeToCache(_ bytes: UnsafeRawBufferPointer, at position: Int64, fd: Int32) -> Bool {
         guard statistics.cacheWritable else { return false }
-        var written = 0
-        while written < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(position) + off_t(written))
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                statistics.cacheWriteFailed(MediaError.system("write to the cache of \(source.displayURL)"))
-                return false
-            }
-            written += n
+        do {
+            try FileIO.writeFully(fd: fd, from: bytes, at: position)
+            return true
+        } catch {
+            let failure = error as? MediaError ?? MediaError.io("\(error)")
+            statistics.cacheWriteFailed(MediaError(failure.errno, "write to the cache of \(source.displayURL): \(failure.message)"))
+            return false
         }
-        return true
     }
 
     public func transfer(_ id: TransferID, completeWith error: MediaError?) {
-        lock.lock()
-        defer { lock.broadcast(); lock.unlock() }
-        guard let transfer = transfers.removeValue(forKey: id) else { return }
-        statistics.transfersInFlight.add(-1, ordering: .relaxed)
-        budget?.release(transfer.reserved)
-        // Stopped by a seek, a close or a purge: says nothing of the server.
-        if transfer.cancelled { return }
-        if error == nil, let head = transfer.head {
-            settings.link?.body(transfer.position - head.position, took: now() - head.at, from: source.url)
+        defer { lock.broadcast() }
+        lock.withLock { state in
+            guard let transfer = state.transfers.removeValue(forKey: id) else { return }
+            statistics.transfersInFlight.add(-1, ordering: .relaxed)
+            budget?.release(transfer.reserved)
+            // Stopped by a seek, a close or a purge: says nothing of the server.
+            if transfer.cancelled { return }
+            if error == nil, let head = transfer.head {
+                settings.link?.body(transfer.position - head.position, took: now() - head.at, from: source.url)
+            }
+            // Every byte asked for arrived (a body longer than asked was cut there).
+            if transfer.position >= transfer.end {
+                state.lastError = nil
+                state.failuresInARow = 0
+                state.retryAt = 0
+                return
+            }
+            if let error, error.errno != ECANCELED {
+                state.lastError = error
+                Log.warning("\(source.displayURL): transfer stopped at byte \(transfer.position): \(error.message)")
+            } else if error == nil {
+                state.lastError = MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced")
+                Log.warning("\(source.displayURL): \(state.lastError!.message)")
+            }
+            // Otherwise the cache stopped it over a bad answer, already logged.
+            // The next try waits longer each time: 0.25 s, 0.5 s, 1 s...
+            state.failuresInARow += 1
+            state.retryAt = max(state.retryAt, now() + backoff(afterFailures: state.failuresInARow))
         }
-        // Every byte asked for arrived (a body longer than asked was cut there).
-        if transfer.position >= transfer.end {
-            lastError = nil
-            failuresInARow = 0
-            retryAt = 0
-            return
-        }
-        if let error, error.errno != ECANCELED {
-            lastError = error
-            Log.warning("\(source.displayURL): transfer stopped at byte \(transfer.position): \(error.message)")
-        } else if error == nil {
-            lastError = MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced")
-            Log.warning("\(source.displayURL): \(lastError!.message)")
-        }
-        // Otherwise the cache stopped it over a bad answer, already logged.
-        // The next try waits longer each time: 0.25 s, 0.5 s, 1 s...
-        failuresInARow += 1
-        let backoff = min(settings.firstBackoff * Double(1 << min(failuresInARow - 1, 16)), settings.maxBackoff)
-        retryAt = max(retryAt, now() + backoff)
     }
 }

@@ -4,51 +4,28 @@
 // requests whose bytes land in the file as they arrive and wake waiters.
 //
 // Locks, in the order they are taken: `flushLock` (one metadata save or one
-// freeing at a time), then `lock` (every var below it), then the fetcher's
-// own. `lock` is never held across a pread, a pwrite, an fsync or a wait for
-// the network. Its state is not private so that FileLoader+Transfers.swift
-// (the fetcher's callbacks) and FileLoader+Freeing.swift (purge, eviction,
-// trimming, change) can share it.
+// freeing at a time), then `lock` (a ConditionLocked holding every mutable
+// thing the loader knows, its LoaderState: reachable only inside its
+// `withLock` and `withScope`), then those it calls into with `lock` held:
+// the fetcher's, the open data files' table, the cache budget's. `lock` is
+// never held across a pread, a pwrite, an fsync or a wait for the network.
+// Helpers that need the lock take the state `inout`; the fetcher's
+// callbacks (FileLoader+Transfers.swift) and freeing (FileLoader+Freeing.swift)
+// reach it the same way.
 //
 // Invariant: a byte in `present`, or in the metadata on disk, is in the data
 // file on disk. Freeing bytes therefore goes: unclaim them and mark them
 // doomed (no write lands or is claimed there from then on), drain the
 // reads and writes using them, persist metadata without them, and only
 // then punch or truncate (FileLoader+Freeing.swift).
-import CSystem
 import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-public final class FileLoader: TransferDelegate, @unchecked Sendable {
-    struct Transfer {
-        var end: Int64
-        /// Next byte this transfer will write.
-        var position: Int64
-        /// The handle whose reads started it; its seek or close may stop it.
-        var owner: ObjectIdentifier
-        /// Asked to stop: no read should count on it any more.
-        var cancelled = false
-        var priority: FetchRequest.Priority
-        /// Room under the cache limits reserved for its bytes, not yet used.
-        var reserved: Int64 = 0
-        /// When it was asked for (nil: unknown), then when its head came and
-        /// where its body began: the link's round trip and rate.
-        var askedAt: Double?
-        var head: (at: Double, position: Int64)?
-        /// It asked for a range with If-Range: a 200 means another version.
-        var ifRange = false
-    }
-
-    enum ProbeState {
-        case idle
-        case running(ContentProbe)
-        /// A transient failure: the next lookup after `at` probes again.
-        case retrying(at: Double)
-        case failed(MediaError, at: Double)
-    }
+public final class FileLoader: TransferDelegate, Sendable {
+    typealias Transfer = LoaderState.Transfer
 
     /// How long a failure to open the data file goes unsaid after it was said.
     static let openFailureQuiet: Double = 10
@@ -82,107 +59,25 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// loaders in use pay for its NSLock.
     let flushLock = Locked(false)
 
-    let lock = Condition()
-    var info: ContentInfo?
-    var probe = ProbeState.idle
-    var probeAttempts = 0
-    /// A listing named this entry (its probe waits in the ProbeFeeder): a
-    /// lookup that overtakes that probe sends a HEAD too, since a scan of
-    /// a library stats every file and reads none.
-    var listed = false
-    /// Whether the file has a cache entry (its data file is opened on
-    /// demand, through `openFiles`).
-    var hasEntry = false
+    /// Everything that changes (LoaderState.swift); waits on its condition
+    /// are for bytes, probes, freeing and the kernel.
+    let lock: ConditionLocked<LoaderState>
     /// Its metadata could not be read when it was made: it never makes or
     /// claims a cache entry (reads pass uncached), so nothing on disk is
     /// replaced by a loader that does not know what it said.
-    var cacheUnusable = false
+    let cacheUnusable: Bool
     /// Its entry's directory was made ahead of the transfers that fill it
     /// (`prepareEntry`); read without the lock on every read.
     let entryPrepared = Atomic<Bool>(false)
-    /// When opening the data file last failed and was said, so a mount out
-    /// of descriptors logs once a while, not once a read.
-    var openFailureSaidAt = 0.0
-    var present = ByteRangeSet()
-    var transfers: [TransferID: Transfer] = [:]
-    /// A read waiting for bytes. Arriving bytes are copied straight into
-    /// its buffer (one copy fewer than a pread from the cache, and the way
-    /// reads are still served when the cache cannot be written).
-    struct Wait {
-        var range: Range<Int64>
-        var buffer: UnsafeMutableRawBufferPointer
-        var filled = ByteRangeSet()
-    }
 
-    /// Reads waiting for bytes, by wait number.
-    var waits: [Int: Wait] = [:]
-    var nextWait = 0
-    /// Seconds since the epoch, with their fraction: two files read in
-    /// the same second must still be evicted oldest first. The metadata
-    /// keeps whole seconds.
-    var lastAccess = 0.0
-    var lastValidated: Int64 = 0
-    /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
-    var pinned = false
-    var dirty = false
-    var lastError: MediaError? {
-        didSet { lastErrorAt = now() }
-    }
-    var lastErrorAt = 0.0
-    /// When the next transfer may start: a failing server is retried with
-    /// backoff, or when its Retry-After says.
-    var retryAt = 0.0
-    var failuresInARow = 0
-    /// After a read gave up, reads fail at once until then, so the kernel's
-    /// own retries of a failed read do not each wait through the backoff.
-    var unavailableUntil = 0.0
-    /// Reads between "bytes present" and the end of their pread, by token:
-    /// freeing waits for those that overlap its bytes.
-    var reading: [Int: Range<Int64>] = [:]
-    /// Body chunks being written into the data file, by transfer: freeing
-    /// waits for those that overlap its bytes.
-    var writing: [TransferID: Range<Int64>] = [:]
-    /// Resets (purge, eviction, change) asked for and carried out: while
-    /// more are asked than done, no byte is written into the cache or claimed.
-    var resetsAsked = 0
-    var resetsDone = 0
-    /// Ranges being punched out by a trim: unclaimed, not yet freed.
-    var trimming = ByteRangeSet()
-    /// Bumped each time the cache stops every transfer (purge, change), so
-    /// a read does not count those as the server's failures.
-    var stops = 0
-    /// Bumped when the remote content changes; a read that began before
-    /// fails instead of mixing versions.
-    var generation = 0
-    /// Where the last read started, so trimming drops played bytes first.
-    var lastReadOffset: Int64 = 0
-    /// Backing files registered on the data file for the kernel to read
-    /// itself (FUSE passthrough): while any, its bytes never change in place.
-    var kernelReaders = 0
-    var kernelReading: Bool { kernelReaders > 0 }
-    /// Bumped when a new data file replaces one the kernel still reads.
-    var dataVersion = 0
-    /// The generation whose pages alone the kernel may hold: every name of
-    /// the file was invalidated after the change to it. Until it catches up
-    /// with `generation`, opens go without keep_cache.
-    var kernelClean = 0
-    /// Open handles that read through the kernel's page cache, by the
-    /// generation they opened: while one of an older generation is open, a
-    /// new handle bypasses the page cache (direct I/O), so the old handle
-    /// never finds pages of the new version there, nor the new one old pages.
-    var pageCacheHandles: [Int: Int] = [:]
     /// Called (with `lock` held) when the remote content changed, with the
     /// new generation; true when the kernel is being told to drop the
     /// file's pages under every name, and `kernelForgot(generation:)`
     /// follows once it has. Nil or false: no kernel holds pages (no mount).
     public var onChange: (@Sendable (_ generation: Int) -> Bool)? {
-        get { lock.lock(); defer { lock.unlock() }; return changeHandler }
-        set { lock.lock(); changeHandler = newValue; lock.unlock() }
+        get { lock.withLock { $0.changeHandler } }
+        set { lock.withLock { $0.changeHandler = newValue } }
     }
-    var changeHandler: (@Sendable (_ generation: Int) -> Bool)?
-    /// A 206 of this version was taken: a 200 answered to a later range
-    /// request is a change (or ambiguous), not a server that ignores Range.
-    var sawPartial = false
 
     public convenience init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                             statistics: Statistics = Statistics(), budget: CacheBudget? = nil,
@@ -200,22 +95,25 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         // no descriptor.
         let read: CacheStore.MetaRead = preloaded.map { $0.map { .found($0) } ?? .missing }
             ?? context.store.readMeta(forKey: source.url)
+        var state = LoaderState(clock: context.settings.clock)
+        cacheUnusable = if case .unreadable = read { true } else { false }
         if case .unreadable(let error) = read {
             // Taken as new, its first save would replace metadata that
             // may claim bytes it then writes over (a changed file's, with
             // a crash between). This loader goes without the cache.
-            cacheUnusable = true
             Log.warning("\(source.displayURL): cannot read its cache metadata (\(error.message)); "
                         + "reading it without the cache for now")
         }
-        guard case .found(let meta) = read else { return }
-        info = meta.info
-        present = meta.present
-        lastAccess = Double(meta.lastAccess)
-        lastValidated = meta.lastValidated
-        pinned = meta.pinned
-        flushLock.withLock { $0 = !meta.present.isEmpty }
-        hasEntry = true
+        if case .found(let meta) = read {
+            state.info = meta.info
+            state.present = meta.present
+            state.lastAccess = Double(meta.lastAccess)
+            state.lastValidated = meta.lastValidated
+            state.pinned = meta.pinned
+            state.hasEntry = true
+        }
+        lock = ConditionLocked(state)
+        if case .found(let meta) = read { flushLock.withLock { $0 = !meta.present.isEmpty } }
     }
 
     deinit {
@@ -224,16 +122,16 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     /// The data file, opened if need be; nil without a cache entry, or when
     /// it cannot be opened (said once in a while): that read or write then
-    /// goes without the cache, and only it. Call with `lock` held.
-    func openDataFile() -> DataFile? {
-        guard hasEntry, let length = info?.length else { return nil }
+    /// goes without the cache, and only it.
+    func openDataFile(_ state: inout LoaderState) -> DataFile? {
+        guard state.hasEntry, let length = state.info?.length else { return nil }
         do {
             return try openFiles.file(for: ObjectIdentifier(self)) {
                 DataFile(fd: try store.openData(forKey: key, length: length))
             }
         } catch {
-            if now() - openFailureSaidAt > Self.openFailureQuiet {
-                openFailureSaidAt = now()
+            if now() - state.openFailureSaidAt > Self.openFailureQuiet {
+                state.openFailureSaidAt = now()
                 Log.warning("\(source.displayURL): cannot open its cache data: \(error); reading without the cache")
             }
             return nil
@@ -260,25 +158,25 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// once that probe settled.
     @discardableResult
     public func prefetchInfo(then settled: (@Sendable () -> Void)? = nil) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard info == nil else { return false }
-        switch probe {
-        case .idle: break
-        case .retrying(let at) where now() >= at: break
-        default: return false
+        lock.withLock { state in
+            guard state.info == nil else { return false }
+            switch state.probe {
+            case .idle: break
+            case .retrying(let at) where now() >= at: break
+            default: return false
+            }
+            startProbe(&state, priority: .probe, then: settled)
+            return true
         }
-        startProbe(priority: .probe, then: settled)
-        return true
     }
 
     /// A listing names this entry; false when its info is known already.
     func markListed() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard info == nil else { return false }
-        listed = true
-        return true
+        lock.withLock { state in
+            guard state.info == nil else { return false }
+            state.listed = true
+            return true
+        }
     }
 
     /// Makes the entry's directory before bytes arrive for it, on this
@@ -294,53 +192,49 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     /// Whether the content info is known without asking the server.
     public var knowsInfo: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return info != nil
+        lock.withLock { $0.info != nil }
     }
 
     /// The content info, from the cache or the server; waits for a probe.
     public func contentInfo() throws -> ContentInfo {
         if !entryPrepared.load(ordering: .relaxed) {
             // A lookup's probe brings the first bytes along (`startProbe`).
-            lock.lock()
-            let probesBytes = info == nil && !listed && settings.probeFirstBytes > 0
-            lock.unlock()
+            let probesBytes = lock.withLock { $0.info == nil && !$0.listed && settings.probeFirstBytes > 0 }
             if probesBytes { prepareEntry() }
         }
         let deadline = deadline(after: settings.timeout)
-        lock.lock()
-        defer { lock.unlock() }
-        while true {
-            if let info { return info }
-            switch probe {
-            case .running(let running):
-                running.promote()
-                if !lock.wait(until: deadline) {
-                    throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
+        return try lock.withScope { scope in
+            while true {
+                if let info = scope.state.info { return info }
+                switch scope.state.probe {
+                case .running(let running):
+                    running.promote()
+                    if !scope.wait(until: deadline) {
+                        throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
+                    }
+                case .retrying(let at) where now() < at:
+                    let wake = deadline.earlier(Deadline(at: at, clock: settings.clock))
+                    if !scope.wait(until: wake) && wake.at == deadline.at {
+                        throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
+                    }
+                case .failed(let error, let at) where now() - at < settings.probeRetryAfter:
+                    throw error
+                case .idle, .retrying, .failed:
+                    startProbe(&scope.state)
                 }
-            case .retrying(let at) where now() < at:
-                let wake = deadline.earlier(Deadline(at: at, clock: settings.clock))
-                if !lock.wait(until: wake) && wake.at == deadline.at {
-                    throw MediaError.io("\(source.displayURL): no answer within \(Int(settings.timeout)) s")
-                }
-            case .failed(let error, let at) where now() - at < settings.probeRetryAfter:
-                throw error
-            case .idle, .retrying, .failed:
-                startProbe()
             }
         }
     }
 
-    /// Call with `lock` held.
-    func startProbe(priority: FetchRequest.Priority = .read, then settled: (@Sendable () -> Void)? = nil) {
+    func startProbe(_ state: inout LoaderState, priority: FetchRequest.Priority = .read,
+                    then settled: (@Sendable () -> Void)? = nil) {
         // The completion may run before `start` returns; it waits for the
         // lock held here, so the state below is set first.
         // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
         // a listing's stays byte-frugal.
-        let firstBytes = priority == .read && !listed ? settings.probeFirstBytes : 0
-        probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority,
-                                            firstBytes: firstBytes, handover: { [self] info, id, head, askedAt in
+        let firstBytes = priority == .read && !state.listed ? settings.probeFirstBytes : 0
+        state.probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority,
+                                                  firstBytes: firstBytes, handover: { [self] info, id, head, askedAt in
             self.adoptProbe(info, id: id, head: head, limit: firstBytes, askedAt: askedAt)
         }) { [self] result in
             self.probeFinished(result)
@@ -349,32 +243,35 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     }
 
     func probeFinished(_ result: Result<ContentInfo, MediaError>) {
-        lock.lock()
-        defer { lock.broadcast(); lock.unlock() }
-        settleProbe(result)
+        defer { lock.broadcast() }
+        lock.withLock { settleProbe(result, in: &$0) }
     }
 
-    /// `logged`: the failure was said already (a record probe's). Call
-    /// with `lock` held.
-    private func settleProbe(_ result: Result<ContentInfo, MediaError>, logged: Bool = false,
-                             at: Double? = nil) {
+    /// `logged`: the failure was said already (a record probe's).
+    private func settleProbe(_ result: Result<ContentInfo, MediaError>, in state: inout LoaderState,
+                             logged: Bool = false, at: Double? = nil) {
         let at = at ?? now()
         switch result {
         case .success(let learned):
-            take(learned)
-        case .failure(let error) where error.errno == EIO && probeAttempts + 1 < settings.maxAttempts:
+            take(learned, in: &state)
+        case .failure(let error) where error.errno == EIO && state.probeAttempts + 1 < settings.maxAttempts:
             // A transient failure (unreachable, 5xx): lookups waiting now,
             // or coming later, probe again after a backoff, bounded by their
             // timeout. No timer thread: nothing probes once nobody asks.
             if !logged { Log.warning("\(source.displayURL): \(error.message); retrying") }
-            probeAttempts += 1
-            let backoff = min(settings.firstBackoff * Double(1 << min(probeAttempts - 1, 16)), settings.maxBackoff)
-            probe = .retrying(at: at + backoff)
+            state.probeAttempts += 1
+            state.probe = .retrying(at: at + backoff(afterFailures: state.probeAttempts))
         case .failure(let error):
             if !logged { Log.error("\(source.displayURL): \(error.message)") }
-            probe = .failed(error, at: at)
-            probeAttempts = 0
+            state.probe = .failed(error, at: at)
+            state.probeAttempts = 0
         }
+    }
+
+    /// The wait before the next try after `failures` in a row: 0.25 s,
+    /// 0.5 s, 1 s... up to the settings' most.
+    func backoff(afterFailures failures: Int) -> Double {
+        min(settings.firstBackoff * Double(1 << min(failures - 1, 16)), settings.maxBackoff)
     }
 
     /// What a probe of this entry made without it (a listing's, into its
@@ -382,29 +279,30 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// runs: the answer, or the failure as if this loader's own probe had
     /// failed at `finishedAt` (its backoff decides when a stat asks again).
     func adoptRecordProbe(_ result: Result<ContentInfo, MediaError>, finishedAt: Double) {
-        lock.lock()
-        defer { lock.broadcast(); lock.unlock() }
-        guard info == nil else { return }
-        if case .running = probe { return }
-        switch result {
-        case .success(let learned): take(learned)
-        case .failure(let error): settleProbe(.failure(error), logged: true, at: finishedAt)
+        defer { lock.broadcast() }
+        lock.withLock { state in
+            guard state.info == nil else { return }
+            if case .running = state.probe { return }
+            switch result {
+            case .success(let learned): take(learned, in: &state)
+            case .failure(let error): settleProbe(.failure(error), in: &state, logged: true, at: finishedAt)
+            }
         }
     }
 
-    /// A probe's answer: a new entry. Call with `lock` held.
-    func take(_ learned: ContentInfo) {
+    /// A probe's answer: a new entry.
+    func take(_ learned: ContentInfo, in state: inout LoaderState) {
         // Its data file is made when first needed.
         openFiles.replace(ObjectIdentifier(self), with: nil)
-        hasEntry = !cacheUnusable
-        info = learned
-        present = ByteRangeSet()
-        sawPartial = false
-        lastAccess = wallNow()
-        lastValidated = Int64(lastAccess)
-        dirty = true
-        probe = .idle
-        probeAttempts = 0
+        state.hasEntry = !cacheUnusable
+        state.info = learned
+        state.present = ByteRangeSet()
+        state.sawPartial = false
+        state.lastAccess = wallNow()
+        state.lastValidated = Int64(state.lastAccess)
+        state.dirty = true
+        state.probe = .idle
+        state.probeAttempts = 0
     }
 
     // MARK: Reading
@@ -421,9 +319,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         if let budget {
             // A read that must fetch lets the evictor free older bytes
             // first, so that its bytes are cached too.
-            lock.lock()
-            let missing = Int64(wanted.count) - present.overlapCount(with: wanted)
-            lock.unlock()
+            let missing = Int64(wanted.count) - lock.withLock { $0.present.overlapCount(with: wanted) }
             if missing > 0 { budget.awaitRoom(missing, timeout: min(settings.timeout, Self.roomWait)) }
         }
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])
@@ -458,19 +354,21 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// Ends a read's claim on the bytes it preads; a freeing may wait on it.
     func endRead(_ token: Int?) {
         guard let token else { return }
-        lock.lock()
-        reading[token] = nil
-        if isFreeingAnything { lock.broadcast() }
-        lock.unlock()
+        let freeing = lock.withLock { state in
+            state.reading[token] = nil
+            return state.isFreeingAnything
+        }
+        if freeing { lock.broadcast() }
     }
 
-    /// Counts a read in `reading` until its preads are done. Call with `lock` held.
-    func beginRead(_ range: Range<Int64>, delivered: ByteRangeSet, cachedAhead: Int64) -> ReadGrant {
+    /// Counts a read in `reading` until its preads are done.
+    func beginRead(_ range: Range<Int64>, delivered: ByteRangeSet, cachedAhead: Int64,
+                   in state: inout LoaderState) -> ReadGrant {
         if delivered.contains(range) { return ReadGrant(delivered: delivered, cachedAhead: 0, file: nil, token: nil) }
-        let token = nextWait
-        nextWait += 1
-        reading[token] = range
-        return ReadGrant(delivered: delivered, cachedAhead: cachedAhead, file: openDataFile(), token: token)
+        let token = state.nextWait
+        state.nextWait += 1
+        state.reading[token] = range
+        return ReadGrant(delivered: delivered, cachedAhead: cachedAhead, file: openDataFile(&state), token: token)
     }
 
     /// Returns once every byte of `wanted` is either copied into `buffer`
@@ -480,69 +378,71 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                             info: ContentInfo, pattern: ReadPattern) throws -> ReadGrant {
         let deadline = deadline(after: settings.timeout)
         let owner = ObjectIdentifier(pattern)
-        lock.lock()
-        defer { lock.unlock() }
-        if let opened = pattern.generation, opened != generation {
-            throw MediaError.io("\(source.displayURL) changed on the server since it was opened; open it again")
-        }
-        if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
-            cancelTransfers(of: owner, except: wanted.lowerBound)
-        }
-        lastAccess = wallNow()
-        lastReadOffset = wanted.lowerBound
-        let startGeneration = generation
-        var attempts = Attempts(stops: stops)
-        if present.contains(wanted) {
-            // Reading cached bytes sends no request: readahead starts from a
-            // read that had to fetch, and goes on while this handle streams.
-            if transfers.values.contains(where: { $0.owner == owner }) {
-                readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info)
+        return try lock.withScope { scope in
+            let startGeneration = scope.state.generation
+            if let opened = pattern.generation, opened != startGeneration {
+                throw MediaError.io("\(source.displayURL) changed on the server since it was opened; open it again")
             }
-            // Only a stream that is not fetching reads ahead from the disk.
-            let streaming = pattern.window > 0 && !transfers.values.contains(where: { $0.owner == owner })
-            let ahead = streaming ? min(present.presentEnd(from: wanted.upperBound), wanted.upperBound + Self.diskReadahead)
-                - wanted.upperBound : 0
-            return beginRead(wanted, delivered: ByteRangeSet(), cachedAhead: ahead)
-        }
-        // A reader that looks sequential fetches at least a round trip's worth
-        // of the link: less leaves it idle while the reader comes back for more.
-        let window = pattern.fetchWindow(bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
-        let wait = nextWait
-        nextWait += 1
-        waits[wait] = Wait(range: wanted, buffer: buffer)
-        defer { waits[wait] = nil }
-        var available = availability(of: wait)
-        try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
-                         info: info, attempts: &attempts)
-        readAhead(from: wanted.upperBound, window: window, owner: owner, info: info)
-        while !available.contains(wanted) {
-            let wake = retryAt > now() ? deadline.earlier(Deadline(at: retryAt, clock: settings.clock)) : deadline
-            if !lock.wait(until: wake) && wake.at == deadline.at {
-                available = availability(of: wait)
-                if available.contains(wanted) { break }
-                throw MediaError.io("\(source.displayURL): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
-                                    + "did not arrive within \(Int(settings.timeout)) s")
+            if let cached = beginCachedRead(wanted, info: info, pattern: pattern, in: &scope.state) { return cached }
+            // A reader that looks sequential fetches at least a round trip's worth
+            // of the link: less leaves it idle while the reader comes back for more.
+            let window = pattern.fetchWindow(bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
+            var attempts = Attempts(stops: scope.state.stops)
+            let wait = scope.state.nextWait
+            scope.state.nextWait += 1
+            scope.state.waits[wait] = LoaderState.Wait(range: wanted, buffer: buffer)
+            defer { scope.state.waits[wait] = nil }
+            var available = scope.state.availability(of: wait)
+            try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
+                             info: info, attempts: &attempts, state: &scope.state)
+            readAhead(from: wanted.upperBound, window: window, owner: owner, info: info, in: &scope.state)
+            while !available.contains(wanted) {
+                let retryAt = scope.state.retryAt
+                let wake = retryAt > now() ? deadline.earlier(Deadline(at: retryAt, clock: settings.clock)) : deadline
+                if !scope.wait(until: wake) && wake.at == deadline.at {
+                    available = scope.state.availability(of: wait)
+                    if available.contains(wanted) { break }
+                    throw MediaError.io("\(source.displayURL): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
+                                        + "did not arrive within \(Int(settings.timeout)) s")
+                }
+                if scope.state.generation != startGeneration {
+                    throw MediaError.io("\(source.displayURL) changed on the server during the read")
+                }
+                available = scope.state.availability(of: wait)
+                try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
+                                 info: info, attempts: &attempts, state: &scope.state)
             }
-            if generation != startGeneration {
+            if scope.state.generation != startGeneration {
                 throw MediaError.io("\(source.displayURL) changed on the server during the read")
             }
-            available = availability(of: wait)
-            try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
-                             info: info, attempts: &attempts)
+            return beginRead(wanted, delivered: scope.state.waits[wait]!.filled, cachedAhead: 0, in: &scope.state)
         }
-        if generation != startGeneration {
-            throw MediaError.io("\(source.displayURL) changed on the server during the read")
-        }
-        return beginRead(wanted, delivered: waits[wait]!.filled, cachedAhead: 0)
     }
 
-    /// Bytes of a wait that are in its buffer or in the cache. Call with `lock` held.
-    func availability(of wait: Int) -> ByteRangeSet {
-        var available = waits[wait]!.filled
-        for range in present.ranges where range.overlaps(waits[wait]!.range) {
-            available.insert(range.clamped(to: waits[wait]!.range))
+    /// Records a read in the handle's pattern and the loader's; when every
+    /// byte of it is cached, counts it in `reading` (nil: it must wait).
+    private func beginCachedRead(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern,
+                                 in state: inout LoaderState) -> ReadGrant? {
+        let owner = ObjectIdentifier(pattern)
+        if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
+            cancelTransfers(of: owner, except: wanted.lowerBound, in: &state)
         }
-        return available
+        state.lastAccess = wallNow()
+        state.lastReadOffset = wanted.lowerBound
+        guard state.present.contains(wanted) else { return nil }
+        // Reading cached bytes sends no request: readahead starts from a
+        // read that had to fetch, and goes on while this handle streams.
+        let fetching = state.transfers.values.contains(where: { $0.owner == owner })
+        if fetching {
+            readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info, in: &state)
+        }
+        // Only a stream that is not fetching reads ahead from the disk.
+        let streaming = pattern.window > 0 && !fetching
+        let ahead = streaming
+            ? min(state.present.presentEnd(from: wanted.upperBound), wanted.upperBound + Self.diskReadahead)
+                - wanted.upperBound
+            : 0
+        return beginRead(wanted, delivered: ByteRangeSet(), cachedAhead: ahead, in: &state)
     }
 
     /// What one read has asked for: each byte is fetched at most
@@ -557,15 +457,15 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     /// Makes sure a transfer is on its way for every byte of `holes`: joins
     /// running ones, starts the rest (reaching `window` further). Throws
-    /// once a read has tried too often. Call with `lock` held.
+    /// once a read has tried too often.
     func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier,
-                              info: ContentInfo, attempts: inout Attempts) throws {
+                      info: ContentInfo, attempts: inout Attempts, state: inout LoaderState) throws {
         for hole in holes {
             var point = hole.lowerBound
             while point < hole.upperBound {
-                if let (id, covering) = transfers.first(where: { covers($0.value, point) }) {
+                if let (id, covering) = state.transfers.first(where: { covers($0.value, point, in: state) }) {
                     if covering.priority != .read {
-                        transfers[id]!.priority = .read
+                        state.transfers[id]!.priority = .read
                         fetcher.promote(id)
                     }
                     point = covering.end
@@ -573,33 +473,33 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
                 }
                 // A server without ranges sends the whole body to every
                 // request: one stream at a time, which every reader joins.
-                if !info.acceptsRanges, let (_, stream) = transfers.first(where: { !$0.value.cancelled }) {
+                if !info.acceptsRanges, let (_, stream) = state.transfers.first(where: { !$0.value.cancelled }) {
                     point = max(hole.upperBound, min(stream.end, hole.upperBound))
                     continue
                 }
                 // A 404 or 403 is believed for a while, not forever.
-                if let error = lastError, error.errno == ENOENT || error.errno == EACCES,
-                   now() - lastErrorAt < settings.probeRetryAfter {
+                if let error = state.lastError, error.errno == ENOENT || error.errno == EACCES,
+                   now() - state.lastErrorAt < settings.probeRetryAfter {
                     throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
-                if let error = lastError, now() < unavailableUntil {
+                if let error = state.lastError, now() < state.unavailableUntil {
                     throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
-                if now() < retryAt { return }
-                if attempts.stops != stops { attempts = Attempts(stops: stops) }
+                if now() < state.retryAt { return }
+                if attempts.stops != state.stops { attempts = Attempts(stops: state.stops) }
                 if attempts.asked.contains(point..<point + 1) {
                     guard attempts.retries + 1 < settings.maxAttempts else {
-                        unavailableUntil = now() + settings.unavailableFor
-                        failuresInARow = 0
+                        state.unavailableUntil = now() + settings.unavailableFor
+                        state.failuresInARow = 0
                         throw MediaError.io("\(source.displayURL): bytes \(point)-\(hole.upperBound - 1) unavailable: "
-                                            + (lastError?.message ?? "transfer ended early"))
+                                            + (state.lastError?.message ?? "transfer ended early"))
                     }
                     attempts.retries += 1
                     statistics.countRetry()
                 }
                 let start = point
                 point = startTransfer(at: start, end: max(hole.upperBound, point + window), owner: owner, info: info,
-                                      mustReach: hole.upperBound)
+                                      mustReach: hole.upperBound, in: &state)
                 attempts.asked.insert(start..<point)
             }
         }
@@ -607,16 +507,18 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     /// Keeps at least half a window of bytes present or on their way past
     /// `offset`, topping up a whole window at a time so transfers stay large.
-    /// Call with `lock` held.
-    func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, info: ContentInfo) {
+    func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, info: ContentInfo,
+                   in state: inout LoaderState) {
         // Bytes read ahead while the cache cannot be written would be lost.
         guard window > 0, offset < info.length, statistics.cacheWritable, info.acceptsRanges else { return }
         var lead = offset
         while lead < info.length {
-            let presentEnd = present.presentEnd(from: lead)
+            let presentEnd = state.present.presentEnd(from: lead)
             if presentEnd > lead {
                 lead = presentEnd
-            } else if let covering = transfers.values.first(where: { !$0.cancelled && $0.position <= lead && lead < $0.end }) {
+            } else if let covering = state.transfers.values.first(where: {
+                !$0.cancelled && $0.position <= lead && lead < $0.end
+            }) {
                 lead = covering.end
             } else {
                 break
@@ -624,14 +526,13 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
             if lead - offset >= window / 2 { return }
         }
         if lead < info.length {
-            startTransfer(at: lead, end: lead + window, owner: owner, info: info, priority: .readahead)
+            startTransfer(at: lead, end: lead + window, owner: owner, info: info, priority: .readahead, in: &state)
         }
     }
 
-    /// Whether a running transfer will soon write `point`. Call with `lock` held.
-    func covers(_ transfer: Transfer, _ point: Int64) -> Bool {
-        !transfer.cancelled && transfer.position <= point && point < transfer.end
-            && (point - transfer.position <= settings.joinDistance || info?.acceptsRanges == false)
+    /// Whether a running transfer will soon write `point`.
+    func covers(_ transfer: Transfer, _ point: Int64, in state: borrowing LoaderState) -> Bool {
+        state.covers(transfer, point, joinDistance: settings.joinDistance)
     }
 
     /// Stops the transfers a handle started that no read waits on, unless
@@ -640,15 +541,15 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// which the server has sent already when the stop reaches it. Stopping
     /// those saved nothing, and another handle's read of those bytes then
     /// fetched them a second time (seen in CI: a 1 MiB link-sized fetch
-    /// stopped, then 112 KiB of it asked for again). Call with `lock` held.
-    func cancelTransfers(of owner: ObjectIdentifier, except offset: Int64?) {
-        guard transfers.values.contains(where: { $0.owner == owner && !$0.cancelled }) else { return }
+    /// stopped, then 112 KiB of it asked for again).
+    func cancelTransfers(of owner: ObjectIdentifier, except offset: Int64?, in state: inout LoaderState) {
+        guard state.transfers.values.contains(where: { $0.owner == owner && !$0.cancelled }) else { return }
         let inFlight = max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
-        for (id, transfer) in transfers where transfer.owner == owner && !transfer.cancelled {
-            if let offset, covers(transfer, offset) { continue }
+        for (id, transfer) in state.transfers where transfer.owner == owner && !transfer.cancelled {
+            if let offset, covers(transfer, offset, in: state) { continue }
             if transfer.end - transfer.position < inFlight { continue }
-            if waits.values.contains(where: { $0.range.overlaps(transfer.position..<transfer.end) }) { continue }
-            transfers[id]!.cancelled = true
+            if state.isWaitedOn(transfer.position..<transfer.end) { continue }
+            state.transfers[id]!.cancelled = true
             fetcher.cancel(id)
             Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (was to reach \(transfer.end))")
         }
@@ -670,33 +571,33 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// passthrough); the answer says how, decided with the version it reads.
     @discardableResult
     public func attach(_ pattern: ReadPattern, throughPageCache: Bool = true) -> PageCacheUse {
-        lock.lock()
-        defer { lock.unlock() }
-        pattern.generation = generation
-        guard throughPageCache else { return .keep }
-        if pageCacheHandles.keys.contains(where: { $0 != generation }) { return .bypass }
-        pageCacheHandles[generation, default: 0] += 1
-        pattern.inPageCache = true
-        return kernelClean == generation ? .keep : .drop
+        lock.withLock { state in
+            let generation = state.generation
+            pattern.generation = generation
+            guard throughPageCache else { return .keep }
+            if state.pageCacheHandles.keys.contains(where: { $0 != generation }) { return .bypass }
+            state.pageCacheHandles[generation, default: 0] += 1
+            pattern.inPageCache = true
+            return state.kernelClean == generation ? .keep : .drop
+        }
     }
 
     /// A handle closed: what it alone asked for is no longer needed.
     public func release(_ pattern: ReadPattern) {
-        lock.lock()
-        defer { lock.unlock() }
-        if pattern.inPageCache, let opened = pattern.generation, let count = pageCacheHandles[opened] {
-            pageCacheHandles[opened] = count > 1 ? count - 1 : nil
-            pattern.inPageCache = false
+        lock.withLock { state in
+            if pattern.inPageCache, let opened = pattern.generation, let count = state.pageCacheHandles[opened] {
+                state.pageCacheHandles[opened] = count > 1 ? count - 1 : nil
+                pattern.inPageCache = false
+            }
+            cancelTransfers(of: ObjectIdentifier(pattern), except: nil, in: &state)
         }
-        cancelTransfers(of: ObjectIdentifier(pattern), except: nil)
     }
 
     /// The kernel has dropped the pages and attributes of every name of the
     /// file as of `generation`: opens of that version may keep pages again.
     public func kernelForgot(generation forgotten: Int) {
-        lock.lock()
-        defer { lock.broadcast(); lock.unlock() }
-        kernelClean = max(kernelClean, forgotten)
+        defer { lock.broadcast() }
+        lock.withLock { $0.kernelClean = max($0.kernelClean, forgotten) }
     }
 
     /// Waits (bounded) until the kernel has dropped what it held of older
@@ -705,26 +606,26 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     @discardableResult
     public func awaitKernelForgot(timeout: Double) -> Bool {
         let deadline = deadline(after: timeout)
-        lock.lock()
-        defer { lock.unlock() }
-        while kernelClean < generation {
-            if !lock.wait(until: deadline) { return kernelClean >= generation }
+        return lock.withScope { scope in
+            while scope.state.kernelClean < scope.state.generation {
+                if !scope.wait(until: deadline) { return scope.state.kernelClean >= scope.state.generation }
+            }
+            return true
         }
-        return true
     }
 
     /// Starts a transfer at `start` reaching toward `end`, but never into
     /// present bytes or a running transfer, nor (past `mustReach`, the
     /// bytes a read waits for) beyond the room under the cache limits.
     /// Returns where it stops: `start` when it started none.
-    /// Call with `lock` held.
     @discardableResult
     func startTransfer(at start: Int64, end wantedEnd: Int64, owner: ObjectIdentifier, info: ContentInfo,
-                       priority: FetchRequest.Priority = .read, mustReach: Int64 = 0) -> Int64 {
+                       priority: FetchRequest.Priority = .read, mustReach: Int64 = 0,
+                       in state: inout LoaderState) -> Int64 {
         var end = min(wantedEnd, info.length)
         if info.length - end <= settings.tailStretch { end = info.length }
-        if let next = present.nextPresent(atOrAfter: start) { end = min(end, next) }
-        for transfer in transfers.values where !transfer.cancelled && transfer.position > start {
+        if let next = state.present.nextPresent(atOrAfter: start) { end = min(end, next) }
+        for transfer in state.transfers.values where !transfer.cancelled && transfer.position > start {
             end = min(end, transfer.position)
         }
         // Room under the cache limits: a read fetches its bytes whatever
@@ -737,30 +638,34 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
         }
         // The validators of now, under the lock the transfer is recorded
         // under: its answer is judged against the same version.
-        let current = self.info ?? info
+        let current = state.info ?? info
         let validator = current.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? current.lastModified
         let request = FetchRequest(url: source.url, range: start..<end, ifRange: validator, priority: priority)
         let id = fetcher.start(request, delegate: self)
-        statistics.requests.add(1, ordering: .relaxed)
-        statistics.transfersInFlight.add(1, ordering: .relaxed)
-        transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
-                                 askedAt: now(), ifRange: validator != nil)
+        countTransferStarted()
+        state.transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
+                                       askedAt: now(), ifRange: validator != nil)
         Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
         return end
     }
 
+    /// A transfer started: one more request, one more in flight.
+    func countTransferStarted() {
+        statistics.requests.add(1, ordering: .relaxed)
+        statistics.transfersInFlight.add(1, ordering: .relaxed)
+    }
+
     func readPresent(from file: DataFile, into buffer: UnsafeMutableRawBufferPointer, at start: Int,
                      range: Range<Int64>) throws {
-        var done = 0
-        let count = Int(range.count)
-        while done < count {
-            let n = pread(file.fd, buffer.baseAddress! + start + done, count - done, off_t(range.lowerBound) + off_t(done))
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                throw n < 0 ? MediaError.system("read from the cache of \(source.displayURL)")
-                            : MediaError.io("cache data of \(source.displayURL) is shorter than its metadata")
-            }
-            done += n
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<(start + Int(range.count))])
+        let count: Int
+        do {
+            count = try FileIO.readFully(fd: file.fd, into: target, at: range.lowerBound)
+        } catch let error as MediaError {
+            throw MediaError(error.errno, "read from the cache of \(source.displayURL): \(error.message)")
+        }
+        if count < target.count {
+            throw MediaError.io("cache data of \(source.displayURL) is shorter than its metadata")
         }
     }
 
@@ -775,10 +680,7 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     /// listing hands these to the kernel with the names, and must never
     /// wait on the network for them.
     public func knownAttributes() -> (size: Int64, mtime: Int)? {
-        lock.lock()
-        let known = info
-        lock.unlock()
-        return known.map(Self.attributes(of:))
+        lock.withLock { $0.info }.map(Self.attributes(of:))
     }
 
     static func attributes(of info: ContentInfo) -> (size: Int64, mtime: Int) {
@@ -793,19 +695,19 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
     }
 
     private func flushHoldingFlushLock(_ savedClaims: inout Bool) {
-        lock.lock()
-        guard dirty, let snapshot = metaSnapshot() else { lock.unlock(); return }
-        dirty = false
-        lock.unlock()
+        let snapshot = lock.withLock { state -> (meta: EntryMeta, file: DataFile?)? in
+            guard state.dirty, let snapshot = metaSnapshot(&state) else { return nil }
+            state.dirty = false
+            return snapshot
+        }
+        guard let snapshot else { return }
         do {
             try persist(snapshot, savedClaims: &savedClaims)
         } catch let error as MediaError {
             // Said once, like a failed data write; tried again at the next
             // flush. Until then the old metadata claims less, never more.
             statistics.cacheWriteFailed(error)
-            lock.lock()
-            dirty = true
-            lock.unlock()
+            markUnsaved()
         } catch {
             Log.error("cannot save cache metadata of \(source.displayURL): \(error)")
         }
@@ -813,23 +715,23 @@ public final class FileLoader: TransferDelegate, @unchecked Sendable {
 
     /// The metadata as of now, with the data file whose bytes it claims
     /// (nil when it claims none). Nil when there is nothing to save, or the
-    /// data file cannot be opened. Call with `lock` held.
-    func metaSnapshot() -> (meta: EntryMeta, file: DataFile?)? {
-        guard hasEntry, let info else { return nil }
+    /// data file cannot be opened.
+    func metaSnapshot(_ state: inout LoaderState) -> (meta: EntryMeta, file: DataFile?)? {
+        guard state.hasEntry, let info = state.info else { return nil }
         var file: DataFile?
-        if !present.isEmpty {
-            guard let opened = openDataFile() else { return nil }
+        if !state.present.isEmpty {
+            guard let opened = openDataFile(&state) else { return nil }
             file = opened
         }
-        return (EntryMeta(url: key, info: info, present: present, lastAccess: Int64(lastAccess),
-                          lastValidated: lastValidated, pinned: pinned), file)
+        return (EntryMeta(url: key, info: info, present: state.present, lastAccess: Int64(state.lastAccess),
+                          lastValidated: state.lastValidated, pinned: state.pinned), file)
     }
 
     /// Makes the claimed bytes durable, then the metadata that claims them.
     /// Call with `flushLock` held (`savedClaims` is what it holds) and `lock` not held.
     func persist(_ snapshot: (meta: EntryMeta, file: DataFile?), savedClaims: inout Bool) throws {
         do {
-            if let file = snapshot.file, fdatasync(file.fd) != 0 { throw MediaError.system("fdatasync failed") }
+            if let file = snapshot.file { try FileIO.syncData(fd: file.fd) }
             let claims = !snapshot.meta.present.isEmpty
             // Durable whenever it claims bytes, or replaces one that did
             // (a purge's must never be undone by a crash).

@@ -100,9 +100,7 @@ final class PinningTests: XCTestCase {
         pinned.setPinned(true)
         try fill(other)
         // The pinned file is the least recently used: LRU alone would take it first.
-        pinned.lock.lock()
-        pinned.lastAccess -= 100
-        pinned.lock.unlock()
+        pinned.lock.withLock { $0.lastAccess -= 100 }
         let evictor = CacheEvictor(store: store, limits: limits(maxSize: Int64(Self.size) * 3 / 2))
         let report = evictor.run(mounted: [pinnedURL: pinned, otherURL: other], now: Int64(time(nil)) + 10)
         XCTAssertTrue(pinned.status().isComplete)
@@ -118,13 +116,12 @@ final class PinningTests: XCTestCase {
         let newer = makeLoader(pinnedURL)
         try fill(older)
         try fill(newer)
-        newer.lock.lock()
-        let second = newer.lastAccess.rounded(.down)
-        newer.lastAccess = second + 0.9
-        newer.lock.unlock()
-        older.lock.lock()
-        older.lastAccess = second + 0.1
-        older.lock.unlock()
+        let second = newer.lock.withLock { state in
+            let second = state.lastAccess.rounded(.down)
+            state.lastAccess = second + 0.9
+            return second
+        }
+        older.lock.withLock { $0.lastAccess = second + 0.1 }
         let evictor = CacheEvictor(store: store, limits: limits(maxSize: Int64(Self.size) * 3 / 2))
         evictor.run(mounted: [otherURL: older, pinnedURL: newer], now: Int64(second) + 1)
         XCTAssertEqual(older.status().cachedBytes, 0, "the file read first is evicted first")

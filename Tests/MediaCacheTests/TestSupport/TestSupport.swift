@@ -25,9 +25,7 @@ extension FileLoader {
     /// Reads blocked on bytes still to come: what a test waits on to know a
     /// read has joined a transfer.
     var waitingReads: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return waits.count
+        lock.withLock { $0.waits.count }
     }
 }
 
