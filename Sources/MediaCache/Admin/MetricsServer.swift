@@ -24,6 +24,15 @@ public final class MetricsServer: @unchecked Sendable {
     private var catalog: Catalog?
 
     /// Binds and listens on `address`; throws naming it when that fails.
+    /// `bind(2)` of a socket address of either family.
+    private static func bind<Address>(_ fd: Int32, to address: inout Address) -> Int32 {
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<Address>.size))
+            }
+        }
+    }
+
     public init(address: MetricsAddress, exposition: MetricsExposition) throws {
         self.address = address
         self.exposition = exposition
@@ -39,21 +48,13 @@ public final class MetricsServer: @unchecked Sendable {
             sa.sin_family = sa_family_t(AF_INET)
             sa.sin_port = address.port.bigEndian
             _ = inet_pton(AF_INET, address.host, &sa.sin_addr)
-            bound = withUnsafePointer(to: &sa) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
+            bound = Self.bind(fd, to: &sa)
         case .ipv6:
             var sa = sockaddr_in6()
             sa.sin6_family = sa_family_t(AF_INET6)
             sa.sin6_port = address.port.bigEndian
             _ = inet_pton(AF_INET6, address.host, &sa.sin6_addr)
-            bound = withUnsafePointer(to: &sa) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                }
-            }
+            bound = Self.bind(fd, to: &sa)
         }
         guard bound == 0, listen(fd, 16) == 0 else {
             let error = MediaError.system("--metrics \(address): cannot listen")
