@@ -4,21 +4,13 @@
 // A page says names and links only: its files are probed for their sizes.
 import Foundation
 
-public struct HTMLIndex: Listing {
+public struct HTMLIndex: URLListing {
     /// The page's URL, ending in `/`.
     public let url: String
 
     public init(url: String) {
         self.url = url
     }
-
-    /// A subdirectory of a saved listing: an index page too.
-    public func subdirectory(at url: String) -> any Listing {
-        HTMLIndex(url: url)
-    }
-
-    public var origin: String { MediaError.redacted(url) }
-    public var refreshes: Bool { true }
 
     public func list(in context: ListingContext) throws -> [Source] {
         Self.parse(html: try context.fetchText(url), base: url).map { entry in

@@ -42,6 +42,24 @@ extension Listing {
     }
 }
 
+/// A kind whose directory is one URL, listed again after the directory
+/// cache time, whose subdirectories are of the same kind at their URLs
+/// (an HTML index, a WebDAV collection).
+public protocol URLListing: Listing {
+    /// The directory's URL, ending in `/`; `user:pass@` kept.
+    var url: String { get }
+    init(url: String)
+}
+
+extension URLListing {
+    public var origin: String { MediaError.redacted(url) }
+    public var refreshes: Bool { true }
+
+    public func subdirectory(at url: String) -> any Listing {
+        Self(url: url)
+    }
+}
+
 /// What a listing may use to reach its source: the mount's HTTP options
 /// (credentials, headers, redirects) and its timeout.
 public struct ListingContext: Sendable {

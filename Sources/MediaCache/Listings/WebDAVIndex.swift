@@ -8,21 +8,13 @@
 import Foundation
 import MediaNetwork
 
-public struct WebDAVIndex: Listing {
+public struct WebDAVIndex: URLListing {
     /// The collection's http(s) URL, ending in `/`; `user:pass@` kept.
     public let url: String
 
     public init(url: String) {
         self.url = url
     }
-
-    /// A subcollection of a saved listing: WebDAV too, at its http(s) URL.
-    public func subdirectory(at url: String) -> any Listing {
-        WebDAVIndex(url: url)
-    }
-
-    public var origin: String { MediaError.redacted(url) }
-    public var refreshes: Bool { true }
 
     /// A multistatus larger than this is refused: 64 MiB is some 250,000 entries.
     public static let maxAnswerBytes = 64 << 20
