@@ -136,6 +136,9 @@ extension SavedListing {
 }
 
 extension CacheStore {
+    /// Bytes of a saved listing written at a time: its lines are not held whole.
+    static let saveBuffer = 128 << 10
+
     private var listingsDirectory: String { root + "/listings" }
 
     private func listingPath(forURL url: String) -> String {
@@ -151,7 +154,7 @@ extension CacheStore {
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw MediaError.system("create the saved listing of \(shown)") }
         var buffer: [UInt8] = []
-        buffer.reserveCapacity(1 << 20)
+        buffer.reserveCapacity(Self.saveBuffer)
         var failed: MediaError?
         func drain() {
             guard failed == nil, !buffer.isEmpty else { return }
@@ -164,7 +167,7 @@ extension CacheStore {
         buffer.append(10)
         for entry in listing.entries {
             listing.line(entry, into: &buffer)
-            if buffer.count >= 1 << 20 { drain() }
+            if buffer.count >= Self.saveBuffer { drain() }
         }
         drain()
         close(fd)
