@@ -46,16 +46,7 @@ extension Catalog {
             Log.error("listing \(listing.origin): \(failure.message)" + (listed ? "; serving its last listing" : ""))
             throw failure
         }
-        // The metadata of files new to the mount, read in parallel and
-        // without the lock (see CatalogState.newFiles).
-        let (isNew, removals) = state.withLock { $0.newFiles(in: sources) }
-        let read = CatalogState.loadRecords(zip(sources, isNew).compactMap { $1 ? $0.url : nil }, from: store)
-        let now = settings.clock.monotonic()
-        let dirCacheTime = self.dirCacheTime
-        let (result, unsaved) = state.withLock { state in
-            (state.relist(directory, with: sources, isNew: isNew, read: read, readAt: removals, at: now,
-                          believedFor: dirCacheTime), state.unsaved.count)
-        }
+        guard let (result, unsaved) = relist(directory, with: sources, believedFor: dirCacheTime) else { return }
         settle(result.dropped)
         if listing.refreshes { save(sources, of: directory) }
         // What the listing said of its files waits to be saved.
@@ -67,6 +58,24 @@ extension Catalog {
                   + (result.dropped.isEmpty ? "" : ", \(result.dropped.count) files gone"))
     }
 
+    /// Replaces a directory's names by `sources`, believed for
+    /// `believedFor` seconds. The metadata of files new to the mount is
+    /// read first, in parallel and without the lock (see
+    /// CatalogState.newFiles). nil when `unlessListed` and a listing came
+    /// meanwhile; else what relisting left to do, and how many answers
+    /// wait to be saved.
+    private func relist(_ directory: Directory, with sources: [Source], believedFor: Double,
+                        unlessListed: Bool = false) -> (result: CatalogState.Listed, unsaved: Int)? {
+        let (isNew, removals) = state.withLock { $0.newFiles(in: sources) }
+        let read = CatalogState.loadRecords(zip(sources, isNew).compactMap { $1 ? $0.url : nil }, from: store)
+        let now = settings.clock.monotonic()
+        return state.withLock { state in
+            if unlessListed && state.isListed(directory) { return nil }
+            return (state.relist(directory, with: sources, isNew: isNew, read: read, readAt: removals, at: now,
+                                 believedFor: believedFor), state.unsaved.count)
+        }
+    }
+
     /// Lists a directory from the listing saved in the cache, due for a
     /// refresh at once; false when none was saved.
     private func listSaved(_ directory: Directory) -> Bool {
@@ -76,16 +85,8 @@ extension Catalog {
             Source(name: entry.name, url: entry.url,
                    kind: entry.isDirectory ? .directory(listing.subdirectory(at: entry.url)) : .file(entry.info))
         }
-        let (isNew, removals) = state.withLock { $0.newFiles(in: sources) }
-        let read = CatalogState.loadRecords(zip(sources, isNew).compactMap { $1 ? $0.url : nil }, from: store)
-        let now = settings.clock.monotonic()
-        let dropped = state.withLock { state -> [FileLoader]? in
-            // A listing fetched meanwhile is newer.
-            guard !state.isListed(directory) else { return nil }
-            return state.relist(directory, with: sources, isNew: isNew, read: read, readAt: removals, at: now,
-                                believedFor: 0).dropped
-        }
-        settle(dropped ?? [])
+        // A listing fetched meanwhile is newer than the saved one.
+        settle(relist(directory, with: sources, believedFor: 0, unlessListed: true)?.result.dropped ?? [])
         Log.debug("listed \(listing.origin) from its saved listing: \(sources.count) entries; refreshing it")
         return true
     }
