@@ -334,6 +334,7 @@ def in_thread(fn, deadline=READ_DEADLINE, *, catch=(), what="read"):
             raise box["error"]
         return box["value"]
 
+    join.running = t.is_alive   # whether fn is still running, without waiting
     return join
 
 

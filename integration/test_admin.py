@@ -415,10 +415,17 @@ def test_a_read_joining_a_paused_preload_is_served_while_another_read_runs(mount
     xset(m.path("a.bin"), "preload", "1")
     srv.wait_for(lambda rs: [r for r in rs if r.name == "a.bin" and r.method == "GET"], timeout=WAIT)
     offset = 1 * MiB   # past the probe's first bytes
+    began = time.monotonic()
     result = guarded(lambda: read_range(m.path("a.bin"), offset, 64 * KiB), WAIT, catch=Exception)
+    ended = time.monotonic()
     assert not isinstance(result, Exception), repr(result)
     assert result == data[offset:offset + 64 * KiB]
-    assert any(not r.done for r in gets(srv, "slow.bin")), "slow.bin's read should still be running"
+    # slow.bin's reader was still reading: its 2 MiB take 40 s at this drip,
+    # fetched one 128 KiB GET after another, so a GET may be between two
+    # right now; one of them was in flight while a.bin's read ran.
+    assert background.running(), "slow.bin's read should still be running"
+    assert any(r.started < ended and (r.finished is None or r.finished > began)
+               for r in gets(srv, "slow.bin") if r.bytes_sent > 0), "a slow.bin GET should overlap a.bin's read"
     assert len(gets(srv, "a.bin")) == probes + 1, "the read should have joined the preload, not sent its own request"
     srv.clear_faults()
     # Right bytes, or EIO if it waited past the timeout on the dripping server.
