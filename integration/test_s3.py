@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from harness import data_of, mediafs, read_range, read_whole, wait_for_stderr, wait_until, xset
+from harness import data_of, mediafs, read_range, read_whole, wait_for_stderr, wait_until, xget, xset
 from s3proxy import CheckingProxy, MotoServer
 
 KEY_ID = "AKIDMEDIAFSTEST"
@@ -55,6 +55,7 @@ def s3():
         client.put_object(Bucket="public-media", Key="open.bin", Body=body("open.bin"), ACL="public-read")
         proxy.public.add("public-media")
         proxy.add_key(KEY_ID, SECRET)
+        proxy.backend = client   # for a test that changes an object
         yield proxy
     finally:
         proxy.stop()
@@ -159,6 +160,27 @@ def test_reads_are_signed_ranged_gets_and_byte_exact(s3, s3_mount):
     for path in (m.path("media"), m.path("media/top.bin")):
         shown += "".join(os.getxattr(path, name).decode(errors="replace") for name in os.listxattr(path))
     assert "mediafs" in shown and SECRET not in shown and KEY_ID not in shown
+
+
+def test_a_refreshed_listing_with_another_etag_changes_the_file_with_no_open(s3, s3_mount):
+    # The same size, most likely the same second: only the ETag (the
+    # body's MD5) tells the versions apart.
+    key = "changing/film.bin"
+    old, new = data_of(1_000_000, 501), data_of(1_000_000, 502)
+    s3.backend.put_object(Bucket="media", Key=key, Body=old)
+    m = s3_mount("s3://media/changing/")
+    path = m.path("changing/film.bin")
+    assert read_whole(path) == old
+    assert xget(path, "complete") == "1", m.stderr()
+    s3.backend.put_object(Bucket="media", Key=key, Body=new)
+    s3.clear()
+    xset(m.path("changing"), "refresh", "1")
+    assert xget(path, "cached_bytes") == "0", m.stderr()
+    assert s3.requests(list_only=False) == [], "changed by the listing alone, with no open"
+    assert len(s3.requests(list_only=True)) == 1
+    assert "its listing shows ETag" in m.stderr()
+    assert read_whole(path) == new, "a mix of two versions, or the old one"
+    assert all(r.path == "/media/changing/film.bin" and r.method == "GET" for r in s3.requests(list_only=False))
 
 
 def test_a_wrong_key_is_eacces_naming_the_directory_and_the_credentials_sent(s3_mount):

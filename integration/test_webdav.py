@@ -12,7 +12,8 @@ user it authenticated), not only what mediafs says.
   password is EACCES with a log line that says credentials were sent and
   never shows them.
 - `user.mediafs.refresh` lists a collection again: added files appear,
-  removed ones go.
+  removed ones go, and a file the listing shows changed (another getetag)
+  drops its cached bytes and the kernel's pages with no open.
 - A server without PROPFIND (plain nginx) is a clear error.
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from davservers import ApacheDav, WsgiDav, make_served_dir
-from harness import data_of, read_range, read_whole, xset
+from harness import data_of, read_range, read_whole, xget, xset
 
 MOUNT_ARGS = ("--timeout", "10")
 
@@ -226,6 +227,39 @@ def test_apache_refresh_lists_added_files_and_drops_removed_ones(mount, fresh_di
         assert read_range(m.path("open/new file.bin"), 2_000_000, 100_000) == added[2_000_000:2_100_000], m.stderr()
         assert read_whole(m.path("open/new file.bin")) == added
         assert "changed on the server" not in m.stderr()
+    finally:
+        server.remove()
+
+
+def test_apache_refresh_that_lists_another_etag_drops_the_cached_bytes_with_no_open(mount, fresh_dir):
+    # Same size, another mtime: Apache's getetag (size and mtime) changes.
+    # Dated well in the past, so that both getetag and a GET's ETag are
+    # strong and the ETags decide.
+    old, new = data_of(1_500_000, 81), data_of(1_500_000, 82)
+    film = fresh_dir / "film.bin"
+    film.write_bytes(old)
+    film.chmod(0o644)
+    then = time.time() - 1000
+    os.utime(film, (then, then))
+    server = ApacheDav(fresh_dir)
+    server.start()
+    try:
+        m = mount(server.url("open"), extra=MOUNT_ARGS)
+        path = m.path("open/film.bin")
+        assert read_whole(path) == old
+        assert xget(path, "complete") == "1", m.stderr()
+        film.write_bytes(new)
+        os.utime(film, (then + 100, then + 100))
+        server.log.clear()
+        xset(m.path("open"), "refresh", "1")
+        # Changed by the listing alone: no open, no request but the PROPFIND.
+        assert xget(path, "cached_bytes") == "0", m.stderr()
+        assert [e[:3] for e in server.log.entries()] == [("PROPFIND", "/open/", "207")]
+        assert "its listing shows ETag" in m.stderr()
+        # The kernel's pages of the old version are gone too.
+        assert read_whole(path) == new, "a mix of two versions, or the old one"
+        gets = [e for e in server.log.entries() if e[0] == "GET"]
+        assert gets and all(e[1] == "/open/film.bin" for e in gets)
     finally:
         server.remove()
 

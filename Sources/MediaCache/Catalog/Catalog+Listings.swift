@@ -48,6 +48,7 @@ extension Catalog {
         }
         guard let (result, unsaved) = relist(directory, with: sources, believedFor: dirCacheTime) else { return }
         settle(result.dropped)
+        let changes = applyChanges(result.changed)
         if listing.refreshes { save(sources, of: directory) }
         // What the listing said of its files waits to be saved.
         if unsaved >= Self.saveBatch { flusher.wake() }
@@ -55,7 +56,15 @@ extension Catalog {
         // holes between what stays (3 MiB of a remount's listing of 100,000).
         if result.new >= Self.trimAfterRetiring { mediafs_malloc_trim() }
         Log.debug("listed \(listing.origin): \(sources.count) entries"
-                  + (result.dropped.isEmpty ? "" : ", \(result.dropped.count) files gone"))
+                  + (result.dropped.isEmpty ? "" : ", \(result.dropped.count) files gone")
+                  + (changes == 0 ? "" : ", \(changes) files changed"))
+    }
+
+    /// Has each file a listing may show changed compare and, if it did
+    /// change, drop its bytes and the kernel's pages now (off the lock: a
+    /// change frees bytes). Returns how many changed.
+    private func applyChanges(_ changed: [(loader: FileLoader, listed: ContentInfo)]) -> Int {
+        changed.reduce(0) { count, change in count + (change.loader.listingShows(change.listed) ? 1 : 0) }
     }
 
     /// Replaces a directory's names by `sources`, believed for
@@ -86,7 +95,10 @@ extension Catalog {
                    kind: entry.isDirectory ? .directory(listing.subdirectory(at: entry.url)) : .file(entry.info))
         }
         // A listing fetched meanwhile is newer than the saved one.
-        settle(relist(directory, with: sources, believedFor: 0, unlessListed: true)?.result.dropped ?? [])
+        if let result = relist(directory, with: sources, believedFor: 0, unlessListed: true)?.result {
+            settle(result.dropped)
+            _ = applyChanges(result.changed)
+        }
         Log.debug("listed \(listing.origin) from its saved listing: \(sources.count) entries; refreshing it")
         return true
     }

@@ -89,6 +89,9 @@ struct CatalogState {
         var dropped: [FileLoader] = []
         /// Files new to the mount.
         var new = 0
+        /// Loaders of files the listing may show changed, with what it
+        /// shows: each decides (`FileLoader.listingShows`) off the lock.
+        var changed: [(loader: FileLoader, listed: ContentInfo)] = []
     }
 
     let root = Directory(listing: nil, url: nil, path: "")
@@ -197,16 +200,32 @@ struct CatalogState {
     /// A record that knows no size takes `info` (a probe's or a listing's
     /// answer), to be saved with the unsaved answers. Returns whether it
     /// did.
-    mutating func learn(_ info: ContentInfo, of url: String, at now: Double) -> Bool {
-        guard var record = records[url], record.size == nil else { return false }
-        let attributes = FileLoader.attributes(of: info)
-        record.size = attributes.size
-        record.mtime = attributes.mtime
+    mutating func learn(_ info: ContentInfo, of url: String, at now: Double, replacing: Bool = false) -> Bool {
+        guard var record = records[url], record.size == nil || replacing else { return false }
+        record.take(info)
         record.lastAccess = now
         record.hasMeta = true
         records[url] = record
         unsaved[url] = ProbeAnswer(info: info, validated: Int64(now))
         return true
+    }
+
+    /// The loader to ask whether a listing's `listed` shows another version
+    /// of the file at `url` (named `path`) than the one the mount knows, or
+    /// nil when nothing can be stale: a loader in use compares; a record
+    /// whose metadata may hold bytes of another version (`mayDiffer`)
+    /// becomes a loader to compare, so its bytes are dropped and the
+    /// kernel told now, not at the next open; one with no metadata left
+    /// (evicted) just takes the listing's size and date.
+    mutating func listedChange(of url: String, named path: String, to listed: ContentInfo, at now: Double)
+        -> FileLoader? {
+        if let loader = loaders[url] { return loader }
+        guard let record = records[url], record.mayDiffer(from: listed) else { return nil }
+        guard record.hasMeta else {
+            _ = learn(listed, of: url, at: now, replacing: true)
+            return nil
+        }
+        return liveLoader(url: url, path: path)
     }
 
     /// Which of a listing's files are new to the mount: their records are
@@ -243,6 +262,8 @@ struct CatalogState {
         self.records.reserveCapacity(self.records.count + records.count)
         directory.children.reserveCapacity(sources.count)
         directory.order.reserveCapacity(sources.count)
+        var changed: [(loader: FileLoader, listed: ContentInfo)] = []
+        let wall = context.settings.clock.wall()
         for (source, isNew) in zip(sources, isNew) {
             let record = isNew ? next.next() ?? nil : nil
             var safe = source
@@ -250,14 +271,18 @@ struct CatalogState {
             if source.isDirectory, case .directory(let existing)? = old[safe.name], existing.url == source.url {
                 _ = directory.add(safe.name, .directory(existing))
             } else {
-                _ = insert(safe, into: directory, read: record)
+                let name = insert(safe, into: directory, read: record)
+                if let listed = source.listedInfo,
+                   let loader = listedChange(of: source.url, named: directory.path + "/" + name, to: listed, at: wall) {
+                    changed.append((loader, listed))
+                }
             }
         }
         directory.listedAt = now
         directory.refreshAt = now + believedFor
         let kept = Set(directory.children.values.map(\.identity))
         let left = old.values.contains { !kept.contains($0.identity) }
-        return Listed(dropped: left ? retireUnreferenced() : [], new: records.count)
+        return Listed(dropped: left ? retireUnreferenced() : [], new: records.count, changed: changed)
     }
 
     /// Removes a name from the root; false when there is none.

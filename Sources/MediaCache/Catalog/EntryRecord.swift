@@ -34,6 +34,11 @@ public struct EntryRecord: Sendable, Equatable {
     /// the ProbeFeeder, and a stat that overtakes it sends a HEAD too,
     /// since a scan of a library stats every file and reads none.
     public var listed = false
+    /// A fingerprint of the ETag its metadata holds (0: none), so a
+    /// refreshed listing that shows another ETag for a file nobody uses
+    /// notices the change without reading the metadata (see
+    /// `mayDiffer`); 4 bytes in what was the record's padding.
+    public private(set) var etagPrint: UInt32 = 0
 
     public var attributes: (size: Int64, mtime: Int)? { size.map { ($0, mtime) } }
 
@@ -49,6 +54,38 @@ public struct EntryRecord: Sendable, Equatable {
         self.hasMeta = hasMeta
     }
 
+    /// Size, date and ETag fingerprint from `info`.
+    mutating func take(_ info: ContentInfo) {
+        let attributes = FileLoader.attributes(of: info)
+        size = attributes.size
+        mtime = attributes.mtime
+        etagPrint = Self.print(of: info.etag)
+    }
+
+    /// Whether a listing's `listed` may name another version than the one
+    /// this record stands for, by the rule of `FileLoader.listedDifference`
+    /// over what a record keeps: another size; another ETag where both
+    /// have one; else another date where both have one. A fingerprint that
+    /// collides (one in 4 billion) misses an ETag-only change here; the
+    /// next open's validators still catch it.
+    func mayDiffer(from listed: ContentInfo) -> Bool {
+        guard let size else { return false }
+        if listed.length != size { return true }
+        let print = Self.print(of: listed.etag)
+        if print != 0 && etagPrint != 0 { return print != etagPrint }
+        guard mtime != 0, let date = listed.lastModified.flatMap(HTTPDate.seconds) else { return false }
+        return date != mtime
+    }
+
+    /// FNV-1a of an ETag without its weak prefix (a listing may carry the
+    /// strong form of what a GET answered weakly); 0 for none.
+    static func print(of etag: String?) -> UInt32 {
+        guard let etag = etag.map(FileLoader.strongETag) else { return 0 }
+        var hash: UInt32 = 2_166_136_261
+        for byte in etag.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return hash == 0 ? 1 : hash
+    }
+
     /// The record of an entry's metadata as read from the cache (nil: none).
     init(meta: EntryMeta?, store: CacheStore) {
         guard let meta else {
@@ -61,6 +98,7 @@ public struct EntryRecord: Sendable, Equatable {
                   allocatedBytes: cached > 0 ? Self.allocatedBytes(forKey: meta.url, in: store) : 0,
                   lastAccess: Double(meta.lastAccess), isComplete: meta.isComplete, isPinned: meta.pinned,
                   hasMeta: true)
+        etagPrint = Self.print(of: meta.info.etag)
     }
 
     /// Disk blocks of an entry's data file, by path: asking must not open

@@ -85,6 +85,52 @@ extension FileLoader {
         return false
     }
 
+    /// A refreshed listing shows `listed` for this file: when that is
+    /// another version than the one known (`listedDifference`), the file
+    /// changes now, as a response showing it would change it, with no open
+    /// needed to notice. Returns whether it changed.
+    @discardableResult
+    public func listingShows(_ listed: ContentInfo) -> Bool {
+        let changed = lock.withLock { state in
+            guard let known = state.info, let reason = Self.listedDifference(from: known, to: listed) else {
+                return false
+            }
+            // What a listing does not say of the new version is taken as the
+            // old one's: a 206 will tell if it no longer holds.
+            var fresh = listed
+            fresh.contentType = listed.contentType ?? known.contentType
+            fresh.acceptsRanges = known.acceptsRanges
+            replaceContent(with: fresh, reason: "its listing shows \(reason)", in: &state)
+            return true
+        }
+        if changed { finishFreeing() }
+        return changed
+    }
+
+    /// Why a listing's `listed` shows another version than `known`, or nil.
+    /// Stricter than `difference`: a listing is a second view of the file,
+    /// made by other code on the server, so what it lacks is not known to
+    /// be gone. A change is another length; another ETag where both carry
+    /// one (weak or strong alike: a listing may give the strong form of
+    /// what a GET answered weakly); else, where both carry a date, another
+    /// second (S3 lists milliseconds that Last-Modified drops).
+    static func listedDifference(from known: ContentInfo, to listed: ContentInfo) -> String? {
+        if listed.length != known.length {
+            return "length \(known.length) became \(listed.length)"
+        }
+        if let old = known.etag.map(strongETag), let new = listed.etag.map(strongETag) {
+            return old == new ? nil : "ETag \(old) became \(new)"
+        }
+        guard let old = known.lastModified, let new = listed.lastModified,
+              let before = HTTPDate.seconds(old), let after = HTTPDate.seconds(new), before != after else { return nil }
+        return "Last-Modified \(old) became \(new)"
+    }
+
+    /// An ETag without its weak prefix.
+    static func strongETag(_ etag: String) -> String {
+        etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
+    }
+
     /// Why an answer's head shows the remote file changed, or nil (see
     /// `difference`); the length is the whole body's, or a range's total.
     /// Only a 2xx answer describes the file: an error page's validators

@@ -78,6 +78,30 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertNil(record.attributes)
     }
 
+    func testWhatARecordKeeps_tellsWhenAListingMayShowAnotherVersion() {
+        let date = "Tue, 01 Oct 2024 10:00:00 GMT"
+        var record = EntryRecord(meta: nil, store: store)
+        let info = ContentInfo(length: 100, etag: "\"v1\"", lastModified: date)
+        XCTAssertFalse(record.mayDiffer(from: info), "a record that knows nothing has nothing stale")
+        record.take(info)
+        func with(_ change: (inout ContentInfo) -> Void) -> ContentInfo {
+            var copy = info
+            change(&copy)
+            return copy
+        }
+        XCTAssertFalse(record.mayDiffer(from: info))
+        XCTAssertFalse(record.mayDiffer(from: with { $0.etag = "W/\"v1\"" }), "the weak form is the same ETag")
+        XCTAssertFalse(record.mayDiffer(from: with { $0.etag = nil }), "a listing without ETags compares dates")
+        XCTAssertFalse(record.mayDiffer(from: with { $0.etag = nil; $0.lastModified = nil }))
+        XCTAssertFalse(record.mayDiffer(from: with { $0.lastModified = "Tue, 01 Oct 2024 11:00:00 GMT" }),
+                       "where both carry an ETag, the ETag decides")
+        XCTAssertTrue(record.mayDiffer(from: with { $0.length = 101 }))
+        XCTAssertTrue(record.mayDiffer(from: with { $0.etag = "\"v2\"" }))
+        XCTAssertTrue(record.mayDiffer(from: with { $0.etag = nil; $0.lastModified = "Tue, 01 Oct 2024 10:00:01 GMT" }))
+        XCTAssertTrue(FileLoader.listedDifference(from: info, to: with { $0.etag = "\"v2\"" }) != nil)
+        XCTAssertNil(FileLoader.listedDifference(from: info, to: with { $0.etag = nil; $0.lastModified = nil }))
+    }
+
     func testAStatOfAnEntryKnownAtMount_answersFromItsRecord_makingNoLoaderAndReadingNoDisk() throws {
         let first = catalog()
         try fill(first)

@@ -160,4 +160,110 @@ extension ListingTests {
         XCTAssertEqual(try second.list("/library").map(\.name), ["b.mp4"])
         second.stop()
     }
+
+    // MARK: Changes a listing shows
+
+    private func readAll(_ loader: FileLoader, count: Int) throws -> [UInt8] {
+        let pattern = ReadPattern()
+        _ = loader.attach(pattern)
+        defer { loader.release(pattern) }
+        var buffer = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = try buffer[done...].withUnsafeMutableBytes {
+                try loader.read(into: $0, at: Int64(done), pattern: pattern)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return Array(buffer[..<done])
+    }
+
+    private static let date = "Tue, 01 Oct 2024 10:00:00 GMT"
+
+    /// A file read whole, then a refresh whose listing shows it with
+    /// `listed`: returns the loader's status after the refresh, and the
+    /// bytes a read then gives.
+    private func refreshShowing(_ listed: (ContentInfo) -> ContentInfo, newBytes: [UInt8]?,
+                                retire: Bool = false) throws -> (cached: Int64, afterwards: [UInt8], requests: Int) {
+        let url = "https://a.example/a.mp4"
+        let old = [UInt8](repeating: 1, count: 300_000)
+        fetcher.add(url, bytes: old)
+        let info = ContentInfo(length: Int64(old.count), etag: "\"v1\"", lastModified: Self.date)
+        let listing = FakeListing(origin: "fake", entries: [Source(name: "a.mp4", url: url, kind: .file(info))])
+        let c = try catalog(listing)
+        c.start()
+        defer { c.stop() }
+        XCTAssertTrue(try readAll(try c.file(at: "/library/a.mp4"), count: old.count) == old)
+        if retire {
+            // The loader gives way to its record, as one nobody uses does.
+            XCTAssertEqual(c.flushAndRetire(), 1)
+        }
+        if let newBytes {
+            fetcher.update(url) { $0.bytes = newBytes; $0.etag = "\"v2\"" }
+        }
+        listing.set([Source(name: "a.mp4", url: url, kind: .file(listed(info)))])
+        try c.refresh("/library")
+        let requests = fetcher.requestCount
+        let loader = try c.file(at: "/library/a.mp4")
+        let cached = loader.status().present.byteCount
+        let size = Int(try c.attributes(at: "/library/a.mp4")?.size ?? 0)
+        return (cached, try readAll(loader, count: size), requests)
+    }
+
+    func testARefreshedListingWithAnotherETag_dropsTheCachedBytes_andReadsTheNewVersion() throws {
+        let new = [UInt8](repeating: 2, count: 300_000)
+        let result = try refreshShowing({ var i = $0; i.etag = "\"v2\""; return i }, newBytes: new)
+        XCTAssertEqual(result.cached, 0, "the listing's change dropped the old bytes with no open")
+        XCTAssertTrue(result.afterwards == new, "the new version is read")
+    }
+
+    func testARefreshedListingWithAnotherSize_changesAFileNobodyUses() throws {
+        let new = [UInt8](repeating: 3, count: 200_000)
+        let result = try refreshShowing({ var i = $0; i.length = Int64(new.count); i.etag = "\"v2\""; return i },
+                                        newBytes: new, retire: true)
+        XCTAssertEqual(result.cached, 0, "the record's metadata claimed bytes of the old version")
+        XCTAssertTrue(result.afterwards == new, "the new version is read")
+    }
+
+    func testARefreshedListingWithAnotherDate_changesAFileWithoutETags() throws {
+        let url = "https://a.example/a.mp4"
+        let old = [UInt8](repeating: 1, count: 100_000), new = [UInt8](repeating: 4, count: 100_000)
+        fetcher.add(url, bytes: old)
+        fetcher.update(url) { $0.etag = nil }
+        let info = ContentInfo(length: Int64(old.count), lastModified: Self.date)
+        let listing = FakeListing(origin: "fake", entries: [Source(name: "a.mp4", url: url, kind: .file(info))])
+        let c = try catalog(listing)
+        c.start()
+        defer { c.stop() }
+        XCTAssertTrue(try readAll(try c.file(at: "/library/a.mp4"), count: old.count) == old)
+        let later = "Tue, 01 Oct 2024 10:00:01 GMT"
+        fetcher.update(url) { $0.bytes = new; $0.lastModified = later }
+        var changed = info
+        changed.lastModified = later
+        listing.set([Source(name: "a.mp4", url: url, kind: .file(changed))])
+        try c.refresh("/library")
+        XCTAssertEqual(try c.file(at: "/library/a.mp4").status().present.byteCount, 0)
+        XCTAssertTrue(try readAll(try c.file(at: "/library/a.mp4"), count: new.count) == new, "the new version is read")
+    }
+
+    func testARefreshedListingThatSaysLessOrTheSame_keepsTheCachedBytes() throws {
+        // The same version, once as it was listed and once with what a
+        // listing may lack (no ETag, no date) or give in another form (the
+        // strong form of the ETag): nothing to drop, nothing fetched.
+        for listed in [{ (i: ContentInfo) in i },
+                       { (i: ContentInfo) in var c = i; c.etag = nil; c.lastModified = nil; return c },
+                       { (i: ContentInfo) in var c = i; c.etag = "W/\"v1\""; return c },
+                       { (i: ContentInfo) in var c = i; c.etag = nil; c.lastModified = "Tue, 01 Oct 2024 10:00:00 GMT"; return c }] {
+            for retire in [false, true] {
+                setUp()
+                try setUpWithError()
+                let result = try refreshShowing(listed, newBytes: nil, retire: retire)
+                XCTAssertEqual(result.cached, 300_000, "retired: \(retire)")
+                XCTAssertTrue(result.afterwards == [UInt8](repeating: 1, count: 300_000), "the cached version is read")
+                XCTAssertEqual(fetcher.requestCount, result.requests, "served from the cache")
+                try tearDownWithError()
+            }
+        }
+    }
 }
