@@ -32,7 +32,7 @@ RESULTS = os.path.join(WORK if os.environ.get("MEDIAFS_BENCH_RUN") else ROOT, "r
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 MB = 1_000_000
-SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan", "scale")
+SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan", "scale", "sources")
 TOOLS = ("mediafs", "curl", "rclone")
 BUF = 1 * MiB
 RANDOM_READS = 200
@@ -291,8 +291,9 @@ def vm_hwm_kib(pid):
 class Mount:
     """A FUSE daemon started in the foreground; context manager that always unmounts."""
 
-    def __init__(self, tool, argv, mountpoint, logname, bench, nofile=None, exit_wait=15):
+    def __init__(self, tool, argv, mountpoint, logname, bench, nofile=None, exit_wait=15, env=None):
         self.tool, self.argv, self.mp, self.bench = tool, argv, mountpoint, bench
+        self.env = env  # the daemon's environment (None: this process's)
         self.log_path = os.path.join(WORK, logname)
         self.proc = None
         self.hwm_kib = None
@@ -312,7 +313,8 @@ class Mount:
             limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))  # noqa: E731
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(self.argv, stdout=self.logf, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=limit)
+                                     stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=limit,
+                                     env=self.env)
         deadline = time.time() + 30
         while not is_mounted(self.mp):
             if self.proc.poll() is not None:
@@ -396,6 +398,7 @@ class Bench:
         self.notes = []
         self.demand = {}
         self.wan_bench = None
+        self.sources_bench = None
         self.ceilings = {}  # machine limits measured in this run (seq scenario)
         self.scale_figures = {}  # "scale_<kind>_<n>" -> {tool: figures}
         self.scale_entries = [int(x) for x in args.scale_entries.split(",")]
@@ -747,6 +750,11 @@ class Bench:
         self.wan_bench = wan.WanBench(self, quick=self.args.wan_quick)
         self.wan_bench.run()
 
+    def sources(self):
+        import sources
+        self.sources_bench = sources.SourcesBench(self)
+        self.sources_bench.run()
+
     # -- scenario 8: many entries (list file and directory listing)
     @staticmethod
     def scale_size(i):
@@ -991,7 +999,7 @@ class Bench:
             log(f"nginx on 127.0.0.1:{self.nginx.port}, tools: {', '.join(self.tools)}")
             for name, fn in (("seq", self.seq), ("random", self.random_reads),
                              ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit),
-                             ("wan", self.wan), ("scale", self.scale)):
+                             ("wan", self.wan), ("scale", self.scale), ("sources", self.sources)):
                 if name in only:
                     log(f"scenario {name}")
                     fn()
@@ -1184,6 +1192,8 @@ class Bench:
         if self.wan_bench:
             self.wan_bench.report()
         self.report_scale()
+        if self.sources_bench:
+            self.sources_bench.report()
         print()
         print("server side (nginx access log) per scenario:")
         for key, s in self.server.items():
@@ -1252,6 +1262,7 @@ class Bench:
             "reader_demand": self.demand,
             "ceilings": self.ceilings,
             "wan": self.wan_bench.json() if self.wan_bench else None,
+            "sources": self.sources_bench.json() if self.sources_bench else None,
             "notes": self.notes,
             "errors": self.errors,
         }

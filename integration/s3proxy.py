@@ -63,6 +63,8 @@ class Seen:
     status: int = 0
     refused: str = ""  # the error code answered, with what the check computed
     headers: dict = None
+    sent: int = 0      # body bytes passed on to the client
+    at: float = 0.0    # time.monotonic() on arrival
 
 
 @dataclass
@@ -213,7 +215,7 @@ class CheckingProxy:
         split = urllib.parse.urlsplit(handler.path)
         seen = Seen(handler.command, split.path, dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True)),
                     handler.headers.get("Range", ""), "Authorization" in handler.headers,
-                    headers=dict(handler.headers.items()))
+                    headers=dict(handler.headers.items()), at=time.monotonic())
         with self.lock:
             self.seen.append(seen)
         refusal = self.refusal(handler, split.path)
@@ -248,4 +250,5 @@ class CheckingProxy:
         if handler.command != "HEAD":
             while chunk := answer.read(1 << 20):
                 handler.wfile.write(chunk)
+                seen.sent += len(chunk)
         upstream.close()

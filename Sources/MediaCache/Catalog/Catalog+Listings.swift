@@ -54,7 +54,12 @@ extension Catalog {
         if unsaved >= Self.saveBatch { flusher.wake() }
         // The page's text, its parse and the metadata read for it leave
         // holes between what stays (3 MiB of a remount's listing of 100,000).
-        if result.new >= Self.trimAfterRetiring { mediafs_malloc_trim() }
+        if result.new >= Self.trimAfterRetiring {
+            mediafs_malloc_trim()
+            // Again once the saved copy is written and let go (a listing of
+            // 100,000 S3 objects and its copy held 30 MiB).
+            if listing.refreshes { listingSaves.submit { mediafs_malloc_trim() } }
+        }
         Log.debug("listed \(listing.origin): \(sources.count) entries"
                   + (result.dropped.isEmpty ? "" : ", \(result.dropped.count) files gone")
                   + (changes == 0 ? "" : ", \(changes) files changed"))
