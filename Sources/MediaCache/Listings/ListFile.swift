@@ -14,7 +14,11 @@ public struct ListFile: Listing {
     public var refreshes: Bool { false }
 
     public func list(in context: ListingContext) throws -> [Source] {
-        try Self.read(path: path).map { Source.at(url: $0.url, name: $0.name) }
+        try Self.read(path: path).flatMap { line -> [Source] in
+            // An HLS playlist's line is its VOD's files.
+            guard Playlist.isPlaylist(line.url) else { return [Source.at(url: line.url, name: line.name)] }
+            return try Playlist(location: line.url, name: line.name).list(in: context)
+        }
     }
 
     /// Its lines, as (the name chosen, if any; the URL).

@@ -18,6 +18,9 @@ public struct Source: Equatable, Sendable {
     public var name: String
     public var url: String
     public var kind: Kind
+    /// A file made of segments (an HLS VOD): what the mount's
+    /// SegmentedFetcher serves its URL from. Nil for an ordinary file.
+    public var vod: SegmentedVOD?
 
     public init(name: String, url: String, kind: Kind = .file(nil)) {
         self.name = name
@@ -66,12 +69,15 @@ public struct Source: Equatable, Sendable {
 
     /// Reads SOURCE arguments (URLs, playlists, list files, `s3://`
     /// prefixes given `s3`) into sources with safe names, in argument
-    /// order; the catalog makes names unique.
-    public static func parse(arguments: [String], s3: S3Mount? = nil,
+    /// order; the catalog makes names unique. An HLS playlist's URL (or
+    /// one in a list file) becomes its VOD's files, `hlsVariant` choosing
+    /// among a master playlist's variants.
+    public static func parse(arguments: [String], s3: S3Mount? = nil, hlsVariant: HLSListing.VariantChoice = .highest,
                              fetchText: @escaping @Sendable (String) throws -> String = { _ in
                                  throw MediaError.io("no network")
                              }) throws -> [Source] {
-        let context = ListingContext(fetchText: fetchText)
+        var context = ListingContext(fetchText: fetchText)
+        context.hlsVariant = hlsVariant
         var sources: [Source] = []
         for argument in arguments {
             if let s3, S3Prefix.isS3(argument) {

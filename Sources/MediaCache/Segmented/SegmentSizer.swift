@@ -1,0 +1,105 @@
+// Learns the lengths of a VOD's parts that its playlist does not give
+// (segments without #EXT-X-BYTERANGE): a probe each (HEAD, else a GET of
+// byte 0), `maxParallel` at a time, through the mount's fetcher (whose
+// admission bounds each origin as it does a listing's probes). Requests
+// wait for the layout here; once settled it never changes for this mount.
+// A failure fails the waiters of that round; lengths already learned are
+// kept, so the next request asks only for the rest.
+import MediaNetwork
+import MediaSupport
+
+final class SegmentSizer: Sendable {
+    typealias Done = @Sendable (Result<SegmentedVOD.Layout, MediaError>) -> Void
+
+    /// Probes in flight at once for one VOD.
+    static let maxParallel = 8
+
+    private struct State {
+        var lengths: [Int64?]
+        var layout: SegmentedVOD.Layout?
+        var waiters: [Done] = []
+        /// Parts not yet asked for in this round, in order.
+        var queue: [Int] = []
+        var inFlight = 0
+        var failure: MediaError?
+    }
+
+    let vod: SegmentedVOD
+    private let fetcher: Fetching
+    private let state: Locked<State>
+
+    init(vod: SegmentedVOD, fetcher: Fetching) {
+        self.vod = vod
+        self.fetcher = fetcher
+        var initial = State(lengths: vod.parts.map { $0.range.map { Int64($0.count) } })
+        if let lengths = vod.listedLengths { initial.layout = try? vod.layout(lengths: lengths) }
+        state = Locked(initial)
+    }
+
+    /// The layout, if settled.
+    var layout: SegmentedVOD.Layout? { state.withLock { $0.layout } }
+
+    /// Calls `done` with the layout: at once when it is settled, else on the
+    /// fetcher's thread once every length is learned (or one fails).
+    func whenSized(priority: FetchRequest.Priority, _ done: @escaping Done) {
+        let (layout, toStart) = state.withLock { state -> (SegmentedVOD.Layout?, [Int]) in
+            if let layout = state.layout { return (layout, []) }
+            state.waiters.append(done)
+            guard state.inFlight == 0, state.queue.isEmpty else { return (nil, []) }
+            state.failure = nil
+            state.queue = state.lengths.indices.filter { state.lengths[$0] == nil }
+            return (nil, Self.take(&state))
+        }
+        if let layout { return done(.success(layout)) }
+        if !toStart.isEmpty { Log.debug("\(vod.displayURL): learning the lengths of \(state.withLock { $0.queue.count } + toStart.count) segments") }
+        for part in toStart { probe(part, priority: priority) }
+    }
+
+    /// Takes the next parts to probe off the queue, up to `maxParallel` in flight.
+    private static func take(_ state: inout State) -> [Int] {
+        var parts: [Int] = []
+        while state.inFlight < maxParallel, !state.queue.isEmpty {
+            parts.append(state.queue.removeFirst())
+            state.inFlight += 1
+        }
+        return parts
+    }
+
+    private func probe(_ part: Int, priority: FetchRequest.Priority) {
+        let url = vod.parts[part].url
+        ContentProbe.start(url: url, fetcher: fetcher, priority: priority) { [self] result in
+            learned(part, result, priority: priority)
+        }
+    }
+
+    private func learned(_ part: Int, _ result: Result<ContentInfo, MediaError>, priority: FetchRequest.Priority) {
+        let (next, finished) = state.withLock { state -> ([Int], (Result<SegmentedVOD.Layout, MediaError>, [Done])?) in
+            state.inFlight -= 1
+            switch result {
+            case .success(let info): state.lengths[part] = info.length
+            case .failure(let error):
+                state.failure = state.failure ?? MediaError(error.errno, "segment \(part + 1) (\(MediaError.redacted(vod.parts[part].url))): \(error.message)")
+                state.queue = []
+            }
+            let next = Self.take(&state)
+            guard state.inFlight == 0, state.queue.isEmpty else { return (next, nil) }
+            let waiters = state.waiters
+            state.waiters = []
+            if let failure = state.failure { return (next, (.failure(failure), waiters)) }
+            do {
+                let layout = try vod.layout(lengths: state.lengths.map { $0 ?? 0 })
+                state.layout = layout
+                return (next, (.success(layout), waiters))
+            } catch let error as MediaError {
+                return (next, (.failure(error), waiters))
+            } catch {
+                return (next, (.failure(MediaError.io("\(error)")), waiters))
+            }
+        }
+        for part in next { probe(part, priority: priority) }
+        if let (result, waiters) = finished {
+            if case .failure(let error) = result { Log.error("\(vod.displayURL): \(error.message)") }
+            for waiter in waiters { waiter(result) }
+        }
+    }
+}
