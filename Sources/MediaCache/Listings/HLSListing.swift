@@ -98,7 +98,10 @@ public enum HLSListing {
         return ("ts", "video/mp2t")
     }
 
-    static func choose(_ variants: [HLSPlaylist.Variant], _ choice: VariantChoice) -> HLSPlaylist.Variant {
+    /// An audio-only variant (no RESOLUTION) is chosen only when no variant has video.
+    static func choose(_ all: [HLSPlaylist.Variant], _ choice: VariantChoice) -> HLSPlaylist.Variant {
+        let video = all.filter { $0.height != nil }
+        let variants = video.isEmpty ? all : video
         switch choice {
         case .highest: return variants.max { $0.bandwidth < $1.bandwidth }!
         case .lowest: return variants.min { $0.bandwidth < $1.bandwidth }!
