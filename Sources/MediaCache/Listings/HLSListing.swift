@@ -4,7 +4,10 @@
 // master playlist becomes its chosen variant's file, and beside it one file
 // per audio rendition in its own playlist (`NAME.audio-LANG.mp4`). A live
 // playlist (no end) is refused, naming it: a file must not grow under its
-// readers. Read once, at mount; each playlist is one GET.
+// readers. AES-128 segments are served decrypted: their keys, fetched here
+// (same origin as their playlist only, as credentials are), are held in
+// memory by the SegmentedVOD, never written anywhere. Read once, at mount;
+// each playlist and each key is one GET.
 import Foundation
 import MediaStore
 
@@ -35,7 +38,7 @@ public enum HLSListing {
         let stem = name.map(stripped) ?? playlistStem(url)
         switch try HLSPlaylist.parse(text, base: url, origin: origin) {
         case .media(let media):
-            return [try source(url: url, media: media, stem: stem, suffix: "", origin: origin)]
+            return [try source(url: url, media: media, stem: stem, suffix: "", origin: origin, in: context)]
         case .master(let master):
             let variant = choose(master.variants, context.hlsVariant)
             Log.info("\(origin): variant \(MediaError.redacted(variant.url)) (BANDWIDTH=\(variant.bandwidth)"
@@ -64,10 +67,11 @@ public enum HLSListing {
         guard case .media(let media) = try HLSPlaylist.parse(text, base: url, origin: origin) else {
             throw MediaError(EINVAL, "\(origin): a variant is itself a master playlist")
         }
-        return try source(url: url, media: media, stem: stem, suffix: suffix, origin: origin)
+        return try source(url: url, media: media, stem: stem, suffix: suffix, origin: origin, in: context)
     }
 
-    static func source(url: String, media: HLSPlaylist.Media, stem: String, suffix: String, origin: String) throws -> Source {
+    static func source(url: String, media: HLSPlaylist.Media, stem: String, suffix: String, origin: String,
+                       in context: ListingContext) throws -> Source {
         guard media.ends else {
             throw MediaError(EINVAL, "\(origin): a live HLS playlist (no #EXT-X-ENDLIST and not PLAYLIST-TYPE:VOD); "
                              + "mediafs serves video on demand only, as a file that does not grow")
@@ -75,7 +79,11 @@ public enum HLSListing {
         guard !media.segments.isEmpty else { throw MediaError(EINVAL, "\(origin): an HLS playlist without segments") }
         let parts = (media.map.map { [$0] } ?? []) + media.segments
         let (ext, type) = container(media)
-        let vod = SegmentedVOD(url: url, parts: parts, contentType: type)
+        var keys: [String: [UInt8]] = [:]
+        for keyURL in Set(media.segments.compactMap { $0.encryption?.keyURL }) {
+            keys[keyURL] = try key(at: keyURL, playlist: url, in: context)
+        }
+        let vod = SegmentedVOD(url: url, parts: parts, contentType: type, keys: keys)
         var info: ContentInfo?
         if let lengths = vod.listedLengths {
             do {
@@ -87,6 +95,23 @@ public enum HLSListing {
         var source = Source(name: stem + suffix + "." + ext, url: url, kind: .file(info))
         source.vod = vod
         return source
+    }
+
+    /// An AES-128 key: 16 bytes from the playlist's own origin (scheme,
+    /// host and port), so a playlist cannot send the mount's credentials
+    /// elsewhere. Errors name the key's URL, never its bytes.
+    static func key(at keyURL: String, playlist: String, in context: ListingContext) throws -> [UInt8] {
+        let shown = MediaError.redacted(keyURL)
+        guard let key = HTTPOrigin(url: keyURL), let own = HTTPOrigin(url: playlist), key == own else {
+            throw MediaError(EACCES, "\(MediaError.redacted(playlist)): key \(shown) is not on the playlist's origin; "
+                             + "keys are fetched from the playlist's own scheme, host and port only")
+        }
+        let answer = try context.fetch(FetchRequest(url: keyURL), 64)
+        guard (200..<300).contains(answer.status) else { throw MediaError(EACCES, "key \(shown): HTTP \(answer.status)") }
+        guard answer.body.count == AES128CBC.blockSize else {
+            throw MediaError(EINVAL, "key \(shown): \(answer.body.count) bytes, not the 16 of an AES-128 key")
+        }
+        return Array(answer.body)
     }
 
     /// The extension and type of the concatenated segments.

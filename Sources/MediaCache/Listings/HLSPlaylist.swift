@@ -19,6 +19,21 @@ public enum HLSPlaylist: Equatable, Sendable {
         public var url: String
         /// Half-open; nil: the whole resource.
         public var range: Range<Int64>?
+        /// Set when the bytes are AES-128-CBC cipher text (`#EXT-X-KEY`).
+        public var encryption: Encryption?
+
+        public init(url: String, range: Range<Int64>?, encryption: Encryption? = nil) {
+            self.url = url
+            self.range = range
+            self.encryption = encryption
+        }
+    }
+
+    /// `METHOD=AES-128`: where the key is, and the IV (from the tag, else
+    /// the segment's media sequence number, big-endian).
+    public struct Encryption: Equatable, Sendable {
+        public var keyURL: String
+        public var iv: [UInt8]
     }
 
     public struct Media: Equatable, Sendable {
@@ -70,6 +85,9 @@ public enum HLSPlaylist: Equatable, Sendable {
         var pendingVariant: Variant?
         // Where the last byte-range segment ended, for a BYTERANGE without an offset.
         var lastRangeEnd: (url: String, end: Int64)?
+        var sequence: Int64 = 0
+        /// The key in force, and its IV if the tag gave one.
+        var key: (url: String, iv: [UInt8]?)?
         let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
         for (index, raw) in lines.enumerated() {
             var line = String(raw.trimmingSpaces)
@@ -84,8 +102,14 @@ public enum HLSPlaylist: Equatable, Sendable {
             if line.hasPrefix("#") {
                 let (tag, value) = split(tag: line)
                 switch tag {
-                case "#EXTINF", "#EXT-X-TARGETDURATION", "#EXT-X-MEDIA-SEQUENCE":
+                case "#EXTINF", "#EXT-X-TARGETDURATION":
                     isMedia = true
+                case "#EXT-X-MEDIA-SEQUENCE":
+                    isMedia = true
+                    guard let first = Limits.length(value), media.segments.isEmpty else {
+                        throw MediaError(EINVAL, "\(at): #EXT-X-MEDIA-SEQUENCE '\(value.prefix(40))' is not a count before the segments")
+                    }
+                    sequence = first
                 case "#EXT-X-ENDLIST":
                     isMedia = true
                     media.ends = true
@@ -100,6 +124,9 @@ public enum HLSPlaylist: Equatable, Sendable {
                 case "#EXT-X-MAP":
                     let attributes = try self.attributes(value, at: at)
                     guard let uri = attributes["URI"] else { throw MediaError(EINVAL, "\(at): #EXT-X-MAP without a URI") }
+                    guard key == nil else {
+                        throw MediaError(EINVAL, "\(at): an encrypted init segment (#EXT-X-MAP after #EXT-X-KEY) is not served")
+                    }
                     guard media.map == nil else {
                         throw MediaError(EINVAL, "\(at): a second #EXT-X-MAP (a playlist whose init segment changes is not one file)")
                     }
@@ -115,10 +142,24 @@ public enum HLSPlaylist: Equatable, Sendable {
                 case "#EXT-X-KEY", "#EXT-X-SESSION-KEY":
                     let attributes = try self.attributes(value, at: at)
                     let method = attributes["METHOD"]?.uppercased() ?? ""
-                    if method == "NONE" { break }
-                    let format = attributes["KEYFORMAT"].map { " with KEYFORMAT \($0)" } ?? ""
-                    throw MediaError(EINVAL, "\(at): segments encrypted with METHOD=\(method)\(format) are not served "
-                                     + "(mediafs serves clear segments only)")
+                    let format = attributes["KEYFORMAT"] ?? "identity"
+                    if method == "NONE" {
+                        key = nil
+                        break
+                    }
+                    guard method == "AES-128", format == "identity", tag == "#EXT-X-KEY" else {
+                        throw MediaError(EINVAL, "\(at): segments encrypted with METHOD=\(method) KEYFORMAT=\(format) "
+                                         + "are not served (only METHOD=AES-128 with an identity key)")
+                    }
+                    guard let uri = attributes["URI"] else { throw MediaError(EINVAL, "\(at): #EXT-X-KEY without a URI") }
+                    var iv: [UInt8]?
+                    if let text = attributes["IV"] {
+                        guard let parsed = Self.iv(text) else {
+                            throw MediaError(EINVAL, "\(at): IV '\(text.prefix(40))' is not 0x and 32 hex digits")
+                        }
+                        iv = parsed
+                    }
+                    key = (try resolve(uri, against: baseURL, at: at), iv)
                 case "#EXT-X-STREAM-INF":
                     isMaster = true
                     let attributes = try self.attributes(value, at: at)
@@ -170,8 +211,12 @@ public enum HLSPlaylist: Equatable, Sendable {
                 range = last.end..<end
             }
             if let range { lastRangeEnd = (url, range.upperBound) } else { lastRangeEnd = nil }
-            media.segments.append(Part(url: url, range: range))
+            let encryption = key.map { key in
+                Encryption(keyURL: key.url, iv: key.iv ?? (0..<16).map { UInt8(truncatingIfNeeded: $0 < 8 ? 0 : sequence >> (8 * (15 - $0))) })
+            }
+            media.segments.append(Part(url: url, range: range, encryption: encryption))
             pendingRange = nil
+            sequence += 1
         }
         if isMaster && isMedia {
             throw MediaError(EINVAL, "\(origin): both a master playlist (#EXT-X-STREAM-INF) and a media playlist")
@@ -188,6 +233,21 @@ public enum HLSPlaylist: Equatable, Sendable {
         case at(Range<Int64>)
         /// LENGTH without an offset: after the previous range of the same URI.
         case following(Int64)
+    }
+
+    /// `0x` and 32 hex digits as 16 bytes.
+    static func iv(_ text: String) -> [UInt8]? {
+        let lower = text.lowercased()
+        guard lower.hasPrefix("0x") else { return nil }
+        let digits = Array(lower.utf8.dropFirst(2))
+        let isHex = { (c: UInt8) in (48...57).contains(c) || (97...102).contains(c) }
+        guard digits.count == 32, digits.allSatisfy(isHex) else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: 32, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
     }
 
     /// "#TAG:VALUE" as ("#TAG", "VALUE").

@@ -1,11 +1,15 @@
 // Learns the lengths of a VOD's parts that its playlist does not give
 // (segments without #EXT-X-BYTERANGE): a probe each (HEAD, else a GET of
 // byte 0), `maxParallel` at a time, through the mount's fetcher (whose
-// admission bounds each origin as it does a listing's probes). Requests
-// wait for the layout here; once settled it never changes for this mount.
+// admission bounds each origin as it does a listing's probes). An AES-128
+// part's plain length takes one more request: its last two cipher blocks
+// (TailRead), whose last block's padding says how many bytes the plain
+// text lacks. Requests wait for the layout here; once settled it never
+// changes for this mount.
 // A failure fails the waiters of that round; lengths already learned are
 // kept, so the next request asks only for the rest.
 import MediaNetwork
+import MediaStore
 import MediaSupport
 
 final class SegmentSizer: Sendable {
@@ -31,7 +35,7 @@ final class SegmentSizer: Sendable {
     init(vod: SegmentedVOD, fetcher: Fetching) {
         self.vod = vod
         self.fetcher = fetcher
-        var initial = State(lengths: vod.parts.map { $0.range.map { Int64($0.count) } })
+        var initial = State(lengths: vod.parts.map { part in part.encryption == nil ? part.range.map { Int64($0.count) } : nil })
         if let lengths = vod.listedLengths { initial.layout = try? vod.layout(lengths: lengths) }
         state = Locked(initial)
     }
@@ -66,17 +70,50 @@ final class SegmentSizer: Sendable {
     }
 
     private func probe(_ part: Int, priority: FetchRequest.Priority) {
-        let url = vod.parts[part].url
+        let (url, range) = (vod.parts[part].url, vod.parts[part].range)
+        if let range {
+            return plainLength(of: part, cipher: Int64(range.count), priority: priority)
+        }
         ContentProbe.start(url: url, fetcher: fetcher, priority: priority) { [self] result in
-            learned(part, result, priority: priority)
+            guard case .success(let info) = result, vod.parts[part].encryption != nil else {
+                return learned(part, result.map(\.length), priority: priority)
+            }
+            plainLength(of: part, cipher: info.length, priority: priority)
         }
     }
 
-    private func learned(_ part: Int, _ result: Result<ContentInfo, MediaError>, priority: FetchRequest.Priority) {
+    /// The plain length of part `index`, `cipher` bytes of AES-128 cipher
+    /// text: its last block decrypted with the one before it (or the IV).
+    private func plainLength(of index: Int, cipher: Int64, priority: FetchRequest.Priority) {
+        let part = vod.parts[index]
+        guard let encryption = part.encryption, let key = vod.keys[encryption.keyURL] else {
+            return learned(index, .success(cipher), priority: priority)
+        }
+        let block = Int64(AES128CBC.blockSize)
+        guard cipher >= block, cipher % block == 0 else {
+            return learned(index, .failure(MediaError.io("\(cipher) bytes of cipher text is not a whole number of AES blocks")),
+                           priority: priority)
+        }
+        let start = part.range?.lowerBound ?? 0
+        let tail = (start + max(cipher - 2 * block, 0))..<(start + cipher)
+        TailRead.start(url: part.url, range: tail, total: part.range == nil ? cipher : nil, priority: priority,
+                       fetcher: fetcher) { [self] result in
+            learned(index, result.flatMap { bytes in
+                let previous = bytes.count == 2 * AES128CBC.blockSize ? Array(bytes.prefix(AES128CBC.blockSize)) : encryption.iv
+                guard let plain = AES128CBC.plainLength(cipherLength: cipher, previous: previous,
+                                                        last: Array(bytes.suffix(AES128CBC.blockSize)), key: key) else {
+                    return .failure(MediaError.io("its last block has no PKCS#7 padding under its key (wrong key or IV?)"))
+                }
+                return .success(plain)
+            }, priority: priority)
+        }
+    }
+
+    private func learned(_ part: Int, _ result: Result<Int64, MediaError>, priority: FetchRequest.Priority) {
         let (next, finished) = state.withLock { state -> ([Int], (Result<SegmentedVOD.Layout, MediaError>, [Done])?) in
             state.inFlight -= 1
             switch result {
-            case .success(let info): state.lengths[part] = info.length
+            case .success(let length): state.lengths[part] = length
             case .failure(let error):
                 state.failure = state.failure ?? MediaError(error.errno, "segment \(part + 1) (\(MediaError.redacted(vod.parts[part].url))): \(error.message)")
                 state.queue = []

@@ -6,6 +6,8 @@
 // loader sees a server that answers ranges of one file. A HEAD, a range
 // past the end, or a request whose If-Range no longer matches is answered
 // here without a segment request (the last with 200 and the whole file).
+// An AES-128 segment's piece is asked for from the block before it and
+// decrypted on the way (PieceDecryptor).
 //
 // Threads: `start` runs on the caller's; the pieces' callbacks on the
 // fetcher's thread, one at a time; answers made up without a request go
@@ -40,8 +42,11 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
     private var layout: SegmentedVOD.Layout?
     private var pieces: [SegmentedVOD.Layout.Piece] = []
     private var next = 0
-    /// Bytes still due from the current piece.
+    /// Bytes still due from the current piece (plain bytes, for a cipher text).
     private var due: Int64 = 0
+    /// The current piece's resource range asked for, and its decryptor.
+    private var asked: Range<Int64> = 0..<0
+    private var decryptor: PieceDecryptor?
     private var headSent = false
     /// The current piece sent all its bytes and was stopped by us, not by
     /// the delegate or a cancel.
@@ -115,7 +120,9 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         due = Int64(piece.range.count)
         pieceDone = false
         let priority = control.withLock { $0.priority }
-        let request = vod.parts[piece.part].request(for: piece.range, priority: priority, group: self.request.group)
+        let (request, decryptor) = vod.request(part: piece.part, piece.range, priority: priority, group: self.request.group)
+        asked = request.range!
+        self.decryptor = decryptor
         let id = fetcher.start(request, delegate: self)
         let stopped = control.withLock { control in
             control.current = id
@@ -146,8 +153,6 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
 
     func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
         let piece = pieces[next - 1]
-        let part = vod.parts[piece.part]
-        let asked = part.request(for: piece.range, priority: .read, group: "").range!
         // 206 for exactly the bytes asked; a 200 is usable only when they
         // start the resource (a server that ignores Range): the rest is cut.
         let usable = head.status == 206 ? head.contentRange?.range.lowerBound == asked.lowerBound
@@ -180,6 +185,17 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
 
     func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
         guard due > 0 else { pieceDone = true; return false }
+        guard let decryptor else { return forward(bytes) }
+        guard let plain = decryptor.feed(bytes) else {
+            failure = MediaError.io("segment \(pieces[next - 1].part + 1): AES-128 decryption failed")
+            return false
+        }
+        return plain.withUnsafeBytes { forward($0) }
+    }
+
+    /// Hands the delegate what is due of `bytes`; false to stop the piece.
+    private func forward(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard !bytes.isEmpty else { return true }
         let count = Int(min(Int64(bytes.count), due))
         due -= Int64(count)
         if !delegate.transfer(self.id, receiveBody: UnsafeRawBufferPointer(rebasing: bytes[..<count])) {

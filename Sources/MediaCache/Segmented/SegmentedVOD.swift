@@ -3,6 +3,9 @@
 // cache key; its parts are what SegmentedFetcher turns a range of it into.
 // Immutable once made: the parts' lengths, when the playlist does not give
 // them, are learned by SegmentSizer and settled here as a `Layout`.
+// Lengths and offsets are of the file's bytes: an AES-128 part's plain
+// bytes, fewer than its cipher text by its padding. Its keys are held here,
+// in memory only: never in the validator, the cache or a log line.
 import Foundation
 import MediaStore
 import MediaSupport
@@ -16,22 +19,28 @@ public final class SegmentedVOD: Sendable {
     public let parts: [Part]
     /// `video/mp2t` or `video/mp4`.
     public let contentType: String
-    /// What the validator is made of besides the lengths: the parts' URLs
-    /// and ranges (a playlist that changes them is another version).
+    /// What the validator is made of besides the lengths: the parts' URLs,
+    /// ranges, key URLs and IVs (a playlist that changes them is another
+    /// version); never a key.
     private let partsDigest: String
+    /// AES-128 keys by key URL, 16 bytes each.
+    let keys: [String: [UInt8]]
 
-    public init(url: String, parts: [Part], contentType: String) {
+    public init(url: String, parts: [Part], contentType: String, keys: [String: [UInt8]] = [:]) {
         self.url = url
         self.parts = parts
         self.contentType = contentType
+        self.keys = keys
         partsDigest = SHA256.hex(parts.map { part in
             "\(part.url) \(part.range.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "-")"
+                + (part.encryption.map { " \($0.keyURL) \($0.iv.map { String($0, radix: 16) }.joined())" } ?? "")
         }.joined(separator: "\n"))
     }
 
-    /// The parts' lengths when the playlist gave them all (byte ranges).
+    /// The parts' lengths when the playlist gave them all (byte ranges of
+    /// clear parts: a cipher text's plain length needs its last blocks).
     public var listedLengths: [Int64]? {
-        let lengths = parts.compactMap { $0.range?.count }
+        let lengths = parts.compactMap { $0.encryption == nil ? $0.range?.count : nil }
         return lengths.count == parts.count ? lengths.map(Int64.init) : nil
     }
 
@@ -103,12 +112,31 @@ extension SegmentedVOD.Layout {
     }
 }
 
-extension SegmentedVOD.Part {
-    /// The request for `range` of this part (within it): a byte range of
-    /// the resource shifted by where the part starts in it.
-    func request(for range: Range<Int64>, priority: FetchRequest.Priority, group: String) -> FetchRequest {
-        let start = self.range?.lowerBound ?? 0
-        return FetchRequest(url: url, range: (start + range.lowerBound)..<(start + range.upperBound),
-                            priority: priority, group: group)
+extension SegmentedVOD {
+    /// How `range` of part `index`'s bytes is fetched: the range of its
+    /// resource to ask for and, for a cipher text, the decryptor its bytes go
+    /// through. A cipher range starts a block early where it can (that
+    /// block is the next one's IV) and ends on a block boundary; the
+    /// decryptor drops what lies outside `range`.
+    func wire(part index: Int, _ range: Range<Int64>) -> (range: Range<Int64>, decryptor: PieceDecryptor?) {
+        let part = parts[index]
+        let start = part.range?.lowerBound ?? 0
+        guard let encryption = part.encryption, let key = keys[encryption.keyURL] else {
+            return ((start + range.lowerBound)..<(start + range.upperBound), nil)
+        }
+        let block = Int64(AES128CBC.blockSize)
+        let firstBlock = range.lowerBound / block * block
+        let end = (range.upperBound + block - 1) / block * block
+        let from = max(firstBlock - block, 0)
+        let decryptor = PieceDecryptor(key: key, iv: firstBlock == 0 ? encryption.iv : nil,
+                                       skip: Int(range.lowerBound - firstBlock), count: Int64(range.count))
+        return ((start + from)..<(start + end), decryptor)
+    }
+
+    /// The request for `range` of part `index` (within it).
+    func request(part index: Int, _ range: Range<Int64>, priority: FetchRequest.Priority,
+                 group: String) -> (FetchRequest, PieceDecryptor?) {
+        let (wire, decryptor) = self.wire(part: index, range)
+        return (FetchRequest(url: parts[index].url, range: wire, priority: priority, group: group), decryptor)
     }
 }

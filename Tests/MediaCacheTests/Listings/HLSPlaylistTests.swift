@@ -78,8 +78,57 @@ final class HLSPlaylistTests: XCTestCase {
     func testEncryptedPlaylists_areRefusedNamingTheMethodAndKeyFormat() {
         assertRefused("#EXTM3U\n#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"k\",KEYFORMAT=\"com.apple.streamingkeydelivery\"\na.ts\n",
                       mentioning: ["SAMPLE-AES", "com.apple.streamingkeydelivery", "pl:2"])
-        assertRefused("#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\na.ts\n", mentioning: ["AES-128"])
+        assertRefused("#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\",KEYFORMAT=\"urn:uuid:edef8ba9\"\na.ts\n",
+                      mentioning: ["urn:uuid:edef8ba9"])
+        assertRefused("#EXTM3U\n#EXT-X-KEY:METHOD=AES-128\na.ts\n", mentioning: ["URI"])
+        assertRefused("#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\",IV=0x12\na.ts\n", mentioning: ["IV"])
+        assertRefused("#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\",IV=0x+0000000000000000000000000000000\na.ts\n",
+                      mentioning: ["IV"])
+        assertRefused("#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXT-X-MAP:URI=\"i.mp4\"\na.m4s\n",
+                      mentioning: ["init segment"])
         XCTAssertNoThrow(try media("#EXTM3U\n#EXT-X-KEY:METHOD=NONE\na.ts\n#EXT-X-ENDLIST\n"))
+    }
+
+    func testAES128_givesEachSegmentItsKeyAndIV_theSequenceNumberWhenTheTagHasNone() throws {
+        let parsed = try media("""
+            #EXTM3U
+            #EXT-X-MEDIA-SEQUENCE:258
+            #EXT-X-KEY:METHOD=AES-128,URI="k1"
+            #EXTINF:2,
+            a.ts
+            #EXTINF:2,
+            b.ts
+            #EXT-X-KEY:METHOD=AES-128,URI="/k2",IV=0x000102030405060708090A0B0C0D0E0F
+            #EXTINF:2,
+            c.ts
+            #EXT-X-KEY:METHOD=NONE
+            #EXTINF:2,
+            d.ts
+            #EXT-X-ENDLIST
+            """)
+        XCTAssertEqual(parsed.segments.map { $0.encryption?.keyURL }, ["http://h.example/v/k1", "http://h.example/v/k1",
+                                                                      "http://h.example/k2", nil])
+        XCTAssertEqual(parsed.segments[0].encryption?.iv, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2])
+        XCTAssertEqual(parsed.segments[1].encryption?.iv, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3])
+        XCTAssertEqual(parsed.segments[2].encryption?.iv, Array(0...15))
+    }
+
+    func testAKeyOnAnotherOrigin_isRefused_withoutBeingFetched() {
+        let fetched = Locked<[String]>([])
+        let context = ListingContext(fetchText: { _ in "" }, fetch: { request, _ in
+            fetched.withLock { $0.append(request.url) }
+            return TextFetch.Answer(status: 200, body: Data(repeating: 1, count: 16))
+        })
+        let text = "#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"https://keys.example/k\"\n#EXTINF:2,\na.ts\n#EXT-X-ENDLIST\n"
+        XCTAssertThrowsError(try HLSListing.sources(url: base, text: text, name: nil, in: context)) { error in
+            XCTAssertTrue("\(error)".contains("origin"), "\(error)")
+        }
+        XCTAssertEqual(fetched.withLock { $0 }, [])
+        let short = ListingContext(fetchText: { _ in "" }, fetch: { _, _ in TextFetch.Answer(status: 200, body: Data(count: 15)) })
+        XCTAssertThrowsError(try HLSListing.sources(url: base, text: text.replacingOccurrences(of: "https://keys.example/k", with: "k"),
+                                                    name: nil, in: short)) { error in
+            XCTAssertTrue("\(error)".contains("15 bytes"), "\(error)")
+        }
     }
 
     func testNotHLS_andMalformedAttributes_areRefused() {
