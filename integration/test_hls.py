@@ -44,7 +44,7 @@ def fixtures(tmp_path_factory):
         pytest.fail("ffmpeg not found: run scripts/install-deps.sh")
     root = tmp_path_factory.mktemp("hls-media")
     video = [*_video_codec(), "-g", 25]
-    for name in ("ts", "fmp4", "single", "master"):
+    for name in ("ts", "fmp4", "single", "master", "aes", "aesseq"):
         (root / name).mkdir()
     ffmpeg(*clip_inputs(), "-c:v", *video, "-c:a", "aac",
            *hls_args("-hls_segment_filename", root / "ts/seg%03d.ts"), root / "ts/index.m3u8")
@@ -58,7 +58,47 @@ def fixtures(tmp_path_factory):
            "-var_stream_map", "v:0,agroup:aud v:1,agroup:aud a:0,agroup:aud,language:en",
            "-master_pl_name", "master.m3u8",
            *hls_args("-hls_segment_filename", root / "master/s%v_%03d.ts"), root / "master/stream_%v.m3u8")
+    # AES-128 by ffmpeg (IV in the tag), the key served beside the segments.
+    (root / "aes/key.bin").write_bytes(os.urandom(16))
+    (root / "aes/keyinfo").write_text(f"key.bin\n{root / 'aes/key.bin'}\n")
+    ffmpeg(*clip_inputs(), "-c:v", *video, "-c:a", "aac",
+           *hls_args("-hls_key_info_file", root / "aes/keyinfo", "-hls_segment_filename", root / "aes/seg%03d.ts"),
+           root / "aes/index.m3u8")
+    # AES-128 without IV attributes: each segment's IV is its media sequence
+    # number, from 7 on; encrypted here, from the clear TS segments.
+    write_sequence_encrypted(root / "ts/index.m3u8", root / "aesseq", first_sequence=7)
     return root
+
+
+def write_sequence_encrypted(clear_playlist, out, first_sequence):
+    key = os.urandom(16)
+    (out / "k").write_bytes(key)
+    lines = ["#EXTM3U", "#EXT-X-TARGETDURATION:2", f"#EXT-X-MEDIA-SEQUENCE:{first_sequence}",
+             "#EXT-X-PLAYLIST-TYPE:VOD", '#EXT-X-KEY:METHOD=AES-128,URI="k"']
+    for n, name in enumerate(segment_names(clear_playlist)):
+        iv = (first_sequence + n).to_bytes(16, "big")
+        (out / name).write_bytes(aes_cbc(key, iv, (clear_playlist.parent / name).read_bytes(), encrypt=True))
+        lines += ["#EXTINF:2,", name]
+    (out / "index.m3u8").write_text("\n".join([*lines, "#EXT-X-ENDLIST", ""]))
+
+
+def aes_cbc(key, iv, data, *, encrypt):
+    """AES-128-CBC with PKCS#7 by Python's cryptography, else openssl(1)."""
+    try:
+        from cryptography.hazmat.primitives import padding
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    except ImportError:
+        out = subprocess.run(["openssl", "enc", "-aes-128-cbc", "-e" if encrypt else "-d", "-K", key.hex(),
+                              "-iv", iv.hex()], input=data, capture_output=True, check=True)
+        return out.stdout
+    cipher = Cipher(algorithms.AES(key), modes.CBC(iv))
+    if encrypt:
+        padder = padding.PKCS7(128).padder()
+        worker = cipher.encryptor()
+        return worker.update(padder.update(data) + padder.finalize()) + worker.finalize()
+    worker = cipher.decryptor()
+    unpadder = padding.PKCS7(128).unpadder()
+    return unpadder.update(worker.update(data) + worker.finalize()) + unpadder.finalize()
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +139,24 @@ def playlist_parts(playlist: Path):
                 data = data[byte_range[0]:byte_range[0] + byte_range[1]]
             parts.append(data)
             byte_range = None
+    return parts
+
+
+def decrypted_parts(playlist: Path):
+    """The plain bytes of an AES-128 media playlist's segments, in order,
+    decrypted here: key from the tag's URI, IV from the tag or the media
+    sequence number."""
+    parts, key, iv, sequence = [], None, None, 0
+    for line in playlist.read_text().splitlines():
+        if line.startswith("#EXT-X-MEDIA-SEQUENCE:"):
+            sequence = int(line.split(":", 1)[1])
+        elif line.startswith("#EXT-X-KEY:"):
+            key = (playlist.parent / line.split('URI="', 1)[1].split('"', 1)[0]).read_bytes()
+            iv = bytes.fromhex(line.split("IV=0x", 1)[1][:32]) if "IV=0x" in line else None
+        elif line and not line.startswith("#"):
+            parts.append(aes_cbc(key, iv or sequence.to_bytes(16, "big"), (playlist.parent / line).read_bytes(),
+                                 encrypt=False))
+            sequence += 1
     return parts
 
 
@@ -296,3 +354,46 @@ def test_a_byte_range_past_the_served_file_fails_that_read_with_eio_and_the_moun
     assert raised.value.errno == 5
     assert read_whole(m.path("index.ts")) == (fixtures / "single/index.ts").read_bytes()
     assert m.proc.poll() is None
+
+
+@pytest.mark.parametrize("kind", ["aes", "aesseq"])
+def test_an_aes128_vod_is_its_decrypted_segments_read_from_anywhere(mount, hls, fixtures, kind):
+    playlist = fixtures / kind / "index.m3u8"
+    parts = decrypted_parts(playlist)
+    expected = b"".join(parts)
+    key = next((fixtures / kind).glob("k*")).read_bytes() if kind == "aesseq" else (fixtures / "aes/key.bin").read_bytes()
+    m = mount(hls.url(f"{kind}/index.m3u8"), extra=MOUNT_ARGS)
+    path = m.path("index.ts")
+    assert os.stat(path).st_size == len(expected)
+    # The stat: per segment a HEAD and one 32-byte GET of its last two
+    # cipher blocks (besides the lookup's first bytes, as for any file).
+    names = segment_names(playlist)
+    tails = [e for e in segment_requests(hls) if e.method == "GET" and e.sent == 32]
+    assert sorted(e.uri for e in tails) == sorted(f"/{kind}/{n}" for n in names), tails
+    for e in tails:
+        size = (playlist.parent / e.uri.rsplit("/", 1)[1]).stat().st_size
+        assert e.range == f"bytes={size - 32}-{size - 1}", e
+    hls.clear_log()
+    # Cold reads mid-segment and mid-block first, then across a boundary.
+    middle = sum(len(p) for p in parts[:len(parts) // 2]) + 1001
+    boundary = sum(len(p) for p in parts[:3]) - 5000
+    assert read_range(path, middle, 9999) == expected[middle:middle + 9999]
+    assert read_range(path, boundary, 10000) == expected[boundary:boundary + 10000]
+    assert read_whole(path) == expected
+    assert framemd5(str(path), duration=4) == framemd5(hls.url(f"{kind}/index.m3u8"), duration=4)
+    # The key is in no file of the cache and no log line, raw or in hex.
+    for file in m.cache_dir.rglob("*"):
+        if file.is_file():
+            data = file.read_bytes()
+            assert key not in data and key.hex().encode() not in data, file
+    assert key.hex() not in m.stderr()
+
+
+def test_a_key_on_another_origin_is_refused_before_it_is_fetched(hls, fixtures, tmp_path):
+    other = hls.url("aes/key.bin").replace("127.0.0.1", "localhost")
+    text = (fixtures / "aes/index.m3u8").read_text().replace('URI="key.bin"', f'URI="{other}"')
+    (fixtures / "aes/elsewhere.m3u8").write_text(text)
+    status, out = refused(tmp_path, hls.url("aes/elsewhere.m3u8"))
+    assert status == 1, out
+    assert "origin" in out, out
+    assert [e.uri for e in hls.log()] == ["/aes/elsewhere.m3u8"], "the key was not asked for"
