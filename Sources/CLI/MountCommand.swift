@@ -126,12 +126,7 @@ struct MountCommand {
             case "--header": try addHeader(inline ?? value(option))
             case "--config": try loadConfig(inline ?? value(option))
             case "--netrc": http.netrc = true
-            case "--hls-variant":
-                let text = try inline ?? value(option)
-                guard let choice = HLSListing.VariantChoice(text) else {
-                    throw UsageError("--hls-variant '\(text)' is not highest, lowest or a height such as 720")
-                }
-                hlsVariant = choice
+            case "--hls-variant": try setHLSVariant(inline ?? value(option))
             case "--proxy": try setProxy(inline ?? value(option))
             case "--cacert": try setCAFile(inline ?? value(option))
             case "--no-passthrough": passthrough = false
@@ -193,6 +188,8 @@ struct MountCommand {
             try setTimeout(value ?? "")
         case "preload_next", "preload-next":
             try setPreloadNext(value ?? "")
+        case "hls_variant", "hls-variant":
+            try setHLSVariant(value ?? "")
         case "s3_endpoint", "s3-endpoint":
             s3.endpoint = value ?? ""
         case "s3_region", "s3-region":
@@ -209,6 +206,13 @@ struct MountCommand {
             if parts[0].hasPrefix("x-") || parts[0].hasPrefix("comment=") { break }
             fuseOptions.append(key)
         }
+    }
+
+    private mutating func setHLSVariant(_ text: String) throws {
+        guard let choice = HLSListing.VariantChoice(text) else {
+            throw UsageError("--hls-variant '\(text)' is not highest, lowest or a height such as 720")
+        }
+        hlsVariant = choice
     }
 
     private mutating func addHeader(_ line: String) throws {
