@@ -315,7 +315,7 @@ struct MountCommand {
             s3Mount = settled
         }
         let http = withS3
-        let parsed = try Source.parse(arguments: sources, s3: s3Mount, hlsVariant: hlsVariant) {
+        let parsed = try Source.parse(arguments: sources, s3: s3Mount, hlsVariant: hlsVariant, http: http) {
             try TextFetch.get($0, options: http)
         }
         let vods = parsed.compactMap(\.vod)

@@ -15,7 +15,8 @@ public struct ListFile: Listing {
 
     public func list(in context: ListingContext) throws -> [Source] {
         try Self.read(path: path).flatMap { line -> [Source] in
-            // An HLS playlist's line is its VOD's files.
+            // An HLS playlist's or a DASH MPD's line is its VOD's files.
+            if DASHListing.isMPD(line.url) { return try DASHListing(url: line.url, name: line.name).list(in: context) }
             guard Playlist.isPlaylist(line.url) else { return [Source.at(url: line.url, name: line.name)] }
             return try Playlist(location: line.url, name: line.name).list(in: context)
         }
