@@ -56,6 +56,7 @@ struct MountCommand {
         a list file) becomes one file: NAME.ts (MPEG-TS segments) or NAME.mp4
         (fMP4), its segments' bytes in order; a master playlist becomes its
         chosen variant, with NAME.audio-LANG.EXT beside it per audio rendition.
+        A static DASH MPD (URL ending .mpd) becomes NAME.mp4 and NAME.audio-LANG.mp4.
 
         options:
           -f, --foreground     stay in the foreground, log to stderr
