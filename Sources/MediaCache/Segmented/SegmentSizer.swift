@@ -46,16 +46,17 @@ final class SegmentSizer: Sendable {
     /// Calls `done` with the layout: at once when it is settled, else on the
     /// fetcher's thread once every length is learned (or one fails).
     func whenSized(priority: FetchRequest.Priority, _ done: @escaping Done) {
-        let (layout, toStart) = state.withLock { state -> (SegmentedVOD.Layout?, [Int]) in
-            if let layout = state.layout { return (layout, []) }
+        let (layout, toStart, unknown) = state.withLock { state -> (SegmentedVOD.Layout?, [Int], Int) in
+            if let layout = state.layout { return (layout, [], 0) }
             state.waiters.append(done)
-            guard state.inFlight == 0, state.queue.isEmpty else { return (nil, []) }
+            guard state.inFlight == 0, state.queue.isEmpty else { return (nil, [], 0) }
             state.failure = nil
             state.queue = state.lengths.indices.filter { state.lengths[$0] == nil }
-            return (nil, Self.take(&state))
+            let unknown = state.queue.count
+            return (nil, Self.take(&state), unknown)
         }
         if let layout { return done(.success(layout)) }
-        if !toStart.isEmpty { Log.debug("\(vod.displayURL): learning the lengths of \(state.withLock { $0.queue.count } + toStart.count) segments") }
+        if !toStart.isEmpty { Log.debug("\(vod.displayURL): learning the lengths of \(unknown) segments") }
         for part in toStart { probe(part, priority: priority) }
     }
 
