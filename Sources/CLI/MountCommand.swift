@@ -27,6 +27,7 @@ struct MountCommand {
     var metrics: MetricsAddress?
     var dirCacheTime = Catalog.defaultDirCacheTime
     var s3 = S3Settings()
+    var hlsVariant = HLSListing.VariantChoice.highest
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
@@ -40,7 +41,8 @@ struct MountCommand {
 
         SOURCE is an http(s) URL, an .m3u/.m3u8 playlist (path or URL), a list
         file (one URL per line, '#' comments, 'NAME<TAB>URL' to choose a name),
-        a WebDAV collection or an S3 prefix. Each URL becomes a read-only file;
+        a WebDAV collection, an S3 prefix or an HLS playlist (URL). Each URL
+        becomes a read-only file;
         a URL ending in '/' whose answer is an HTML index becomes a directory.
         A dav://host/path/ or davs://host/path/ URL (WebDAV over http or https)
         becomes a directory tree, each directory listed with one PROPFIND;
@@ -50,6 +52,11 @@ struct MountCommand {
         and AWS_SESSION_TOKEN, else from the profile (AWS_PROFILE or
         --s3-profile, else 'default') in ~/.aws/credentials and ~/.aws/config
         (re-read when they change); none: anonymous. Never on the command line.
+        An HLS video-on-demand playlist (http(s) URL, on the command line or in
+        a list file) becomes one file: NAME.ts (MPEG-TS segments) or NAME.mp4
+        (fMP4), its segments' bytes in order; a master playlist becomes its
+        chosen variant, with NAME.audio-LANG.EXT beside it per audio rendition.
+        A static DASH MPD (URL ending .mpd) becomes NAME.mp4 and NAME.audio-LANG.mp4.
 
         options:
           -f, --foreground     stay in the foreground, log to stderr
@@ -78,6 +85,9 @@ struct MountCommand {
           --s3-profile NAME    the AWS profile to take keys from (as AWS_PROFILE);
                                in fstab: s3://BUCKET/PREFIX/ /srv/media fuse.mediafs
                                s3_endpoint=URL,s3_region=REGION,s3_profile=NAME 0 0
+          --hls-variant highest|lowest|HEIGHT  which variant of an HLS master
+                               playlist becomes the file: the highest BANDWIDTH
+                               (default), the lowest, or a height such as 720
           --preload-next N[:SIZE]  on open, preload SIZE (default 4M) leading
                                bytes of the next N files
           --revalidate never|open|DURATION  when to check that a file is
@@ -117,6 +127,7 @@ struct MountCommand {
             case "--header": try addHeader(inline ?? value(option))
             case "--config": try loadConfig(inline ?? value(option))
             case "--netrc": http.netrc = true
+            case "--hls-variant": try setHLSVariant(inline ?? value(option))
             case "--proxy": try setProxy(inline ?? value(option))
             case "--cacert": try setCAFile(inline ?? value(option))
             case "--no-passthrough": passthrough = false
@@ -178,6 +189,8 @@ struct MountCommand {
             try setTimeout(value ?? "")
         case "preload_next", "preload-next":
             try setPreloadNext(value ?? "")
+        case "hls_variant", "hls-variant":
+            try setHLSVariant(value ?? "")
         case "s3_endpoint", "s3-endpoint":
             s3.endpoint = value ?? ""
         case "s3_region", "s3-region":
@@ -194,6 +207,13 @@ struct MountCommand {
             if parts[0].hasPrefix("x-") || parts[0].hasPrefix("comment=") { break }
             fuseOptions.append(key)
         }
+    }
+
+    private mutating func setHLSVariant(_ text: String) throws {
+        guard let choice = HLSListing.VariantChoice(text) else {
+            throw UsageError("--hls-variant '\(text)' is not highest, lowest or a height such as 720")
+        }
+        hlsVariant = choice
     }
 
     private mutating func addHeader(_ line: String) throws {
@@ -296,7 +316,10 @@ struct MountCommand {
             s3Mount = settled
         }
         let http = withS3
-        let parsed = try Source.parse(arguments: sources, s3: s3Mount) { try TextFetch.get($0, options: http) }
+        let parsed = try Source.parse(arguments: sources, s3: s3Mount, hlsVariant: hlsVariant, http: http) {
+            try TextFetch.get($0, options: http)
+        }
+        let vods = parsed.compactMap(\.vod)
         try MediaFS.checkMountpoint(mountpoint)
         let store = try CacheStore(root: cache.resolvedDirectory)
         // Before mounting, so a second mount fails with nothing to undo.
@@ -326,8 +349,10 @@ struct MountCommand {
         let fs = MediaFS(options: options) {
             // Runs in the daemon: the pid that took the lock has exited.
             lock.recordHolder()
-            let fetcher = CurlFetcher(options: http, statistics: statistics,
+            let network = CurlFetcher(options: http, statistics: statistics,
                                       limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
+            // Segmented VODs' files are served from their segments' URLs.
+            let fetcher: Fetching = vods.isEmpty ? network : SegmentedFetcher(base: network, vods: vods)
             return Catalog(sources: parsed, store: store, fetcher: fetcher, settings: settings, http: http,
                            preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
                            dirCacheTime: dirCacheTime, statistics: statistics)

@@ -246,6 +246,52 @@ final class ParserFuzzTests: XCTestCase {
         XCTAssertGreaterThan(entries, 1000)
     }
 
+    func testHLSPlaylist_ofHostileLines_parsesWithinBoundsOrRefusesWithEINVAL() {
+        var input = FuzzInput(seed: 0x484c_5321)
+        var parsed = 0
+        for step in 0..<3000 {
+            var lines = input.chance(10) ? [] : ["#EXTM3U"]
+            for index in 0..<input.below(12) {
+                let line = input.pick([
+                    "#EXTINF:\(input.number()),", "#EXT-X-BYTERANGE:\(input.number())@\(input.number())",
+                    "#EXT-X-BYTERANGE:\(input.number())", "seg\(index).ts", "all.ts", "http://h.example:\(input.number())/s.ts",
+                    "#EXT-X-MAP:URI=\"init.mp4\",BYTERANGE=\"\(input.number())@\(input.number())\"", "#EXT-X-ENDLIST",
+                    "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-MEDIA-SEQUENCE:\(input.number())",
+                    "#EXT-X-KEY:METHOD=AES-128,URI=\"k\",IV=0x\(String(repeating: "f", count: input.below(40)))",
+                    "#EXT-X-KEY:METHOD=\(input.garbage(maxBytes: 8))", "#EXT-X-STREAM-INF:BANDWIDTH=\(input.number()),RESOLUTION=\(input.number())x\(input.number())",
+                    "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",URI=\"\(input.garbage(maxBytes: 10))\"", "v\(index).m3u8",
+                    "#EXT-X-STREAM-INF:\(input.garbage())", input.garbage(),
+                ])
+                lines.append(input.chance(4) ? input.mutate(line) : line)
+            }
+            let text = lines.joined(separator: input.pick(["\n", "\r\n"]))
+            do {
+                switch try HLSPlaylist.parse(text, base: "http://h.example/v/index.m3u8", origin: "fuzz") {
+                case .media(let media):
+                    parsed += 1
+                    for part in media.segments + (media.map.map { [$0] } ?? []) {
+                        XCTAssertNoThrow(try Source.validate(url: part.url, origin: "fuzz"), "step \(step)")
+                        if let range = part.range {
+                            XCTAssertTrue(range.lowerBound >= 0 && range.upperBound <= Limits.maxLength && !range.isEmpty,
+                                          "step \(step): \(range)")
+                        }
+                        XCTAssertEqual(part.encryption?.iv.count ?? 16, 16, "step \(step)")
+                    }
+                    let vod = SegmentedVOD(url: "http://h.example/v/index.m3u8", parts: media.segments, contentType: "video/mp2t")
+                    if let lengths = vod.listedLengths, let layout = try? vod.layout(lengths: lengths) {
+                        XCTAssertLessThanOrEqual(layout.length, Limits.maxLength, "step \(step)")
+                    }
+                case .master(let master):
+                    parsed += 1
+                    XCTAssertFalse(master.variants.isEmpty, "step \(step)")
+                }
+            } catch {
+                XCTAssertEqual((error as? MediaError)?.errno, EINVAL, "step \(step): \(error)")
+            }
+        }
+        XCTAssertGreaterThan(parsed, 300)
+    }
+
     func testHTMLIndex_ofHostileHTML_listsOnlyDirectChildrenOfTheBase() {
         var input = FuzzInput(seed: 0x4c49_5354)
         var entries = 0

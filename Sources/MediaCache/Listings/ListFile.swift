@@ -14,7 +14,12 @@ public struct ListFile: Listing {
     public var refreshes: Bool { false }
 
     public func list(in context: ListingContext) throws -> [Source] {
-        try Self.read(path: path).map { Source.at(url: $0.url, name: $0.name) }
+        try Self.read(path: path).flatMap { line -> [Source] in
+            // An HLS playlist's or a DASH MPD's line is its VOD's files.
+            if DASHListing.isMPD(line.url) { return try DASHListing(url: line.url, name: line.name).list(in: context) }
+            guard Playlist.isPlaylist(line.url) else { return [Source.at(url: line.url, name: line.name)] }
+            return try Playlist(location: line.url, name: line.name).list(in: context)
+        }
     }
 
     /// Its lines, as (the name chosen, if any; the URL).

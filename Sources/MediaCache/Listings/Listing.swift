@@ -72,6 +72,8 @@ public struct ListingContext: Sendable {
     /// One request of another method (a PROPFIND), answered whatever its
     /// status; `TextFetch.fetch` with `maxBytes` unless a test gives another.
     public var fetch: @Sendable (_ request: FetchRequest, _ maxBytes: Int) throws -> TextFetch.Answer
+    /// Which variant of an HLS master playlist becomes its file.
+    public var hlsVariant: HLSListing.VariantChoice = .highest
 
     public init(http: HTTPOptions = HTTPOptions(), timeout: Int = 30,
                 fetchText: (@Sendable (String) throws -> String)? = nil,

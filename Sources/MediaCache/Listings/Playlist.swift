@@ -1,6 +1,8 @@
 // M3U and extended M3U playlists as sources: each entry becomes a file,
 // named from its #EXTINF title when there is one. An HLS media or master
-// playlist (#EXT-X- tags) is a stream, not a list of files, and is refused.
+// playlist (#EXT-X- tags) is a presentation, not a list of files: served
+// over http, it becomes its VOD's files (HLSListing); read from a local
+// file, whose segments have no base to resolve against, it is refused.
 // A playlist is read once, at mount (from a file or over HTTP), into the
 // mount root.
 import Foundation
@@ -9,8 +11,12 @@ public struct Playlist: Listing {
     /// A path, or an http(s) URL.
     public let location: String
 
-    public init(location: String) {
+    /// The name a list file gave it, for an HLS playlist's main file.
+    public let name: String?
+
+    public init(location: String, name: String? = nil) {
         self.location = location
+        self.name = name
     }
 
     public var origin: String { MediaError.redacted(location) }
@@ -24,6 +30,9 @@ public struct Playlist: Listing {
                 text = try context.fetchText(location)
             } catch let error as MediaError {
                 throw MediaError(error.errno, "playlist \(error.message)")
+            }
+            if HLSPlaylist.isHLS(text) {
+                return try HLSListing.sources(url: location, text: text, name: name, in: context)
             }
             entries = try Self.parse(text, base: location, origin: origin)
         } else {
@@ -54,8 +63,8 @@ public struct Playlist: Listing {
             if index == 0, line.hasPrefix("\u{FEFF}") { line.removeFirst() }
             if line.isEmpty { continue }
             if line.hasPrefix("#EXT-X-") {
-                throw MediaError(EINVAL, "\(origin): an HLS stream playlist (\(line.prefix(while: { $0 != ":" }))), "
-                                 + "not a list of files; mediafs mounts files, not streams")
+                throw MediaError(EINVAL, "\(origin): an HLS playlist (\(line.prefix(while: { $0 != ":" }))), "
+                                 + "not a list of files; give its http(s) URL to mount it as one file")
             }
             if line.hasPrefix("#EXTINF:") {
                 // "#EXTINF:duration[ attributes],Title" — the title follows the first comma.

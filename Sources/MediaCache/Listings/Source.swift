@@ -18,6 +18,9 @@ public struct Source: Equatable, Sendable {
     public var name: String
     public var url: String
     public var kind: Kind
+    /// A file made of segments (an HLS VOD): what the mount's
+    /// SegmentedFetcher serves its URL from. Nil for an ordinary file.
+    public var vod: SegmentedVOD?
 
     public init(name: String, url: String, kind: Kind = .file(nil)) {
         self.name = name
@@ -66,12 +69,18 @@ public struct Source: Equatable, Sendable {
 
     /// Reads SOURCE arguments (URLs, playlists, list files, `s3://`
     /// prefixes given `s3`) into sources with safe names, in argument
-    /// order; the catalog makes names unique.
-    public static func parse(arguments: [String], s3: S3Mount? = nil,
+    /// order; the catalog makes names unique. An HLS playlist's URL (or
+    /// one in a list file) becomes its VOD's files, as does a DASH MPD's,
+    /// `hlsVariant` choosing among a master playlist's variants or an
+    /// adaptation set's representations.
+    public static func parse(arguments: [String], s3: S3Mount? = nil, hlsVariant: HLSListing.VariantChoice = .highest,
+                             http: HTTPOptions = HTTPOptions(),
                              fetchText: @escaping @Sendable (String) throws -> String = { _ in
                                  throw MediaError.io("no network")
                              }) throws -> [Source] {
-        let context = ListingContext(fetchText: fetchText)
+        // `http` reaches what a listing fetches besides text (an HLS key).
+        var context = ListingContext(http: http, fetchText: fetchText)
+        context.hlsVariant = hlsVariant
         var sources: [Source] = []
         for argument in arguments {
             if let s3, S3Prefix.isS3(argument) {
@@ -94,6 +103,10 @@ public struct Source: Equatable, Sendable {
 
     /// The Listing a SOURCE argument is read through; nil for a plain URL.
     static func listing(forArgument argument: String) throws -> (any Listing)? {
+        if DASHListing.isMPD(argument) {
+            try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
+            return DASHListing(url: argument)
+        }
         if Playlist.isPlaylist(argument) {
             if argument.contains("://") {
                 try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")

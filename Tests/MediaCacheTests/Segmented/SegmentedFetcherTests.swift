@@ -1,0 +1,173 @@
+// SegmentedFetcher over a FakeFetcher: a range of a VOD's file becomes
+// ranged GETs on exactly the segments it covers, streamed in order under
+// one made-up 206 head; lengths a playlist does not give are learned once;
+// a HEAD, a range past the end and a stale If-Range are answered without a
+// segment GET; a segment's failure reaches the reader as its status.
+import XCTest
+@testable import MediaCache
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class SegmentedFetcherTests: XCTestCase {
+    private final class Collector: TransferDelegate, @unchecked Sendable {
+        private let condition = NSCondition()
+        private(set) var heads: [ResponseHead] = []
+        private(set) var body: [UInt8] = []
+        private(set) var completion: MediaError??
+        var stopAfter = Int.max
+
+        func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
+            condition.withLock { heads.append(head) }
+            return true
+        }
+
+        func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
+            condition.withLock {
+                body += bytes
+                return body.count < stopAfter
+            }
+        }
+
+        func transfer(_ id: TransferID, completeWith error: MediaError?) {
+            condition.withLock {
+                completion = .some(error)
+                condition.broadcast()
+            }
+        }
+
+        /// The transfer's end, once it came.
+        func end(timeout: Double = 10) -> MediaError?? {
+            condition.withLock {
+                let deadline = Date(timeIntervalSinceNow: timeout)
+                while completion == nil, condition.wait(until: deadline) {}
+                return completion
+            }
+        }
+    }
+
+    private let url = "http://h.example/v/index.m3u8"
+    private var fake: FakeFetcher!
+    /// Three segments of 1000, 1500 and 700 bytes.
+    private var segments: [[UInt8]] = []
+
+    override func setUp() {
+        fake = FakeFetcher(chunkSize: 256)
+        segments = [1000, 1500, 700].enumerated().map { index, count in
+            (0..<count).map { UInt8(truncatingIfNeeded: $0 * 7 + index * 31) }
+        }
+        for (index, bytes) in segments.enumerated() { fake.add("http://h.example/v/s\(index).ts", bytes: bytes) }
+        var single = FakeFetcher.Resource(bytes: segments.flatMap { $0 })
+        single.etag = nil
+        fake.add("http://h.example/v/all.ts", single)
+    }
+
+    override func tearDown() {
+        fake.shutdown()
+    }
+
+    private func vod(byteRanges: Bool) -> SegmentedVOD {
+        var offset: Int64 = 0
+        let parts = segments.indices.map { index -> SegmentedVOD.Part in
+            guard byteRanges else { return .init(url: "http://h.example/v/s\(index).ts", range: nil) }
+            defer { offset += Int64(segments[index].count) }
+            return .init(url: "http://h.example/v/all.ts", range: offset..<(offset + Int64(segments[index].count)))
+        }
+        return SegmentedVOD(url: url, parts: parts, contentType: "video/mp2t")
+    }
+
+    private func fetch(_ fetcher: SegmentedFetcher, _ request: FetchRequest, stopAfter: Int = .max) -> Collector {
+        let collector = Collector()
+        collector.stopAfter = stopAfter
+        fetcher.start(request, delegate: collector)
+        XCTAssertNotNil(collector.end(), "the transfer ended")
+        return collector
+    }
+
+    func testPieces_mapARangeOntoTheCoveredParts_skippingEmptyOnes() throws {
+        let vod = SegmentedVOD(url: url, parts: (0..<4).map { .init(url: "http://h.example/\($0)", range: nil) },
+                               contentType: "video/mp2t")
+        let layout = try vod.layout(lengths: [10, 0, 20, 5])
+        typealias Piece = SegmentedVOD.Layout.Piece
+        XCTAssertEqual(layout.pieces(of: 0..<35), [Piece(part: 0, range: 0..<10), Piece(part: 2, range: 0..<20),
+                                                  Piece(part: 3, range: 0..<5)])
+        XCTAssertEqual(layout.pieces(of: 9..<11), [Piece(part: 0, range: 9..<10), Piece(part: 2, range: 0..<1)])
+        XCTAssertEqual(layout.pieces(of: 10..<30), [Piece(part: 2, range: 0..<20)])
+        XCTAssertEqual(layout.pieces(of: 34..<100), [Piece(part: 3, range: 4..<5)])
+        XCTAssertEqual(layout.pieces(of: 35..<40), [])
+    }
+
+    func testARangeAcrossSegments_isOne206OfTheFile_fromRangedGETsOnTheCoveredSegmentsOnly() throws {
+        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
+        let whole = segments.flatMap { $0 }
+        let collector = fetch(fetcher, FetchRequest(url: url, range: 900..<2600))
+        XCTAssertNil(collector.end()!, "success")
+        XCTAssertEqual(collector.heads.count, 1)
+        XCTAssertEqual(collector.heads.first?.status, 206)
+        XCTAssertEqual(collector.heads.first?.contentRange?.range, 900..<2600)
+        XCTAssertEqual(collector.heads.first?.contentRange?.total, 3200)
+        XCTAssertEqual(collector.heads.first?.contentType, "video/mp2t")
+        XCTAssertEqual(collector.body, Array(whole[900..<2600]))
+        XCTAssertEqual(fake.allRecords.map(\.range), [900..<1000, 1000..<2500, 2500..<2600])
+        XCTAssertEqual(fake.heads.count, 0, "byte ranges give the lengths")
+    }
+
+    func testUnlistedLengths_areLearnedOnce_thenRangesOfEachSegmentAreAskedFor() throws {
+        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)])
+        let head = fetch(fetcher, FetchRequest(url: url, method: .head))
+        XCTAssertEqual(head.heads.first?.contentLength, 3200)
+        XCTAssertEqual(head.heads.first?.etag?.hasPrefix("\"vod-"), true)
+        XCTAssertEqual(fake.heads.count, 3)
+        let read = fetch(fetcher, FetchRequest(url: url, range: 1200..<2700, ifRange: head.heads.first?.etag))
+        XCTAssertEqual(read.heads.first?.status, 206)
+        XCTAssertEqual(read.body, Array(segments.flatMap { $0 }[1200..<2700]))
+        XCTAssertEqual(fake.heads.count, 3, "lengths are learned once")
+        XCTAssertEqual(fake.gets.map(\.request.url), ["http://h.example/v/s1.ts", "http://h.example/v/s2.ts"])
+        XCTAssertEqual(fake.gets.map(\.range), [200..<1500, 0..<200])
+    }
+
+    func testAStaleIfRange_isAnsweredWithTheWholeFile_andARangePastTheEndWith416() throws {
+        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
+        let stale = fetch(fetcher, FetchRequest(url: url, range: 100..<200, ifRange: "\"old\""))
+        XCTAssertEqual(stale.heads.first?.status, 200)
+        XCTAssertEqual(stale.body, segments.flatMap { $0 })
+        let past = fetch(fetcher, FetchRequest(url: url, range: 3200..<3300))
+        XCTAssertEqual(past.heads.first?.status, 416)
+        XCTAssertEqual(past.heads.first?.unsatisfiedRangeTotal, 3200)
+        XCTAssertEqual(past.body, [])
+        XCTAssertEqual(fake.gets.count, 3, "the 416 needed no request")
+    }
+
+    func testAMissingSegment_reachesTheReaderAsItsStatus() throws {
+        fake.update("http://h.example/v/s1.ts") { $0.status = 404 }
+        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)])
+        let lengths = fetch(fetcher, FetchRequest(url: url, range: 0..<10))
+        XCTAssertTrue(lengths.heads.isEmpty)
+        XCTAssertEqual(lengths.end()??.errno, ENOENT, "the length of segment 2 cannot be learned")
+    }
+
+    func testASegmentThatChangedLength_failsTheRead_neverServesShortBytes() throws {
+        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)])
+        XCTAssertEqual(fetch(fetcher, FetchRequest(url: url, method: .head)).heads.first?.contentLength, 3200)
+        fake.update("http://h.example/v/s1.ts") { $0.bytes = Array($0.bytes.prefix(600)) }
+        let read = fetch(fetcher, FetchRequest(url: url, range: 0..<3200))
+        XCTAssertEqual(read.heads.first?.status, 206)
+        XCTAssertEqual(read.end()??.errno, EIO)
+        XCTAssertLessThanOrEqual(read.body.count, 1600)
+        XCTAssertEqual(read.body, Array(segments.flatMap { $0 }.prefix(read.body.count)))
+    }
+
+    func testADelegateThatStops_endsTheTransfer_withoutAskingForLaterSegments() throws {
+        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
+        let read = fetch(fetcher, FetchRequest(url: url, range: 0..<3200), stopAfter: 300)
+        XCTAssertEqual(read.end()??.errno, ECANCELED)
+        XCTAssertEqual(fake.gets.count, 1)
+    }
+
+    func testOtherURLs_goToTheFetcherBeneath() throws {
+        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
+        let read = fetch(fetcher, FetchRequest(url: "http://h.example/v/s2.ts", range: 0..<100))
+        XCTAssertEqual(read.body, Array(segments[2].prefix(100)))
+        XCTAssertEqual(fake.gets.map(\.request.url), ["http://h.example/v/s2.ts"])
+    }
+}
