@@ -27,6 +27,7 @@ struct MountCommand {
     var metrics: MetricsAddress?
     var dirCacheTime = Catalog.defaultDirCacheTime
     var s3 = S3Settings()
+    var scanners = ProcessClassifier.defaultScanners
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
@@ -92,6 +93,12 @@ struct MountCommand {
           --bwlimit RATE       download at most RATE bytes per second for the
                                whole mount, e.g. 8M (K/M/G: 1024); reads go
                                first, then readahead, then preload
+          --scanners NAME[,NAME...]  processes whose reads are a library scan
+                               (no readahead, behind players for the network,
+                               in --scan-cache-size), besides ffprobe,
+                               mediainfo, exiftool, Plex Media Scanner, Plex
+                               Media Fingerprinter, mediascanner; a leading '='
+                               replaces that list ('=' alone: no scans)
           --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics,
                                e.g. 127.0.0.1:9101 (loopback: this machine only)
           -d, --debug          log every request
@@ -123,6 +130,7 @@ struct MountCommand {
             case "--retries": try setRetries(inline ?? value(option))
             case "--bwlimit": try setBandwidthLimit(inline ?? value(option))
             case "--metrics": try setMetrics(inline ?? value(option))
+            case "--scanners": try setScanners(inline ?? value(option))
             case "-o":
                 for key in try value(option).split(separator: ",") { try mountOption(String(key)) }
             case "--timeout": try setTimeout(inline ?? value(option))
@@ -150,7 +158,8 @@ struct MountCommand {
         let value = parts.count > 1 ? parts[1] : nil
         switch parts[0] {
         case "cache_dir", "cache-dir", "cache_max_size", "cache-max-size", "cache_min_free", "cache-min-free",
-             "cache_max_age", "cache-max-age", "cache_max_age_complete", "cache-max-age-complete":
+             "cache_max_age", "cache-max-age", "cache_max_age_complete", "cache-max-age-complete",
+             "scan_cache_size", "scan-cache-size":
             let option = "--" + parts[0].replacingOccurrences(of: "_", with: "-")
             guard let value else { throw UsageError("-o \(parts[0]) needs a value") }
             _ = try cache.take(option) { value }
@@ -174,6 +183,8 @@ struct MountCommand {
             try setBandwidthLimit(value ?? "")
         case "metrics":
             try setMetrics(value ?? "")
+        case "scanners":
+            try setScanners((value ?? "").replacingOccurrences(of: ":", with: ","))
         case "timeout":
             try setTimeout(value ?? "")
         case "preload_next", "preload-next":
@@ -243,6 +254,13 @@ struct MountCommand {
         metrics = address
     }
 
+    private mutating func setScanners(_ text: String) throws {
+        guard let names = ProcessClassifier.scanners(from: text) else {
+            throw UsageError("--scanners needs NAME[,NAME...] (or =NAME[,NAME...] to replace the list), not '\(text)'")
+        }
+        scanners = names
+    }
+
     private mutating func setRevalidate(_ text: String) throws {
         switch text {
         case "never": revalidateAfter = nil
@@ -309,6 +327,7 @@ struct MountCommand {
         options.foreground = foreground
         options.fuseOptions = fuseOptions
         options.passthrough = passthrough
+        options.scanners = scanners
         let limits = cache.limits
         let bandwidthLimit = self.bandwidthLimit
         // Bound now, so an address in use fails before anything is mounted.

@@ -34,6 +34,9 @@ public struct EntryRecord: Sendable, Equatable {
     /// the ProbeFeeder, and a stat that overtakes it sends a HEAD too,
     /// since a scan of a library stats every file and reads none.
     public var listed = false
+    /// Only library scans have read it (ReadClass): evicted first. Kept
+    /// by the mount only; an entry read back from disk counts as a player's.
+    public var isScanOnly = false
 
     public var attributes: (size: Int64, mtime: Int)? { size.map { ($0, mtime) } }
 

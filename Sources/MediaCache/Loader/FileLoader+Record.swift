@@ -54,6 +54,7 @@ extension FileLoader {
                                      // Metadata is saved only with content info.
                                      hasMeta: info != nil || cacheUnusable)
             record.listed = state.listed && info == nil
+            record.isScanOnly = state.scanOnly
             return (record, unsaved)
         }
     }

@@ -110,6 +110,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             state.lastAccess = Double(meta.lastAccess)
             state.lastValidated = meta.lastValidated
             state.pinned = meta.pinned
+            state.scanOnly = meta.present.isEmpty
             state.hasEntry = true
         }
         lock = ConditionLocked(state)
@@ -303,6 +304,12 @@ public final class FileLoader: TransferDelegate, Sendable {
         state.dirty = true
         state.probe = .idle
         state.probeAttempts = 0
+        state.scanOnly = true
+    }
+
+    /// Its record said only scans read it (the class is not in the metadata).
+    func markScanOnly() {
+        lock.withLock { $0.scanOnly = true }
     }
 
     // MARK: Reading
@@ -320,7 +327,9 @@ public final class FileLoader: TransferDelegate, Sendable {
             // A read that must fetch lets the evictor free older bytes
             // first, so that its bytes are cached too.
             let missing = Int64(wanted.count) - lock.withLock { $0.present.overlapCount(with: wanted) }
-            if missing > 0 { budget.awaitRoom(missing, timeout: min(settings.timeout, Self.roomWait)) }
+            if missing > 0 {
+                budget.awaitRoom(missing, timeout: min(settings.timeout, Self.roomWait), for: pattern.readClass)
+            }
         }
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])
         let grant = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
@@ -338,6 +347,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             try readPresent(from: file, into: target, at: Int(part.lowerBound - offset), range: part)
             statistics.bytesFromCache.add(Int64(part.count), ordering: .relaxed)
         }
+        statistics.countServed(Int64(target.count), byClass: pattern.readClass.rawValue)
         return target.count
     }
 
@@ -394,7 +404,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             defer { scope.state.waits[wait] = nil }
             var available = scope.state.availability(of: wait)
             try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
-                             info: info, attempts: &attempts, state: &scope.state)
+                             readClass: pattern.readClass, info: info, attempts: &attempts, state: &scope.state)
             readAhead(from: wanted.upperBound, window: window, owner: owner, info: info, in: &scope.state)
             while !available.contains(wanted) {
                 let retryAt = scope.state.retryAt
@@ -410,7 +420,7 @@ public final class FileLoader: TransferDelegate, Sendable {
                 }
                 available = scope.state.availability(of: wait)
                 try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
-                                 info: info, attempts: &attempts, state: &scope.state)
+                                 readClass: pattern.readClass, info: info, attempts: &attempts, state: &scope.state)
             }
             if scope.state.generation != startGeneration {
                 throw MediaError.io("\(source.displayURL) changed on the server during the read")
@@ -429,6 +439,8 @@ public final class FileLoader: TransferDelegate, Sendable {
         }
         state.lastAccess = wallNow()
         state.lastReadOffset = wanted.lowerBound
+        // A player's read makes the whole entry a player's.
+        if pattern.readClass == .play { state.scanOnly = false }
         guard state.present.contains(wanted) else { return nil }
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
@@ -458,15 +470,18 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// Makes sure a transfer is on its way for every byte of `holes`: joins
     /// running ones, starts the rest (reaching `window` further). Throws
     /// once a read has tried too often.
-    func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier,
+    func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier, readClass: ReadClass = .play,
                       info: ContentInfo, attempts: inout Attempts, state: inout LoaderState) throws {
+        let priority = readClass.readPriority
         for hole in holes {
             var point = hole.lowerBound
             while point < hole.upperBound {
                 if let (id, covering) = state.transfers.first(where: { covers($0.value, point, in: state) }) {
-                    if covering.priority != .read {
-                        state.transfers[id]!.priority = .read
-                        fetcher.promote(id)
+                    // A scan's read lifts a preload to a scan's place, never
+                    // a transfer to a player's.
+                    if covering.priority > priority {
+                        state.transfers[id]!.priority = priority
+                        fetcher.promote(id, to: priority)
                     }
                     point = covering.end
                     continue
@@ -499,7 +514,8 @@ public final class FileLoader: TransferDelegate, Sendable {
                 }
                 let start = point
                 point = startTransfer(at: start, end: max(hole.upperBound, point + window), owner: owner, info: info,
-                                      mustReach: hole.upperBound, in: &state)
+                                      priority: priority, readClass: readClass, mustReach: hole.upperBound,
+                                      in: &state)
                 attempts.asked.insert(start..<point)
             }
         }
@@ -620,7 +636,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// Returns where it stops: `start` when it started none.
     @discardableResult
     func startTransfer(at start: Int64, end wantedEnd: Int64, owner: ObjectIdentifier, info: ContentInfo,
-                       priority: FetchRequest.Priority = .read, mustReach: Int64 = 0,
+                       priority: FetchRequest.Priority = .read, readClass: ReadClass = .play, mustReach: Int64 = 0,
                        in state: inout LoaderState) -> Int64 {
         var end = min(wantedEnd, info.length)
         if info.length - end <= settings.tailStretch { end = info.length }
@@ -631,7 +647,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         // Room under the cache limits: a read fetches its bytes whatever
         // (those that do not fit pass uncached); readahead and preload
         // fetch only what will be kept.
-        let reserved = budget?.reserve(upTo: end - start) ?? 0
+        let reserved = budget?.reserve(upTo: end - start, for: readClass) ?? 0
         if budget != nil {
             end = max(start + reserved, min(end, mustReach))
             guard end > start else { return start }
@@ -644,7 +660,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         let id = fetcher.start(request, delegate: self)
         countTransferStarted()
         state.transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
-                                       askedAt: now(), ifRange: validator != nil)
+                                       askedAt: now(), ifRange: validator != nil, readClass: readClass)
         Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
         return end
     }

@@ -22,6 +22,9 @@ struct LoaderState {
         var head: (at: Double, position: Int64)?
         /// It asked for a range with If-Range: a 200 means another version.
         var ifRange = false
+        /// Whose room under the cache limits its bytes take, and whose
+        /// count of fetched bytes they add to.
+        var readClass = ReadClass.play
     }
 
     enum ProbeState {
@@ -68,6 +71,10 @@ struct LoaderState {
     var lastValidated: Int64 = 0
     /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
     var pinned = false
+    /// No player has read it (ReadClass): its bytes are a library scan's,
+    /// evicted first. A new entry is, until a player reads it; one read
+    /// back from disk with bytes is not (its class is not saved).
+    var scanOnly = true
     var dirty = false
     var lastError: MediaError? {
         didSet { lastErrorAt = clock.monotonic() }

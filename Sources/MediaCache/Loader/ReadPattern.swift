@@ -39,13 +39,20 @@ public final class ReadPattern: @unchecked Sendable {
     /// round trip) fit under it whole.
     public static let linkStart: Int64 = 1 << 20
 
-    public init() {}
+    /// Who the handle reads for, decided at its open: a scan's reads
+    /// fetch only what they ask for (no window, no link-sized fetch).
+    public let readClass: ReadClass
+
+    public init(readClass: ReadClass = .play) {
+        self.readClass = readClass
+    }
 
     /// How far a fetch for this handle reaches ahead of its read, given a
     /// link that holds `bytesPerRoundTrip` in flight: a reader that looks
     /// sequential gets that round trip (less leaves the link idle while it
     /// comes back for more), up to half its streak or `linkStart`.
     public func fetchWindow(bytesPerRoundTrip: Int64) -> Int64 {
+        guard readClass == .play else { return 0 }
         guard looksSequential, bytesPerRoundTrip > window else { return window }
         return min(bytesPerRoundTrip, max(streakBytes / 2, Self.linkStart))
     }
@@ -62,7 +69,8 @@ public final class ReadPattern: @unchecked Sendable {
             streakReads = 1
             nextOffset = end
         }
-        window = streakBytes < Self.streakBeforeReadahead ? 0 : min(streakBytes / 2, Self.maxWindow)
+        window = streakBytes < Self.streakBeforeReadahead || readClass == .scan
+            ? 0 : min(streakBytes / 2, Self.maxWindow)
         return !follows && offset != 0
     }
 }
