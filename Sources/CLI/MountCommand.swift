@@ -322,6 +322,7 @@ struct MountCommand {
         var settings = LoaderSettings()
         settings.timeout = timeout
         settings.maxAttempts = retries + 1
+        settings.readClasses = !scanners.isEmpty
         var options = MediaFS.Options(mountpoint: mountpoint.hasPrefix("/") ? mountpoint
                                       : FileManager.default.currentDirectoryPath + "/" + mountpoint)
         options.foreground = foreground

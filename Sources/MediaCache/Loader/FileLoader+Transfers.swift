@@ -32,13 +32,14 @@ extension FileLoader {
             let end = min(limit, learned.length)
             // A lookup's first bytes are a scan's until a player reads them:
             // a library's stats must not push out what players fetched.
-            let reserved = budget?.reserve(upTo: end, for: .scan) ?? 0
+            let readClass: ReadClass = state.scanOnly ? .scan : .play
+            let reserved = budget?.reserve(upTo: end, for: readClass) ?? 0
             state.transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
-                                           reserved: reserved, askedAt: askedAt, readClass: .scan)
+                                           reserved: reserved, askedAt: askedAt, readClass: readClass)
             countTransferStarted()
             guard accept(head, of: id, in: &state) else {
                 state.transfers[id] = nil
-                budget?.release(reserved, for: .scan)
+                budget?.release(reserved, for: readClass)
                 statistics.transfersInFlight.add(-1, ordering: .relaxed)
                 return nil
             }

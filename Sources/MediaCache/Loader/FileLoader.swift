@@ -110,7 +110,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             state.lastAccess = Double(meta.lastAccess)
             state.lastValidated = meta.lastValidated
             state.pinned = meta.pinned
-            state.scanOnly = meta.present.isEmpty
+            state.scanOnly = context.settings.readClasses && meta.present.isEmpty
             state.hasEntry = true
         }
         lock = ConditionLocked(state)
@@ -304,7 +304,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         state.dirty = true
         state.probe = .idle
         state.probeAttempts = 0
-        state.scanOnly = true
+        state.scanOnly = settings.readClasses
     }
 
     /// Its record said only scans read it (the class is not in the metadata).

@@ -34,6 +34,10 @@ public struct LoaderSettings: Sendable {
     public var link: LinkEstimate? = LinkEstimate.shared
     /// Deadlines and durations on its monotonic time, stored dates on its wall time.
     public var clock = Clock.system
+    /// Whether some processes read as library scans (`--scanners` names
+    /// any): then an entry no player has read is a scan's (its lookup's
+    /// first bytes too), evicted first. Off, every byte is a player's.
+    public var readClasses = false
 
     public init() {}
 }

@@ -72,9 +72,10 @@ struct LoaderState {
     /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
     var pinned = false
     /// No player has read it (ReadClass): its bytes are a library scan's,
-    /// evicted first. A new entry is, until a player reads it; one read
-    /// back from disk with bytes is not (its class is not saved).
-    var scanOnly = true
+    /// evicted first. With read classes on, a new entry is, until a player
+    /// reads it; one read back from disk with bytes is not (its class is
+    /// not saved).
+    var scanOnly = false
     var dirty = false
     var lastError: MediaError? {
         didSet { lastErrorAt = clock.monotonic() }
