@@ -28,6 +28,8 @@ struct MountCommand {
     var dirCacheTime = Catalog.defaultDirCacheTime
     var s3 = S3Settings()
     var scanners = ProcessClassifier.defaultScanners
+    /// `--handle-grace`, seconds.
+    var handleGrace: Double = 5
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
@@ -99,6 +101,10 @@ struct MountCommand {
                                mediainfo, exiftool, Plex Media Scanner, Plex
                                Media Fingerprinter, mediascanner; a leading '='
                                replaces that list ('=' alone: no scans)
+          --handle-grace DURATION  how long a closed player's handle keeps its
+                               readahead and running transfers for an open
+                               that reads on where it stopped (default 5s;
+                               0: a close stops them)
           --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics,
                                e.g. 127.0.0.1:9101 (loopback: this machine only)
           -d, --debug          log every request
@@ -131,6 +137,7 @@ struct MountCommand {
             case "--bwlimit": try setBandwidthLimit(inline ?? value(option))
             case "--metrics": try setMetrics(inline ?? value(option))
             case "--scanners": try setScanners(inline ?? value(option))
+            case "--handle-grace": try setHandleGrace(inline ?? value(option))
             case "-o":
                 for key in try value(option).split(separator: ",") { try mountOption(String(key)) }
             case "--timeout": try setTimeout(inline ?? value(option))
@@ -183,6 +190,8 @@ struct MountCommand {
             try setBandwidthLimit(value ?? "")
         case "metrics":
             try setMetrics(value ?? "")
+        case "handle_grace", "handle-grace":
+            try setHandleGrace(value ?? "")
         case "scanners":
             try setScanners((value ?? "").replacingOccurrences(of: ":", with: ","))
         case "timeout":
@@ -261,6 +270,13 @@ struct MountCommand {
         scanners = names
     }
 
+    private mutating func setHandleGrace(_ text: String) throws {
+        guard let seconds = Units.seconds(text), seconds <= 3600 else {
+            throw UsageError("--handle-grace needs a duration of at most 1h such as 5s, or 0, not '\(text)'")
+        }
+        handleGrace = seconds
+    }
+
     private mutating func setRevalidate(_ text: String) throws {
         switch text {
         case "never": revalidateAfter = nil
@@ -323,6 +339,7 @@ struct MountCommand {
         settings.timeout = timeout
         settings.maxAttempts = retries + 1
         settings.readClasses = !scanners.isEmpty
+        settings.handleGrace = handleGrace
         var options = MediaFS.Options(mountpoint: mountpoint.hasPrefix("/") ? mountpoint
                                       : FileManager.default.currentDirectoryPath + "/" + mountpoint)
         options.foreground = foreground

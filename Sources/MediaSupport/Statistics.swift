@@ -20,6 +20,9 @@ public final class Statistics: Sendable {
     public let retries = Atomic<Int64>(0)
     /// Cache entries the limits removed.
     public let evictions = Atomic<Int64>(0)
+    /// Opens that went on with a closed handle's pattern and transfers
+    /// (`--handle-grace`).
+    public let graceResumes = Atomic<Int64>(0)
     /// File bytes received from the servers and handed to readers, by read
     /// class (MediaCache's ReadClass: 0 play, 1 scan).
     public static let readClasses = 2
@@ -116,6 +119,7 @@ public final class Statistics: Sendable {
         public var attributeRequests: Int64 = 0
         public var retries: Int64 = 0
         public var evictions: Int64 = 0
+        public var graceResumes: Int64 = 0
         /// By `ResponseClass.rawValue`.
         public var responses: [Int64] = []
         /// By read class (0 play, 1 scan).
@@ -132,6 +136,7 @@ public final class Statistics: Sendable {
                  attributeRequests: attributeRequests.load(ordering: .relaxed),
                  retries: retries.load(ordering: .relaxed),
                  evictions: evictions.load(ordering: .relaxed),
+                 graceResumes: graceResumes.load(ordering: .relaxed),
                  responses: responses.withLock { $0 },
                  fetchedByClass: [playFetched.load(ordering: .relaxed), scanFetched.load(ordering: .relaxed)],
                  servedByClass: [playServed.load(ordering: .relaxed), scanServed.load(ordering: .relaxed)])

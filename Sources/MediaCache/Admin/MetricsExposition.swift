@@ -33,6 +33,8 @@ public struct MetricsExposition: Sendable {
             out.sample("mediafs_class_served_bytes_total{class=\"\(readClass.label)\"}",
                        counters.servedByClass[readClass.rawValue])
         }
+        out.metric("mediafs_grace_resumes_total", .counter,
+                   "Opens that went on with a closed handle's readahead (--handle-grace).", counters.graceResumes)
         out.metric("mediafs_cache_read_bytes_total", .counter,
                    "Bytes reads through the daemon took from the cache.", counters.bytesFromCache)
         out.metric("mediafs_passthrough_opens_total", .counter,

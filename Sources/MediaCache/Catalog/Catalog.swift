@@ -497,7 +497,8 @@ public final class Catalog: @unchecked Sendable {
                           playBytesFetched: counters.fetchedByClass[ReadClass.play.rawValue],
                           scanBytesFetched: counters.fetchedByClass[ReadClass.scan.rawValue],
                           playBytesServed: counters.servedByClass[ReadClass.play.rawValue],
-                          scanBytesServed: counters.servedByClass[ReadClass.scan.rawValue])
+                          scanBytesServed: counters.servedByClass[ReadClass.scan.rawValue],
+                          graceResumes: counters.graceResumes)
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = .sortedKeys
@@ -513,5 +514,7 @@ public final class Catalog: @unchecked Sendable {
         /// By read class: bytes received for its reads (a lookup's first
         /// bytes count as a scan's) and bytes its reads returned.
         var playBytesFetched, scanBytesFetched, playBytesServed, scanBytesServed: Int64
+        /// Opens that went on with a closed handle's pattern and transfers.
+        var graceResumes: Int64
     }
 }

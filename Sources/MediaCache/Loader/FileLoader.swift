@@ -434,6 +434,9 @@ public final class FileLoader: TransferDelegate, Sendable {
     private func beginCachedRead(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern,
                                  in state: inout LoaderState) -> ReadGrant? {
         let owner = ObjectIdentifier(pattern)
+        if !pattern.hasRead, pattern.readClass == .play, !state.lingering.isEmpty {
+            resumeLingering(pattern, at: wanted.lowerBound, in: &state)
+        }
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
             cancelTransfers(of: owner, except: wanted.lowerBound, in: &state)
         }
@@ -598,15 +601,60 @@ public final class FileLoader: TransferDelegate, Sendable {
         }
     }
 
-    /// A handle closed: what it alone asked for is no longer needed.
+    /// Closed handles kept for `--handle-grace` at once, per file; past
+    /// it the oldest goes.
+    static let maxLingering = 8
+
+    /// A handle closed: what it alone asked for is no longer needed, but a
+    /// player's handle of the current version that has read is kept for
+    /// the grace period, its transfers running: servers close and open a
+    /// file every few MiB of a stream.
     public func release(_ pattern: ReadPattern) {
         lock.withLock { state in
             if pattern.inPageCache, let opened = pattern.generation, let count = state.pageCacheHandles[opened] {
                 state.pageCacheHandles[opened] = count > 1 ? count - 1 : nil
                 pattern.inPageCache = false
             }
+            endLingering(&state, all: false)
+            if settings.handleGrace > 0, pattern.readClass == .play, pattern.hasRead,
+               pattern.generation == state.generation {
+                if state.lingering.count >= Self.maxLingering,
+                   let oldest = state.lingering.min(by: { $0.value.until < $1.value.until })?.key {
+                    state.lingering[oldest] = nil
+                    cancelTransfers(of: oldest, except: nil, in: &state)
+                }
+                state.lingering[ObjectIdentifier(pattern)] = (pattern, now() + settings.handleGrace)
+                return
+            }
             cancelTransfers(of: ObjectIdentifier(pattern), except: nil, in: &state)
         }
+    }
+
+    /// Stops the transfers of closed handles whose grace ended (`all`: of
+    /// every closed handle).
+    func endLingering(_ state: inout LoaderState, all: Bool) {
+        guard !state.lingering.isEmpty else { return }
+        let now = now()
+        for (owner, closed) in state.lingering where all || closed.until <= now {
+            state.lingering[owner] = nil
+            cancelTransfers(of: owner, except: nil, in: &state)
+        }
+    }
+
+    /// A new player's handle whose first read is where a closed handle
+    /// (within its grace) would read next takes that handle's pattern and
+    /// its transfers: no cold start, no transfer stopped and asked again.
+    func resumeLingering(_ pattern: ReadPattern, at offset: Int64, in state: inout LoaderState) {
+        endLingering(&state, all: false)
+        guard let (owner, closed) = state.lingering.first(where: {
+            $0.value.pattern.follows(offset) && $0.value.pattern.generation == pattern.generation
+        }) else { return }
+        state.lingering[owner] = nil
+        pattern.resume(from: closed.pattern)
+        let heir = ObjectIdentifier(pattern)
+        for (id, transfer) in state.transfers where transfer.owner == owner { state.transfers[id]!.owner = heir }
+        statistics.graceResumes.add(1, ordering: .relaxed)
+        Log.debug("\(source.displayURL): a new handle goes on from byte \(offset) with a closed one's transfers")
     }
 
     /// The kernel has dropped the pages and attributes of every name of the
@@ -706,6 +754,8 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// Persists the metadata if it changed: data first (fdatasync), then the
     /// metadata, so it never claims bytes the data file does not hold.
     public func flush() {
+        // The flusher's passes end the grace of closed handles nobody opened again.
+        lock.withLock { endLingering(&$0, all: false) }
         finishFreeing()
         flushLock.withLock { savedClaims in flushHoldingFlushLock(&savedClaims) }
     }

@@ -38,6 +38,10 @@ public struct LoaderSettings: Sendable {
     /// any): then an entry no player has read is a scan's (its lookup's
     /// first bytes too), evicted first. Off, every byte is a player's.
     public var readClasses = false
+    /// `--handle-grace`: how long a closed player's handle keeps its
+    /// pattern and its running transfers for an open that reads on where
+    /// it stopped (0: a close stops them at once).
+    public var handleGrace: Double = 0
 
     public init() {}
 }

@@ -69,6 +69,9 @@ struct LoaderState {
     /// keeps whole seconds.
     var lastAccess = 0.0
     var lastValidated: Int64 = 0
+    /// Closed players' handles within `--handle-grace`, with when it ends:
+    /// their transfers run on for a handle that reads on where one stopped.
+    var lingering: [ObjectIdentifier: (pattern: ReadPattern, until: Double)] = [:]
     /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
     var pinned = false
     /// No player has read it (ReadClass): its bytes are a library scan's,

@@ -57,6 +57,24 @@ public final class ReadPattern: @unchecked Sendable {
         return min(bytesPerRoundTrip, max(streakBytes / 2, Self.linkStart))
     }
 
+    /// Whether the handle has read anything yet.
+    var hasRead: Bool { nextOffset >= 0 }
+
+    /// Whether a read at `offset` would follow this handle's last one.
+    func follows(_ offset: Int64) -> Bool {
+        nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
+    }
+
+    /// A new handle of the same reader (it closed and opened the file
+    /// again, as Plex and ffmpeg do) goes on with the closed one's streak
+    /// and window, not from cold.
+    func resume(from closed: ReadPattern) {
+        nextOffset = closed.nextOffset
+        streakBytes = closed.streakBytes
+        streakReads = closed.streakReads
+        window = closed.window
+    }
+
     /// Records a read; returns whether it jumped away from the last one.
     func record(offset: Int64, end: Int64) -> Bool {
         let follows = nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
