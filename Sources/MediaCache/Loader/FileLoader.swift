@@ -434,8 +434,9 @@ public final class FileLoader: TransferDelegate, Sendable {
     private func beginCachedRead(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern,
                                  in state: inout LoaderState) -> ReadGrant? {
         let owner = ObjectIdentifier(pattern)
-        if !pattern.hasRead, pattern.readClass == .play, !state.lingering.isEmpty {
-            resumeLingering(pattern, at: wanted.lowerBound, in: &state)
+        if !pattern.hasRead, pattern.readClass == .play, settings.handleGrace > 0 {
+            if !state.lingering.isEmpty { resumeLingering(pattern, at: wanted.lowerBound, in: &state) }
+            if !pattern.hasRead, state.fresh.count < Self.maxLingering { state.fresh[owner] = pattern }
         }
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
             cancelTransfers(of: owner, except: wanted.lowerBound, in: &state)
@@ -616,8 +617,10 @@ public final class FileLoader: TransferDelegate, Sendable {
                 pattern.inPageCache = false
             }
             endLingering(&state, all: false)
+            state.fresh[ObjectIdentifier(pattern)] = nil
             if settings.handleGrace > 0, pattern.readClass == .play, pattern.hasRead,
                pattern.generation == state.generation {
+                if handOver(pattern, in: &state) { return }
                 if state.lingering.count >= Self.maxLingering,
                    let oldest = state.lingering.min(by: { $0.value.until < $1.value.until })?.key {
                     state.lingering[oldest] = nil
@@ -639,6 +642,22 @@ public final class FileLoader: TransferDelegate, Sendable {
             state.lingering[owner] = nil
             cancelTransfers(of: owner, except: nil, in: &state)
         }
+    }
+
+    /// A closing handle whose sequel was opened (and read) before this
+    /// release: the sequel, still on the streak it began where this one
+    /// would read next, takes this one's streak and transfers.
+    func handOver(_ closing: ReadPattern, in state: inout LoaderState) -> Bool {
+        guard let (id, heir) = state.fresh.first(where: {
+            $0.value.firstStreakStart >= 0 && closing.follows($0.value.firstStreakStart)
+                && $0.value.generation == closing.generation
+        }) else { return false }
+        state.fresh[id] = nil
+        heir.inherit(closing)
+        let owner = ObjectIdentifier(closing)
+        for (transfer, running) in state.transfers where running.owner == owner { state.transfers[transfer]!.owner = id }
+        statistics.graceResumes.add(1, ordering: .relaxed)
+        return true
     }
 
     /// A new player's handle whose first read is where a closed handle

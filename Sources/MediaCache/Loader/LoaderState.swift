@@ -72,6 +72,10 @@ struct LoaderState {
     /// Closed players' handles within `--handle-grace`, with when it ends:
     /// their transfers run on for a handle that reads on where one stopped.
     var lingering: [ObjectIdentifier: (pattern: ReadPattern, until: Double)] = [:]
+    /// Players' handles whose first read found no closed handle to go on
+    /// from: one still open may close after them (releases come late), and
+    /// then hands them its streak and transfers. Removed at their release.
+    var fresh: [ObjectIdentifier: ReadPattern] = [:]
     /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
     var pinned = false
     /// No player has read it (ReadClass): its bytes are a library scan's,

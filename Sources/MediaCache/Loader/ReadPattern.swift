@@ -69,15 +69,31 @@ public final class ReadPattern: @unchecked Sendable {
     /// again, as Plex and ffmpeg do) goes on with the closed one's streak
     /// and window, not from cold.
     func resume(from closed: ReadPattern) {
+        firstStreakStart = -1
         nextOffset = closed.nextOffset
         streakBytes = closed.streakBytes
         streakReads = closed.streakReads
         window = closed.window
     }
 
+    /// Where its first read began (-1: none yet), while it has not
+    /// jumped since: a handle that may be a closed one's sequel.
+    private(set) var firstStreakStart: Int64 = -1
+
+    /// The handle was opened before the one it goes on from was released
+    /// (FUSE sends a release after the close, and the reopen may overtake
+    /// it): it adds the closed handle's streak to its own.
+    func inherit(_ closed: ReadPattern) {
+        streakBytes += closed.streakBytes
+        streakReads += closed.streakReads
+        window = streakBytes < Self.streakBeforeReadahead || readClass == .scan
+            ? 0 : min(streakBytes / 2, Self.maxWindow)
+    }
+
     /// Records a read; returns whether it jumped away from the last one.
     func record(offset: Int64, end: Int64) -> Bool {
         let follows = nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
+        if nextOffset < 0 { firstStreakStart = offset } else if !follows { firstStreakStart = -1 }
         if follows {
             streakBytes += end - offset
             streakReads += 1
