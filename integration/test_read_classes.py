@@ -234,6 +234,7 @@ def test_a_scan_of_many_files_leaves_every_byte_of_a_played_film_cached(mount, s
     assert s["scan_bytes_fetched"] >= 20 * MiB and s["play_bytes_fetched"] >= len(film) - 512 * KiB, s
     assert s["scan_bytes_fetched"] + s["play_bytes_fetched"] == s["bytes_from_network"], s
     assert int(xget(m.path("film.bin"), "cached_bytes")) == len(film)
+    print(f"scan fetched {s['scan_bytes_fetched']}, film cached {len(film)} of {len(film)}")
     # What the server sees when the film is read again (past the page cache): nothing.
     for offset in range(0, len(film), 4 * MiB):
         assert pread_direct(m.path("film.bin"), offset, 4 * MiB) == film[offset:offset + 4 * MiB]
@@ -245,6 +246,8 @@ def test_without_read_classes_the_same_scan_evicts_the_film(mount, srv, media_fi
     least recently used goes first: the film."""
     m, film = play_film_then_scan(mount, srv, media_file, extra=("--scanners", "="))
     assert stats(m)["scan_bytes_fetched"] == 0
+    print(f"film cached after the scan without read classes: {xget(m.path('film.bin'), 'cached_bytes')} "
+          f"of {len(film)}")
     assert int(xget(m.path("film.bin"), "cached_bytes")) < len(film)
     assert pread_direct(m.path("film.bin"), 0, 4 * MiB) == film[:4 * MiB]
     assert gets(srv, "film.bin"), "evicted bytes come from the server again"
