@@ -110,3 +110,18 @@ def test_already_mounted_mountpoint_is_rejected_and_first_mount_keeps_working(
                                     first.mountpoint], first.mountpoint, tmp_path)
     assert_rejected(out, str(first.mountpoint), first.mountpoint, mounts_before=1)
     assert first.path("small.bin").read_bytes() == source("small.bin").read_bytes()
+
+
+@pytest.mark.parametrize("option,value", [
+    ("--scanners", "ffprobe,,mediainfo"),
+    ("--scanners", ""),
+    ("--handle-grace", "2h"),
+    ("--handle-grace", "-1"),
+    ("--handle-grace", "nan"),
+    ("--scan-cache-size", "lots"),
+    ("--scan-cache-size", "99999999999999999999"),
+])
+def test_bad_read_class_options_are_rejected(mediafs_bin, good, tmp_path, option, value):
+    out = run_mediafs(mediafs_bin, ["--cache-dir", good["cache"], option, value, good["url"], good["mnt"]],
+                      good["mnt"], tmp_path)
+    assert_rejected(out, option, good["mnt"])

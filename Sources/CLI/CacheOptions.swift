@@ -13,6 +13,9 @@ struct CacheOptions {
           --cache-dir DIR      cache directory (default $XDG_CACHE_HOME/mediafs,
                                else ~/.cache/mediafs)
           --cache-max-size SIZE        total size of the cache (default 10G)
+          --scan-cache-size SIZE       of it, what files only library scans
+                                       read may take, evicted first (default
+                                       an eighth of --cache-max-size)
           --cache-min-free SIZE        free space to leave on its disk (default 1G)
           --cache-max-age DURATION     drop partial entries unread this long (default 7d)
           --cache-max-age-complete DURATION  drop complete entries unread this long (default 30d)
@@ -23,6 +26,7 @@ struct CacheOptions {
         switch option {
         case "--cache-dir": directory = try value()
         case "--cache-max-size": limits.maxSize = try Self.size(option, value())
+        case "--scan-cache-size": limits.scanMaxSize = try Self.size(option, value())
         case "--cache-min-free": limits.minFree = try Self.size(option, value())
         case "--cache-max-age": limits.maxAgePartial = try Self.duration(option, value())
         case "--cache-max-age-complete": limits.maxAgeComplete = try Self.duration(option, value())

@@ -28,6 +28,9 @@ struct MountCommand {
     var dirCacheTime = Catalog.defaultDirCacheTime
     var s3 = S3Settings()
     var hlsVariant = HLSListing.VariantChoice.highest
+    var scanners = ProcessClassifier.defaultScanners
+    /// `--handle-grace`, seconds.
+    var handleGrace: Double = 5
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
@@ -102,6 +105,16 @@ struct MountCommand {
           --bwlimit RATE       download at most RATE bytes per second for the
                                whole mount, e.g. 8M (K/M/G: 1024); reads go
                                first, then readahead, then preload
+          --scanners NAME[,NAME...]  processes whose reads are a library scan
+                               (no readahead, behind players for the network,
+                               in --scan-cache-size), besides ffprobe,
+                               mediainfo, exiftool, Plex Media Scanner, Plex
+                               Media Fingerprinter, mediascanner; a leading '='
+                               replaces that list ('=' alone: no scans)
+          --handle-grace DURATION  how long a closed player's handle keeps its
+                               readahead and running transfers for an open
+                               that reads on where it stopped (default 5s;
+                               0: a close stops them)
           --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics,
                                e.g. 127.0.0.1:9101 (loopback: this machine only)
           -d, --debug          log every request
@@ -134,6 +147,8 @@ struct MountCommand {
             case "--retries": try setRetries(inline ?? value(option))
             case "--bwlimit": try setBandwidthLimit(inline ?? value(option))
             case "--metrics": try setMetrics(inline ?? value(option))
+            case "--scanners": try setScanners(inline ?? value(option))
+            case "--handle-grace": try setHandleGrace(inline ?? value(option))
             case "-o":
                 for key in try value(option).split(separator: ",") { try mountOption(String(key)) }
             case "--timeout": try setTimeout(inline ?? value(option))
@@ -161,7 +176,8 @@ struct MountCommand {
         let value = parts.count > 1 ? parts[1] : nil
         switch parts[0] {
         case "cache_dir", "cache-dir", "cache_max_size", "cache-max-size", "cache_min_free", "cache-min-free",
-             "cache_max_age", "cache-max-age", "cache_max_age_complete", "cache-max-age-complete":
+             "cache_max_age", "cache-max-age", "cache_max_age_complete", "cache-max-age-complete",
+             "scan_cache_size", "scan-cache-size":
             let option = "--" + parts[0].replacingOccurrences(of: "_", with: "-")
             guard let value else { throw UsageError("-o \(parts[0]) needs a value") }
             _ = try cache.take(option) { value }
@@ -185,6 +201,10 @@ struct MountCommand {
             try setBandwidthLimit(value ?? "")
         case "metrics":
             try setMetrics(value ?? "")
+        case "handle_grace", "handle-grace":
+            try setHandleGrace(value ?? "")
+        case "scanners":
+            try setScanners((value ?? "").replacingOccurrences(of: ":", with: ","))
         case "timeout":
             try setTimeout(value ?? "")
         case "preload_next", "preload-next":
@@ -263,6 +283,20 @@ struct MountCommand {
         metrics = address
     }
 
+    private mutating func setScanners(_ text: String) throws {
+        guard let names = ProcessClassifier.scanners(from: text) else {
+            throw UsageError("--scanners needs NAME[,NAME...] (or =NAME[,NAME...] to replace the list), not '\(text)'")
+        }
+        scanners = names
+    }
+
+    private mutating func setHandleGrace(_ text: String) throws {
+        guard let seconds = Units.seconds(text), seconds <= 3600 else {
+            throw UsageError("--handle-grace needs a duration of at most 1h such as 5s, or 0, not '\(text)'")
+        }
+        handleGrace = seconds
+    }
+
     private mutating func setRevalidate(_ text: String) throws {
         switch text {
         case "never": revalidateAfter = nil
@@ -327,11 +361,14 @@ struct MountCommand {
         var settings = LoaderSettings()
         settings.timeout = timeout
         settings.maxAttempts = retries + 1
+        settings.readClasses = !scanners.isEmpty
+        settings.handleGrace = handleGrace
         var options = MediaFS.Options(mountpoint: mountpoint.hasPrefix("/") ? mountpoint
                                       : FileManager.default.currentDirectoryPath + "/" + mountpoint)
         options.foreground = foreground
         options.fuseOptions = fuseOptions
         options.passthrough = passthrough
+        options.scanners = scanners
         let limits = cache.limits
         let bandwidthLimit = self.bandwidthLimit
         // Bound now, so an address in use fails before anything is mounted.

@@ -62,6 +62,7 @@ struct StatusCommand {
             } else {
                 if watch { print("\u{1B}[H\u{1B}[2J", terminator: "") }
                 print(table(rows, previous: watch ? previous : nil))
+                if let classes = classLine() { print(classes) }
                 if let warning = pinnedWarning() { print(warning) }
             }
             previous = Dictionary(uniqueKeysWithValues: rows.map { ($0.name, $0.cached) })
@@ -100,6 +101,15 @@ struct StatusCommand {
         lines.append("total: \(rows.count) files, \(Self.human(cached)) of \(Self.human(size)) cached, "
                      + "\(rows.filter(\.complete).count) complete")
         return lines.joined(separator: "\n")
+    }
+
+    /// Bytes fetched and served for players and for library scans.
+    func classLine() -> String? {
+        guard let text = try? Xattr.get(mountpoint, "stats"),
+              let stats = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
+        func value(_ key: String) -> Int64 { (stats[key] as? NSNumber)?.int64Value ?? 0 }
+        return "play: \(Self.human(value("play_bytes_fetched"))) fetched, \(Self.human(value("play_bytes_served"))) read; "
+            + "scan: \(Self.human(value("scan_bytes_fetched"))) fetched, \(Self.human(value("scan_bytes_served"))) read"
     }
 
     /// What the mount's stats say when pinned files alone exceed the cache limit.

@@ -34,6 +34,9 @@ public final class MediaFS: @unchecked Sendable {
         public var passthrough = true
         /// `--metrics`: bound before mounting, served from the daemon.
         public var metrics: MetricsServer?
+        /// `--scanners`: the process names whose opens are library scans
+        /// (none: every open is a player's).
+        public var scanners = ProcessClassifier.defaultScanners
 
         public init(mountpoint: String) {
             self.mountpoint = mountpoint
@@ -55,6 +58,8 @@ public final class MediaFS: @unchecked Sendable {
     /// Directories show the mount's start as their times.
     let mountedAt = time(nil)
     private let options: Options
+    /// The class of the process behind each open.
+    let classifier: ProcessClassifier
     /// Dropped once run: what it holds (the parsed sources of a list of
     /// 100,000 URLs, 4 MiB) is the catalog's now.
     private var makeCatalog: (() -> Catalog)?
@@ -82,6 +87,7 @@ public final class MediaFS: @unchecked Sendable {
     /// threads belongs in it.
     public init(options: Options, makeCatalog: @escaping () -> Catalog) {
         self.options = options
+        classifier = ProcessClassifier(scanners: options.scanners)
         self.makeCatalog = makeCatalog
     }
 

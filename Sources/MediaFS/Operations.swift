@@ -235,7 +235,10 @@ func makeOperations() -> fuse_operations {
                 // pages are the page-cache decision's below, whatever this wait.
                 loader.awaitKernelForgot(timeout: MediaFS.invalidationWait)
             }
-            let file = OpenFile(loader: loader)
+            // Once per open: the caller's process, or one of its nearest
+            // ancestors, named like a library scanner makes the handle a scan's.
+            let caller = fuse_get_context()!.pointee.pid
+            let file = OpenFile(loader: loader, readClass: adapter().classifier.classify(thread: caller))
             file.mode = adapter().passthrough?.open(loader)
             if case .passthrough? = file.mode {
                 loader.attach(file.pattern, throughPageCache: false)

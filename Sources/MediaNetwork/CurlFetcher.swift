@@ -33,7 +33,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private struct Pending {
         var starts: [CurlTransfer] = []
         var cancels: [TransferID] = []
-        var promotions: [TransferID] = []
+        var promotions: [(TransferID, FetchRequest.Priority)] = []
         var nextID: TransferID = 1
         var stopping = false
     }
@@ -110,7 +110,11 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     }
 
     public func promote(_ id: TransferID) {
-        pending.withLock { $0.promotions.append(id) }
+        promote(id, to: .read)
+    }
+
+    public func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
+        pending.withLock { $0.promotions.append((id, priority)) }
         curl_multi_wakeup(multi)
     }
 
@@ -122,10 +126,10 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             }
             if stopping { break }
             for transfer in starts { enqueue(transfer) }
-            for id in promotions {
-                guard let transfer = active[id] ?? waiting[id] else { continue }
-                transfer.priority = .read
-                admission.promote(id)
+            for (id, priority) in promotions {
+                guard let transfer = active[id] ?? waiting[id], priority < transfer.priority else { continue }
+                transfer.priority = priority
+                admission.promote(id, to: priority)
             }
             for id in cancels {
                 if let transfer = active[id] {

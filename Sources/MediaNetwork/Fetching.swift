@@ -11,9 +11,10 @@ public struct FetchRequest: Sendable {
     public enum Method: String, Sendable { case get = "GET", head = "HEAD", propfind = "PROPFIND" }
 
     /// Who waits on the bytes: a reader now (or a stat), a listing's
-    /// background probes, a reader soon, or nobody yet.
+    /// background probes, a reader soon, a library scan's reader now
+    /// (behind playback and its readahead), or nobody yet.
     public enum Priority: Int, Sendable, Comparable, CaseIterable {
-        case read = 0, probe, readahead, preload
+        case read = 0, probe, readahead, scan, preload
         public static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
     }
 
@@ -63,6 +64,9 @@ public protocol Fetching: AnyObject, Sendable {
     func cancel(_ id: TransferID)
     /// A reader now waits on a background transfer: run it as a read.
     func promote(_ id: TransferID)
+    /// A reader of `priority` now waits on the transfer: run it at that
+    /// priority if it is more urgent than its own.
+    func promote(_ id: TransferID, to priority: FetchRequest.Priority)
     /// Ends every transfer (their delegates hear of it) and stops.
     func shutdown()
     /// Where the mount's counters are kept, for those that time requests.
@@ -71,4 +75,10 @@ public protocol Fetching: AnyObject, Sendable {
 
 extension Fetching {
     public var statistics: Statistics? { nil }
+
+    /// A fetcher without priorities between read and background runs a
+    /// promoted transfer as a read only when a read waits on it.
+    public func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
+        if priority == .read { promote(id) }
+    }
 }

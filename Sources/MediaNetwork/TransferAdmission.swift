@@ -1,8 +1,10 @@
 // Which waiting transfers may start, counted per origin (scheme, host,
 // port): at most `perOrigin` run on each. An origin's free places go to its
 // waiting reads one requester (file) after another, round-robin, a requester
-// with nothing running there first; probes, then readahead and preload, get
-// only what reads leave, under caps of their own for the whole mount.
+// with nothing running there first; probes, then readahead, a library
+// scan's reads and preload, get only what reads leave (probes, readahead
+// and preload under caps of their own for the whole mount; a scan's reads,
+// which someone waits on, only under the origin's).
 // Bookkeeping only, on the network thread: O(1) amortized per transfer, no
 // scan of what waits. One origin's queue never holds another origin's back.
 import MediaSupport
@@ -60,7 +62,7 @@ public final class TransferAdmission {
         }
     }
 
-    private static let backgroundPriorities: [Priority] = [.probe, .readahead, .preload]
+    private static let backgroundPriorities: [Priority] = [.probe, .readahead, .scan, .preload]
 
     private var entries: [TransferID: Entry] = [:]
     private var origins: [HTTPOrigin?: Origin] = [:]
@@ -100,19 +102,25 @@ public final class TransferAdmission {
 
     /// A reader waits on the transfer now: a waiting one joins its
     /// requester's reads (behind them), a running one stops counting
-    /// against its background cap.
-    public func promote(_ id: TransferID) {
-        guard var entry = entries[id], entry.priority != .read, let origin = origins[entry.origin] else { return }
+    /// against its background cap. `priority`: the reader's (a scan's
+    /// reader lifts a preload only to a scan's place).
+    public func promote(_ id: TransferID, to priority: Priority = .read) {
+        guard var entry = entries[id], priority < entry.priority, let origin = origins[entry.origin] else { return }
         let was = entry.priority.rawValue
-        entry.priority = .read
+        entry.priority = priority
         entries[id] = entry
         if entry.running {
             runningByPriority[was] -= 1
-            runningByPriority[Priority.read.rawValue] += 1
+            runningByPriority[priority.rawValue] += 1
         } else {
             origin.waitingBackground[was] -= 1
             compactBackground(origin, was)
-            addRead(id, group: entry.group, at: origin)
+            if priority == .read {
+                addRead(id, group: entry.group, at: origin)
+            } else {
+                origin.background[priority.rawValue].append(id)
+                origin.waitingBackground[priority.rawValue] += 1
+            }
         }
         markDirty(entry.origin, origin)
     }
@@ -252,6 +260,8 @@ public final class TransferAdmission {
 
     private func hasRoomUnderCap(_ priority: Priority) -> Bool {
         if priority == .probe { return runningByPriority[Priority.probe.rawValue] < maxProbes }
+        // A scan's reader waits on it: only its origin's places bound it.
+        if priority == .scan { return true }
         let background = runningByPriority[Priority.readahead.rawValue] + runningByPriority[Priority.preload.rawValue]
         return background < maxBackground
     }

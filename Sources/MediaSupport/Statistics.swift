@@ -20,6 +20,16 @@ public final class Statistics: Sendable {
     public let retries = Atomic<Int64>(0)
     /// Cache entries the limits removed.
     public let evictions = Atomic<Int64>(0)
+    /// Opens that went on with a closed handle's pattern and transfers
+    /// (`--handle-grace`).
+    public let graceResumes = Atomic<Int64>(0)
+    /// File bytes received from the servers and handed to readers, by read
+    /// class (MediaCache's ReadClass: 0 play, 1 scan).
+    public static let readClasses = 2
+    private let playFetched = Atomic<Int64>(0)
+    private let scanFetched = Atomic<Int64>(0)
+    private let playServed = Atomic<Int64>(0)
+    private let scanServed = Atomic<Int64>(0)
     /// HTTP responses by status class, and hops that ended without one.
     private let responses = Locked([Int64](repeating: 0, count: ResponseClass.allCases.count))
     /// How long FUSE reads took, from the call to the bytes in the buffer.
@@ -69,6 +79,14 @@ public final class Statistics: Sendable {
         evictions.add(Int64(count), ordering: .relaxed)
     }
 
+    public func countFetched(_ count: Int64, byClass index: Int) {
+        if index == 0 { playFetched.add(count, ordering: .relaxed) } else { scanFetched.add(count, ordering: .relaxed) }
+    }
+
+    public func countServed(_ count: Int64, byClass index: Int) {
+        if index == 0 { playServed.add(count, ordering: .relaxed) } else { scanServed.add(count, ordering: .relaxed) }
+    }
+
     public enum ResponseClass: Int, CaseIterable, Sendable {
         case success, redirect, clientError, serverError, error
 
@@ -101,8 +119,12 @@ public final class Statistics: Sendable {
         public var attributeRequests: Int64 = 0
         public var retries: Int64 = 0
         public var evictions: Int64 = 0
+        public var graceResumes: Int64 = 0
         /// By `ResponseClass.rawValue`.
         public var responses: [Int64] = []
+        /// By read class (0 play, 1 scan).
+        public var fetchedByClass: [Int64] = [0, 0]
+        public var servedByClass: [Int64] = [0, 0]
     }
 
     public var snapshot: Snapshot {
@@ -114,6 +136,9 @@ public final class Statistics: Sendable {
                  attributeRequests: attributeRequests.load(ordering: .relaxed),
                  retries: retries.load(ordering: .relaxed),
                  evictions: evictions.load(ordering: .relaxed),
-                 responses: responses.withLock { $0 })
+                 graceResumes: graceResumes.load(ordering: .relaxed),
+                 responses: responses.withLock { $0 },
+                 fetchedByClass: [playFetched.load(ordering: .relaxed), scanFetched.load(ordering: .relaxed)],
+                 servedByClass: [playServed.load(ordering: .relaxed), scanServed.load(ordering: .relaxed)])
     }
 }

@@ -22,6 +22,19 @@ public struct MetricsExposition: Sendable {
         var out = Output()
         out.metric("mediafs_network_received_bytes_total", .counter,
                    "File bytes received from the servers (response bodies).", counters.bytesFromNetwork)
+        out.header("mediafs_class_fetched_bytes_total", .counter,
+                   "File bytes received from the servers by read class (play: players; scan: library scans and lookups).")
+        for readClass in ReadClass.allCases {
+            out.sample("mediafs_class_fetched_bytes_total{class=\"\(readClass.label)\"}",
+                       counters.fetchedByClass[readClass.rawValue])
+        }
+        out.header("mediafs_class_served_bytes_total", .counter, "Bytes reads returned, by read class.")
+        for readClass in ReadClass.allCases {
+            out.sample("mediafs_class_served_bytes_total{class=\"\(readClass.label)\"}",
+                       counters.servedByClass[readClass.rawValue])
+        }
+        out.metric("mediafs_grace_resumes_total", .counter,
+                   "Opens that went on with a closed handle's readahead (--handle-grace).", counters.graceResumes)
         out.metric("mediafs_cache_read_bytes_total", .counter,
                    "Bytes reads through the daemon took from the cache.", counters.bytesFromCache)
         out.metric("mediafs_passthrough_opens_total", .counter,

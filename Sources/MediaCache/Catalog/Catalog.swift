@@ -493,7 +493,12 @@ public final class Catalog: @unchecked Sendable {
                           pinnedOverLimit: eviction.pinnedOverLimit, bytesFromCache: counters.bytesFromCache,
                           bytesFromNetwork: counters.bytesFromNetwork, requests: counters.requests,
                           transfersInFlight: counters.transfersInFlight, kernelReadOpens: counters.kernelReadOpens,
-                          attributeRequests: counters.attributeRequests)
+                          attributeRequests: counters.attributeRequests,
+                          playBytesFetched: counters.fetchedByClass[ReadClass.play.rawValue],
+                          scanBytesFetched: counters.fetchedByClass[ReadClass.scan.rawValue],
+                          playBytesServed: counters.servedByClass[ReadClass.play.rawValue],
+                          scanBytesServed: counters.servedByClass[ReadClass.scan.rawValue],
+                          graceResumes: counters.graceResumes)
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = .sortedKeys
@@ -506,5 +511,10 @@ public final class Catalog: @unchecked Sendable {
         var entries, cachedBytes, cacheMaxSize, pinnedBytes: Int64
         var pinnedOverLimit: Bool
         var bytesFromCache, bytesFromNetwork, requests, transfersInFlight, kernelReadOpens, attributeRequests: Int64
+        /// By read class: bytes received for its reads (a lookup's first
+        /// bytes count as a scan's) and bytes its reads returned.
+        var playBytesFetched, scanBytesFetched, playBytesServed, scanBytesServed: Int64
+        /// Opens that went on with a closed handle's pattern and transfers.
+        var graceResumes: Int64
     }
 }

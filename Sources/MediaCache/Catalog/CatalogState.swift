@@ -332,6 +332,7 @@ struct CatalogState {
         let loader = retired.removeValue(forKey: url)?.loader
             ?? FileLoader(source: Source(name: path, url: url), context: context, meta: preloaded)
         if record.listed { _ = loader.markListed() }
+        if record.isScanOnly { loader.markScanOnly() }
         // It saves its metadata itself from now on.
         if pending != nil { loader.markUnsaved() }
         adopted(loader)

@@ -24,16 +24,37 @@ public struct EntryRecord: Sendable, Equatable {
     public var allocatedBytes: Int64
     /// Seconds since the epoch, with their fraction while the mount knew them.
     public var lastAccess: Double
-    public var isComplete: Bool
-    public var isPinned: Bool
+    public var isComplete: Bool {
+        get { flags.contains(.complete) }
+        set { flags.set(.complete, newValue) }
+    }
+    public var isPinned: Bool {
+        get { flags.contains(.pinned) }
+        set { flags.set(.pinned, newValue) }
+    }
     /// Whether the cache may hold metadata for it. Without, a loader is
     /// made without reading the disk: a listing of 100,000 new entries
     /// makes a loader each, under the catalog's lock.
-    public var hasMeta: Bool
+    public var hasMeta: Bool {
+        get { flags.contains(.hasMeta) }
+        set { flags.set(.hasMeta, newValue) }
+    }
     /// A listing named it while its size was unknown: its probe waits in
     /// the ProbeFeeder, and a stat that overtakes it sends a HEAD too,
     /// since a scan of a library stats every file and reads none.
-    public var listed = false
+    public var listed: Bool {
+        get { flags.contains(.listed) }
+        set { flags.set(.listed, newValue) }
+    }
+    /// Only library scans have read it (ReadClass): evicted first. Kept
+    /// by the mount only; an entry read back from disk counts as a player's.
+    public var isScanOnly: Bool {
+        get { flags.contains(.scanOnly) }
+        set { flags.set(.scanOnly, newValue) }
+    }
+    /// The five flags above in one byte, so that the ETag's fingerprint
+    /// still fits in the 48 bytes (five Bools and a UInt32 made 56).
+    private var flags: Flags = []
     /// A fingerprint of the ETag its metadata holds (0: none), so a
     /// refreshed listing that shows another ETag for a file nobody uses
     /// notices the change without reading the metadata (see
@@ -52,6 +73,19 @@ public struct EntryRecord: Sendable, Equatable {
         self.isComplete = isComplete
         self.isPinned = isPinned
         self.hasMeta = hasMeta
+    }
+
+    private struct Flags: OptionSet, Sendable, Equatable {
+        let rawValue: UInt8
+        static let complete = Flags(rawValue: 1)
+        static let pinned = Flags(rawValue: 2)
+        static let hasMeta = Flags(rawValue: 4)
+        static let listed = Flags(rawValue: 8)
+        static let scanOnly = Flags(rawValue: 16)
+
+        mutating func set(_ flag: Flags, _ on: Bool) {
+            if on { insert(flag) } else { remove(flag) }
+        }
     }
 
     /// Size, date and ETag fingerprint from `info`.

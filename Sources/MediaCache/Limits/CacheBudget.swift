@@ -8,6 +8,12 @@
 //
 // The evictor measures the room on each pass; bytes reserved, or written
 // while it measured, are taken off, so a measurement can only err low.
+//
+// A library scan's bytes (ReadClass.scan) fit in the room of both: the
+// whole cache's and the scan budget's (`--scan-cache-size`). A scan that
+// finds no room presses only the scan budget, whose pass evicts only
+// entries scans alone brought: a scan never makes the evictor free bytes
+// a player fetched.
 import Foundation
 
 public final class CacheBudget: @unchecked Sendable {
@@ -22,6 +28,12 @@ public final class CacheBudget: @unchecked Sendable {
         /// Below this much room the evictor is woken.
         var lowWater: Int64 = 0
         var pressed = false
+        /// The same for the scan budget: its bytes count in both.
+        var scanRoom: Int64 = 0
+        var scanCommitted: Int64 = 0
+        var scanWritten: Int64 = 0
+        var scanLowWater: Int64 = 0
+        var scanPressed = false
         /// Measurements so far: a reader waits for one pass at most.
         var passes = 0
     }
@@ -43,51 +55,78 @@ public final class CacheBudget: @unchecked Sendable {
         return body(&state)
     }
 
-    /// Marks the pressure (once per pass) and says whether to wake the evictor.
-    private static func press(_ state: inout State, short: Bool) -> Bool {
+    /// Marks the pressure (once per pass) and says whether to wake the
+    /// evictor: a scan's shortage presses the scan budget alone.
+    private static func press(_ state: inout State, short: Bool, _ readClass: ReadClass) -> Bool {
+        if readClass == .scan {
+            guard !state.scanPressed, short || state.scanRoom < state.scanLowWater else { return false }
+            state.scanPressed = true
+            return true
+        }
         guard !state.pressed, short || state.room < state.lowWater else { return false }
         state.pressed = true
         return true
     }
 
+    /// The room bytes of `readClass` may take.
+    private static func room(_ state: State, _ readClass: ReadClass) -> Int64 {
+        readClass == .scan ? min(state.room, state.scanRoom) : state.room
+    }
+
     /// Reserves room for up to `count` bytes; returns how much it got.
-    func reserve(upTo count: Int64) -> Int64 {
+    func reserve(upTo count: Int64, for readClass: ReadClass = .play) -> Int64 {
         let (got, wake) = locked { state -> (Int64, Bool) in
-            let got = max(min(count, state.room), 0)
+            let got = max(min(count, Self.room(state, readClass)), 0)
             state.room -= got
             state.committed += got
-            return (got, Self.press(&state, short: got < count))
+            if readClass == .scan {
+                state.scanRoom -= got
+                state.scanCommitted += got
+            }
+            return (got, Self.press(&state, short: got < count, readClass))
         }
         if wake { onPressure() }
         return got
     }
 
     /// Reserved bytes were written into the cache.
-    func consume(_ count: Int64) {
+    func consume(_ count: Int64, for readClass: ReadClass = .play) {
         locked { state in
             state.committed -= count
             state.written &+= count
+            if readClass == .scan {
+                state.scanCommitted -= count
+                state.scanWritten &+= count
+            }
         }
     }
 
     /// Reserved bytes that will not be written after all.
-    func release(_ count: Int64) {
+    func release(_ count: Int64, for readClass: ReadClass = .play) {
         guard count > 0 else { return }
         locked { state in
             state.committed -= count
             state.room = state.room.addingSaturating(count)
+            if readClass == .scan {
+                state.scanCommitted -= count
+                state.scanRoom = state.scanRoom.addingSaturating(count)
+            }
         }
     }
 
     /// Takes room for bytes no reservation covers; false when they do not fit.
-    func take(_ count: Int64) -> Bool {
+    func take(_ count: Int64, for readClass: ReadClass = .play) -> Bool {
         let (fits, wake) = locked { state -> (Bool, Bool) in
-            let fits = state.room >= count
+            let fits = Self.room(state, readClass) >= count
             if fits {
                 state.room -= count
                 state.written &+= count
+                if readClass == .scan {
+                    state.scanRoom -= count
+                    state.scanWritten &+= count
+                }
             }
-            return (fits, Self.press(&state, short: !fits))
+            return (fits, Self.press(&state, short: !fits, readClass))
         }
         if wake { onPressure() }
         return fits
@@ -97,36 +136,52 @@ public final class CacheBudget: @unchecked Sendable {
     /// at most: a read that must fetch gives the evictor the chance to free
     /// older bytes first. Returns whether they fit.
     @discardableResult
-    func awaitRoom(_ count: Int64, timeout: Double) -> Bool {
+    func awaitRoom(_ count: Int64, timeout: Double, for readClass: ReadClass = .play) -> Bool {
         condition.lock()
-        guard state.room < count else { condition.unlock(); return true }
-        let wake = Self.press(&state, short: true)
+        guard Self.room(state, readClass) < count else { condition.unlock(); return true }
+        let wake = Self.press(&state, short: true, readClass)
         let pass = state.passes
         condition.unlock()
         if wake { onPressure() }
         let deadline = Deadline.after(seconds: timeout)
         condition.lock()
         defer { condition.unlock() }
-        while state.room < count && state.passes <= pass + (wake ? 0 : 1) {
+        while Self.room(state, readClass) < count && state.passes <= pass + (wake ? 0 : 1) {
             if !condition.wait(until: deadline) { break }
         }
-        return state.room >= count
+        return Self.room(state, readClass) >= count
     }
 
     /// Whether the room ran low since the last measurement.
     public var isPressed: Bool { locked { $0.pressed } }
 
+    /// Whether the scan budget's room ran low since the last measurement.
+    public var isScanPressed: Bool { locked { $0.scanPressed } }
+
     /// A mark to pass to `measured(room:since:lowWater:)`, taken before measuring.
     public var mark: Int64 { locked { $0.written } }
 
+    /// The same for the scan budget's bytes.
+    public var scanMark: Int64 { locked { $0.scanWritten } }
+
     /// The evictor measured `room` (bytes free under every limit on disk),
     /// having started at `mark`; it wants to be woken when less than
-    /// `lowWater` is left.
-    public func measured(room: Int64, since mark: Int64, lowWater: Int64) {
+    /// `lowWater` is left. `scan`: the same of the scan budget (nil: scans
+    /// take any room).
+    public func measured(room: Int64, since mark: Int64, lowWater: Int64,
+                         scan: (room: Int64, since: Int64, lowWater: Int64)? = nil) {
         locked { state in
             state.room = max(room - state.committed - (state.written &- mark), 0)
             state.lowWater = lowWater
             state.pressed = false
+            if let scan {
+                state.scanRoom = max(scan.room - state.scanCommitted - (state.scanWritten &- scan.since), 0)
+                state.scanLowWater = scan.lowWater
+            } else {
+                state.scanRoom = Int64.max
+                state.scanLowWater = 0
+            }
+            state.scanPressed = false
             state.passes += 1
         }
         condition.broadcast()

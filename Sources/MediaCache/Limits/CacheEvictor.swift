@@ -1,7 +1,12 @@
 // Keeps the cache within its limits: total size, free space left on its
 // file system, and age (partial and complete entries have separate ages, as
 // unfinished and finished downloads do in the mobile caches this grew from).
-// Least recently used goes first. Entries of the running mount are evicted
+// Least recently used goes first, and entries only library scans have read
+// (scan-only, ReadClass) before any other: they have a budget of their own,
+// which a pass keeps them under by evicting scan-only entries alone, and a
+// player's entry goes only when players' bytes alone are past the limits
+// (a scan's bytes take only room free under both). The class is an entry's,
+// not a byte's: an entry a player read is a player's, all of it. Entries of the running mount are evicted
 // through their loader, which refuses while a transfer runs or a read waits;
 // a mounted file known by its record gets a loader for it (moving its entry
 // away would forget the validators that tell a change, and the kernel would
@@ -35,8 +40,14 @@ public struct CacheLimits: Sendable, Equatable {
     public var maxAgePartial: Double = 7 * 86_400
     /// Complete entries not read for this long are dropped.
     public var maxAgeComplete: Double = 30 * 86_400
+    /// Bytes of entries only library scans have read (`--scan-cache-size`);
+    /// nil: an eighth of `maxSize`.
+    public var scanMaxSize: Int64?
 
     public init() {}
+
+    /// The scan budget: never more than the whole cache.
+    public var scanLimit: Int64 { min(scanMaxSize ?? maxSize / 8, maxSize) }
 }
 
 public struct CacheEvictor: Sendable {
@@ -73,6 +84,8 @@ public struct CacheEvictor: Sendable {
         var lastAccess: Double
         var complete: Bool
         var pinned: Bool
+        /// Only library scans have read it: evicted first.
+        var scanOnly = false
 
         var loader: FileLoader? {
             if case .loader(let loader) = place { return loader }
@@ -137,6 +150,9 @@ public struct CacheEvictor: Sendable {
     /// limit, at most 64 MiB.
     public var headroom: Int64 { min(limits.maxSize / 8, 64 << 20) }
 
+    /// The same for the scan budget: a quarter of it, at most 16 MiB.
+    public var scanHeadroom: Int64 { min(limits.scanLimit / 4, 16 << 20) }
+
     /// Applies the limits once. `mounted` are the loaders of the running
     /// mount, by URL; their bytes are freed only through them. `records`
     /// are its other files that hold bytes (a URL that has a loader too
@@ -160,6 +176,7 @@ public struct CacheEvictor: Sendable {
                     removing: ((_ url: String, _ remove: () -> Void) -> Bool)? = nil,
                     loading: ((_ url: String) -> FileLoader?)? = nil) -> Report {
         let mark = budget?.mark ?? 0
+        let scanMark = budget?.scanMark ?? 0
         let extra = budget?.isPressed == true ? headroom : 0
         var report = Report()
         index.lock.lock()
@@ -190,11 +207,13 @@ public struct CacheEvictor: Sendable {
             let usage = loader.usage()
             guard usage.allocatedBytes > 0 else { continue }
             items.append(Item(place: .loader(loader), allocated: usage.allocatedBytes, lastAccess: usage.lastAccess,
-                              complete: usage.isComplete, pinned: usage.isPinned))
+                              complete: usage.isComplete, pinned: usage.isPinned,
+                              scanOnly: usage.isScanOnly && !usage.isPinned))
         }
         for (url, record) in records where record.allocatedBytes > 0 && mounted[url] == nil {
             items.append(Item(place: .record(url), allocated: record.allocatedBytes, lastAccess: record.lastAccess,
-                              complete: record.isComplete, pinned: record.isPinned))
+                              complete: record.isComplete, pinned: record.isPinned,
+                              scanOnly: record.isScanOnly && !record.isPinned))
         }
 
         var kept: [Item] = []
@@ -208,16 +227,39 @@ public struct CacheEvictor: Sendable {
             }
         }
 
+        // The scan budget first, from scan-only entries alone: a scan that
+        // found no room (`isScanPressed`) gets a headroom of its own.
+        var scanUsed = kept.reduce(Int64(0)) { $0 + ($1.scanOnly ? $1.allocated : 0) }
+        let scanExtra = budget?.isScanPressed == true ? scanHeadroom : 0
+        var scanNeed = scanUsed.addingSaturating(scanExtra) - limits.scanLimit
+        if scanNeed > 0 {
+            var left: [Item] = []
+            for item in kept.sorted(by: { ($0.scanOnly ? 0 : 1, $0.lastAccess) < ($1.scanOnly ? 0 : 1, $1.lastAccess) }) {
+                if scanNeed > 0, item.scanOnly, item.allocated > 0, evict(item) {
+                    scanNeed -= item.allocated
+                    scanUsed -= item.allocated
+                    report.evictedEntries += 1
+                    report.freedBytes += item.allocated
+                } else {
+                    left.append(item)
+                }
+            }
+            kept = left
+        }
+
         var used = kept.reduce(Int64(0)) { $0 + $1.allocated }
         let free = store.freeBytes() ?? Int64.max
         var need = max(used.addingSaturating(extra) - limits.maxSize,
                        limits.minFree.addingSaturating(extra) - free, 0)
         var survivors: [Item] = []
         // Sorted only when something must go: most passes evict nothing.
-        for item in need > 0 ? kept.sorted(by: { $0.lastAccess < $1.lastAccess }) : kept {
+        // Scan-only entries go first, then the least recently used.
+        let order: (Item, Item) -> Bool = { ($0.scanOnly ? 0 : 1, $0.lastAccess) < ($1.scanOnly ? 0 : 1, $1.lastAccess) }
+        for item in need > 0 ? kept.sorted(by: order) : kept {
             if need > 0, item.allocated > 0, evict(item) {
                 need -= item.allocated
                 used -= item.allocated
+                if item.scanOnly { scanUsed -= item.allocated }
                 report.evictedEntries += 1
                 report.freedBytes += item.allocated
             } else {
@@ -241,7 +283,9 @@ public struct CacheEvictor: Sendable {
         if let budget {
             let freed = report.freedBytes
             let room = min(limits.maxSize - used, free.addingSaturating(freed) - limits.minFree)
-            budget.measured(room: max(room, 0), since: mark, lowWater: headroom / 2)
+            let scanRoom = min(room, limits.scanLimit - scanUsed)
+            budget.measured(room: max(room, 0), since: mark, lowWater: headroom / 2,
+                            scan: (room: max(scanRoom, 0), since: scanMark, lowWater: scanHeadroom / 2))
             Log.debug("cache limits: \(used) bytes used, \(max(room, 0)) bytes of room, \(freed) bytes freed")
         }
         return report

@@ -36,6 +36,8 @@ extension FileLoader {
         public var isBusy: Bool
         /// Never to be evicted or trimmed; counts against the limits all the same.
         public var isPinned: Bool
+        /// Only library scans have read it: evicted first, in the scan budget.
+        public var isScanOnly = false
     }
 
     public func usage() -> Usage {
@@ -44,7 +46,7 @@ extension FileLoader {
             Usage(allocatedBytes: state.hasEntry ? allocated : 0, lastAccess: state.lastAccess,
                   isComplete: state.info.map { state.present.contains(0..<$0.length) } ?? false,
                   isBusy: !state.transfers.isEmpty || !state.waits.isEmpty || state.kernelReading,
-                  isPinned: state.pinned)
+                  isPinned: state.pinned, isScanOnly: state.scanOnly)
         }
     }
 
@@ -193,6 +195,8 @@ extension FileLoader {
             // read before it could name a version a change has replaced since.
             guard let info = state.info else { return }
             let owner = preloadOwner
+            // Asked for by a user: a player's bytes.
+            state.scanOnly = false
             cancelTransfers(of: owner, except: nil, in: &state)
             let end = min(limit ?? info.length, info.length)
             for hole in state.present.missing(in: 0..<end) {

@@ -55,6 +55,7 @@ extension FileLoader {
                                      hasMeta: info != nil || cacheUnusable)
             record.listed = state.listed && info == nil
             if let info { record.take(info) }
+            record.isScanOnly = state.scanOnly
             return (record, unsaved)
         }
     }

@@ -30,13 +30,16 @@ extension FileLoader {
         return lock.withLock { state in
             take(learned, in: &state)
             let end = min(limit, learned.length)
-            let reserved = budget?.reserve(upTo: end) ?? 0
+            // A lookup's first bytes are a scan's until a player reads them:
+            // a library's stats must not push out what players fetched.
+            let readClass: ReadClass = state.scanOnly ? .scan : .play
+            let reserved = budget?.reserve(upTo: end, for: readClass) ?? 0
             state.transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
-                                           reserved: reserved, askedAt: askedAt)
+                                           reserved: reserved, askedAt: askedAt, readClass: readClass)
             countTransferStarted()
             guard accept(head, of: id, in: &state) else {
                 state.transfers[id] = nil
-                budget?.release(reserved)
+                budget?.release(reserved, for: readClass)
                 statistics.transfersInFlight.add(-1, ordering: .relaxed)
                 return nil
             }
@@ -163,12 +166,14 @@ extension FileLoader {
         // freeing would erase them after this write, and a claim would lie.
         // So are bytes that do not fit under the cache limits.
         var file = state.isFreeing(chunk) ? nil : openDataFile(&state)
+        let readClass = transfer.readClass
+        statistics.countFetched(Int64(count), byClass: readClass.rawValue)
         if file != nil, let budget {
             if transfer.reserved >= Int64(count) {
                 state.transfers[id]!.reserved -= Int64(count)
-                budget.consume(Int64(count))
-            } else if budget.take(Int64(count) - transfer.reserved) {
-                budget.consume(transfer.reserved)
+                budget.consume(Int64(count), for: readClass)
+            } else if budget.take(Int64(count) - transfer.reserved, for: readClass) {
+                budget.consume(transfer.reserved, for: readClass)
                 state.transfers[id]!.reserved = 0
             } else {
                 file = nil
@@ -198,7 +203,7 @@ extension FileLoader {
         lock.withLock { state in
             guard let transfer = state.transfers.removeValue(forKey: id) else { return }
             statistics.transfersInFlight.add(-1, ordering: .relaxed)
-            budget?.release(transfer.reserved)
+            budget?.release(transfer.reserved, for: transfer.readClass)
             // Stopped by a seek, a close or a purge: says nothing of the server.
             if transfer.cancelled { return }
             if error == nil, let head = transfer.head {

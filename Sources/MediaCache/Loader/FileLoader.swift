@@ -110,6 +110,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             state.lastAccess = Double(meta.lastAccess)
             state.lastValidated = meta.lastValidated
             state.pinned = meta.pinned
+            state.scanOnly = context.settings.readClasses && meta.present.isEmpty
             state.hasEntry = true
         }
         lock = ConditionLocked(state)
@@ -303,6 +304,12 @@ public final class FileLoader: TransferDelegate, Sendable {
         state.dirty = true
         state.probe = .idle
         state.probeAttempts = 0
+        state.scanOnly = settings.readClasses
+    }
+
+    /// Its record said only scans read it (the class is not in the metadata).
+    func markScanOnly() {
+        lock.withLock { $0.scanOnly = true }
     }
 
     // MARK: Reading
@@ -320,7 +327,9 @@ public final class FileLoader: TransferDelegate, Sendable {
             // A read that must fetch lets the evictor free older bytes
             // first, so that its bytes are cached too.
             let missing = Int64(wanted.count) - lock.withLock { $0.present.overlapCount(with: wanted) }
-            if missing > 0 { budget.awaitRoom(missing, timeout: min(settings.timeout, Self.roomWait)) }
+            if missing > 0 {
+                budget.awaitRoom(missing, timeout: min(settings.timeout, Self.roomWait), for: pattern.readClass)
+            }
         }
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])
         let grant = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
@@ -338,6 +347,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             try readPresent(from: file, into: target, at: Int(part.lowerBound - offset), range: part)
             statistics.bytesFromCache.add(Int64(part.count), ordering: .relaxed)
         }
+        statistics.countServed(Int64(target.count), byClass: pattern.readClass.rawValue)
         return target.count
     }
 
@@ -394,7 +404,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             defer { scope.state.waits[wait] = nil }
             var available = scope.state.availability(of: wait)
             try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
-                             info: info, attempts: &attempts, state: &scope.state)
+                             readClass: pattern.readClass, info: info, attempts: &attempts, state: &scope.state)
             readAhead(from: wanted.upperBound, window: window, owner: owner, info: info, in: &scope.state)
             while !available.contains(wanted) {
                 let retryAt = scope.state.retryAt
@@ -410,7 +420,7 @@ public final class FileLoader: TransferDelegate, Sendable {
                 }
                 available = scope.state.availability(of: wait)
                 try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
-                                 info: info, attempts: &attempts, state: &scope.state)
+                                 readClass: pattern.readClass, info: info, attempts: &attempts, state: &scope.state)
             }
             if scope.state.generation != startGeneration {
                 throw MediaError.io("\(source.displayURL) changed on the server during the read")
@@ -424,11 +434,17 @@ public final class FileLoader: TransferDelegate, Sendable {
     private func beginCachedRead(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern,
                                  in state: inout LoaderState) -> ReadGrant? {
         let owner = ObjectIdentifier(pattern)
+        if !pattern.hasRead, pattern.readClass == .play, settings.handleGrace > 0 {
+            if !state.lingering.isEmpty { resumeLingering(pattern, at: wanted.lowerBound, in: &state) }
+            if !pattern.hasRead, state.fresh.count < Self.maxLingering { state.fresh[owner] = pattern }
+        }
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
             cancelTransfers(of: owner, except: wanted.lowerBound, in: &state)
         }
         state.lastAccess = wallNow()
         state.lastReadOffset = wanted.lowerBound
+        // A player's read makes the whole entry a player's.
+        if pattern.readClass == .play { state.scanOnly = false }
         guard state.present.contains(wanted) else { return nil }
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
@@ -458,15 +474,18 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// Makes sure a transfer is on its way for every byte of `holes`: joins
     /// running ones, starts the rest (reaching `window` further). Throws
     /// once a read has tried too often.
-    func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier,
+    func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier, readClass: ReadClass = .play,
                       info: ContentInfo, attempts: inout Attempts, state: inout LoaderState) throws {
+        let priority = readClass.readPriority
         for hole in holes {
             var point = hole.lowerBound
             while point < hole.upperBound {
                 if let (id, covering) = state.transfers.first(where: { covers($0.value, point, in: state) }) {
-                    if covering.priority != .read {
-                        state.transfers[id]!.priority = .read
-                        fetcher.promote(id)
+                    // A scan's read lifts a preload to a scan's place, never
+                    // a transfer to a player's.
+                    if covering.priority > priority {
+                        state.transfers[id]!.priority = priority
+                        fetcher.promote(id, to: priority)
                     }
                     point = covering.end
                     continue
@@ -499,7 +518,8 @@ public final class FileLoader: TransferDelegate, Sendable {
                 }
                 let start = point
                 point = startTransfer(at: start, end: max(hole.upperBound, point + window), owner: owner, info: info,
-                                      mustReach: hole.upperBound, in: &state)
+                                      priority: priority, readClass: readClass, mustReach: hole.upperBound,
+                                      in: &state)
                 attempts.asked.insert(start..<point)
             }
         }
@@ -582,15 +602,78 @@ public final class FileLoader: TransferDelegate, Sendable {
         }
     }
 
-    /// A handle closed: what it alone asked for is no longer needed.
+    /// Closed handles kept for `--handle-grace` at once, per file; past
+    /// it the oldest goes.
+    static let maxLingering = 8
+
+    /// A handle closed: what it alone asked for is no longer needed, but a
+    /// player's handle of the current version that has read is kept for
+    /// the grace period, its transfers running: servers close and open a
+    /// file every few MiB of a stream.
     public func release(_ pattern: ReadPattern) {
         lock.withLock { state in
             if pattern.inPageCache, let opened = pattern.generation, let count = state.pageCacheHandles[opened] {
                 state.pageCacheHandles[opened] = count > 1 ? count - 1 : nil
                 pattern.inPageCache = false
             }
+            endLingering(&state, all: false)
+            state.fresh[ObjectIdentifier(pattern)] = nil
+            if settings.handleGrace > 0, pattern.readClass == .play, pattern.hasRead,
+               pattern.generation == state.generation {
+                if handOver(pattern, in: &state) { return }
+                if state.lingering.count >= Self.maxLingering,
+                   let oldest = state.lingering.min(by: { $0.value.until < $1.value.until })?.key {
+                    state.lingering[oldest] = nil
+                    cancelTransfers(of: oldest, except: nil, in: &state)
+                }
+                state.lingering[ObjectIdentifier(pattern)] = (pattern, now() + settings.handleGrace)
+                return
+            }
             cancelTransfers(of: ObjectIdentifier(pattern), except: nil, in: &state)
         }
+    }
+
+    /// Stops the transfers of closed handles whose grace ended (`all`: of
+    /// every closed handle).
+    func endLingering(_ state: inout LoaderState, all: Bool) {
+        guard !state.lingering.isEmpty else { return }
+        let now = now()
+        for (owner, closed) in state.lingering where all || closed.until <= now {
+            state.lingering[owner] = nil
+            cancelTransfers(of: owner, except: nil, in: &state)
+        }
+    }
+
+    /// A closing handle whose sequel was opened (and read) before this
+    /// release: the sequel, still on the streak it began where this one
+    /// would read next, takes this one's streak and transfers.
+    func handOver(_ closing: ReadPattern, in state: inout LoaderState) -> Bool {
+        guard let (id, heir) = state.fresh.first(where: {
+            $0.value.firstStreakStart >= 0 && closing.follows($0.value.firstStreakStart)
+                && $0.value.generation == closing.generation
+        }) else { return false }
+        state.fresh[id] = nil
+        heir.inherit(closing)
+        let owner = ObjectIdentifier(closing)
+        for (transfer, running) in state.transfers where running.owner == owner { state.transfers[transfer]!.owner = id }
+        statistics.graceResumes.add(1, ordering: .relaxed)
+        return true
+    }
+
+    /// A new player's handle whose first read is where a closed handle
+    /// (within its grace) would read next takes that handle's pattern and
+    /// its transfers: no cold start, no transfer stopped and asked again.
+    func resumeLingering(_ pattern: ReadPattern, at offset: Int64, in state: inout LoaderState) {
+        endLingering(&state, all: false)
+        guard let (owner, closed) = state.lingering.first(where: {
+            $0.value.pattern.follows(offset) && $0.value.pattern.generation == pattern.generation
+        }) else { return }
+        state.lingering[owner] = nil
+        pattern.resume(from: closed.pattern)
+        let heir = ObjectIdentifier(pattern)
+        for (id, transfer) in state.transfers where transfer.owner == owner { state.transfers[id]!.owner = heir }
+        statistics.graceResumes.add(1, ordering: .relaxed)
+        Log.debug("\(source.displayURL): a new handle goes on from byte \(offset) with a closed one's transfers")
     }
 
     /// The kernel has dropped the pages and attributes of every name of the
@@ -620,7 +703,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// Returns where it stops: `start` when it started none.
     @discardableResult
     func startTransfer(at start: Int64, end wantedEnd: Int64, owner: ObjectIdentifier, info: ContentInfo,
-                       priority: FetchRequest.Priority = .read, mustReach: Int64 = 0,
+                       priority: FetchRequest.Priority = .read, readClass: ReadClass = .play, mustReach: Int64 = 0,
                        in state: inout LoaderState) -> Int64 {
         var end = min(wantedEnd, info.length)
         if info.length - end <= settings.tailStretch { end = info.length }
@@ -631,7 +714,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         // Room under the cache limits: a read fetches its bytes whatever
         // (those that do not fit pass uncached); readahead and preload
         // fetch only what will be kept.
-        let reserved = budget?.reserve(upTo: end - start) ?? 0
+        let reserved = budget?.reserve(upTo: end - start, for: readClass) ?? 0
         if budget != nil {
             end = max(start + reserved, min(end, mustReach))
             guard end > start else { return start }
@@ -644,7 +727,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         let id = fetcher.start(request, delegate: self)
         countTransferStarted()
         state.transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
-                                       askedAt: now(), ifRange: validator != nil)
+                                       askedAt: now(), ifRange: validator != nil, readClass: readClass)
         Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
         return end
     }
@@ -690,6 +773,8 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// Persists the metadata if it changed: data first (fdatasync), then the
     /// metadata, so it never claims bytes the data file does not hold.
     public func flush() {
+        // The flusher's passes end the grace of closed handles nobody opened again.
+        lock.withLock { endLingering(&$0, all: false) }
         finishFreeing()
         flushLock.withLock { savedClaims in flushHoldingFlushLock(&savedClaims) }
     }

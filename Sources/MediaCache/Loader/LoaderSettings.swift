@@ -34,6 +34,14 @@ public struct LoaderSettings: Sendable {
     public var link: LinkEstimate? = LinkEstimate.shared
     /// Deadlines and durations on its monotonic time, stored dates on its wall time.
     public var clock = Clock.system
+    /// Whether some processes read as library scans (`--scanners` names
+    /// any): then an entry no player has read is a scan's (its lookup's
+    /// first bytes too), evicted first. Off, every byte is a player's.
+    public var readClasses = false
+    /// `--handle-grace`: how long a closed player's handle keeps its
+    /// pattern and its running transfers for an open that reads on where
+    /// it stopped (0: a close stops them at once).
+    public var handleGrace: Double = 0
 
     public init() {}
 }

@@ -22,6 +22,9 @@ struct LoaderState {
         var head: (at: Double, position: Int64)?
         /// It asked for a range with If-Range: a 200 means another version.
         var ifRange = false
+        /// Whose room under the cache limits its bytes take, and whose
+        /// count of fetched bytes they add to.
+        var readClass = ReadClass.play
     }
 
     enum ProbeState {
@@ -66,8 +69,20 @@ struct LoaderState {
     /// keeps whole seconds.
     var lastAccess = 0.0
     var lastValidated: Int64 = 0
+    /// Closed players' handles within `--handle-grace`, with when it ends:
+    /// their transfers run on for a handle that reads on where one stopped.
+    var lingering: [ObjectIdentifier: (pattern: ReadPattern, until: Double)] = [:]
+    /// Players' handles whose first read found no closed handle to go on
+    /// from: one still open may close after them (releases come late), and
+    /// then hands them its streak and transfers. Removed at their release.
+    var fresh: [ObjectIdentifier: ReadPattern] = [:]
     /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
     var pinned = false
+    /// No player has read it (ReadClass): its bytes are a library scan's,
+    /// evicted first. With read classes on, a new entry is, until a player
+    /// reads it; one read back from disk with bytes is not (its class is
+    /// not saved).
+    var scanOnly = false
     var dirty = false
     var lastError: MediaError? {
         didSet { lastErrorAt = clock.monotonic() }

@@ -39,20 +39,61 @@ public final class ReadPattern: @unchecked Sendable {
     /// round trip) fit under it whole.
     public static let linkStart: Int64 = 1 << 20
 
-    public init() {}
+    /// Who the handle reads for, decided at its open: a scan's reads
+    /// fetch only what they ask for (no window, no link-sized fetch).
+    public let readClass: ReadClass
+
+    public init(readClass: ReadClass = .play) {
+        self.readClass = readClass
+    }
 
     /// How far a fetch for this handle reaches ahead of its read, given a
     /// link that holds `bytesPerRoundTrip` in flight: a reader that looks
     /// sequential gets that round trip (less leaves the link idle while it
     /// comes back for more), up to half its streak or `linkStart`.
     public func fetchWindow(bytesPerRoundTrip: Int64) -> Int64 {
+        guard readClass == .play else { return 0 }
         guard looksSequential, bytesPerRoundTrip > window else { return window }
         return min(bytesPerRoundTrip, max(streakBytes / 2, Self.linkStart))
+    }
+
+    /// Whether the handle has read anything yet.
+    var hasRead: Bool { nextOffset >= 0 }
+
+    /// Whether a read at `offset` would follow this handle's last one.
+    func follows(_ offset: Int64) -> Bool {
+        nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
+    }
+
+    /// A new handle of the same reader (it closed and opened the file
+    /// again, as Plex and ffmpeg do) goes on with the closed one's streak
+    /// and window, not from cold.
+    func resume(from closed: ReadPattern) {
+        firstStreakStart = -1
+        nextOffset = closed.nextOffset
+        streakBytes = closed.streakBytes
+        streakReads = closed.streakReads
+        window = closed.window
+    }
+
+    /// Where its first read began (-1: none yet), while it has not
+    /// jumped since: a handle that may be a closed one's sequel.
+    private(set) var firstStreakStart: Int64 = -1
+
+    /// The handle was opened before the one it goes on from was released
+    /// (FUSE sends a release after the close, and the reopen may overtake
+    /// it): it adds the closed handle's streak to its own.
+    func inherit(_ closed: ReadPattern) {
+        streakBytes += closed.streakBytes
+        streakReads += closed.streakReads
+        window = streakBytes < Self.streakBeforeReadahead || readClass == .scan
+            ? 0 : min(streakBytes / 2, Self.maxWindow)
     }
 
     /// Records a read; returns whether it jumped away from the last one.
     func record(offset: Int64, end: Int64) -> Bool {
         let follows = nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
+        if nextOffset < 0 { firstStreakStart = offset } else if !follows { firstStreakStart = -1 }
         if follows {
             streakBytes += end - offset
             streakReads += 1
@@ -62,7 +103,8 @@ public final class ReadPattern: @unchecked Sendable {
             streakReads = 1
             nextOffset = end
         }
-        window = streakBytes < Self.streakBeforeReadahead ? 0 : min(streakBytes / 2, Self.maxWindow)
+        window = streakBytes < Self.streakBeforeReadahead || readClass == .scan
+            ? 0 : min(streakBytes / 2, Self.maxWindow)
         return !follows && offset != 0
     }
 }

@@ -55,8 +55,14 @@ public final class SegmentedFetcher: Fetching, Sendable {
     }
 
     public func promote(_ id: TransferID) {
-        guard id & Self.ownBit != 0 else { return base.promote(id) }
-        transfers.withLock { $0.running[id] }?.promote()
+        promote(id, to: .read)
+    }
+
+    /// Passed on whole to the mount's fetcher (a scan joining a preload
+    /// raises it only to `.scan`); a VOD's own transfer follows a read.
+    public func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
+        guard id & Self.ownBit != 0 else { return base.promote(id, to: priority) }
+        if priority == .read { transfers.withLock { $0.running[id] }?.promote() }
     }
 
     public func shutdown() {

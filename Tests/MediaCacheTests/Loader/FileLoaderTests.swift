@@ -316,6 +316,82 @@ final class FileLoaderTests: XCTestCase {
         XCTAssertTrue(fetcher.waitUntil { f in held.allSatisfy { f.record($0)!.finished } })
     }
 
+    private func graceLoader(_ seconds: Double) -> FileLoader {
+        var settings = self.settings
+        settings.handleGrace = seconds
+        return makeLoader(settings: settings)
+    }
+
+    /// Plex closes and opens a file every few MiB: the next handle that
+    /// reads on where the closed one stopped takes its running transfer
+    /// (no request for bytes in flight, nothing stopped) and its window.
+    func testRelease_withAGracePeriod_handsTheRunningReadaheadToTheHandleThatReadsOn() throws {
+        let source = addContent(count: 16 << 20)
+        let loader = graceLoader(60)
+        let closed = ReadPattern()
+        loader.attach(closed)
+        try growReadahead(loader, pattern: closed, source: source)
+        let asked = fetcher.gets.count
+        loader.release(closed)
+        XCTAssertTrue(fetcher.cancelled.isEmpty, "a closed handle's readahead was stopped within its grace")
+        let reopened = ReadPattern()
+        loader.attach(reopened)
+        let at: Int64 = 6 << 20
+        let reading = Background { try Self.read(loader, at: at, count: 128 << 10, pattern: reopened) }
+        XCTAssertTrue(waitUntil { loader.waitingReads == 1 })
+        fetcher.release()
+        XCTAssertEqual(try reading.result(), Self.expected(source, at, 128 << 10))
+        XCTAssertTrue(fetcher.cancelled.isEmpty)
+        XCTAssertTrue(fetcher.gets.dropFirst(asked).allSatisfy { $0.range!.lowerBound >= at + (128 << 10) },
+                      "a request for bytes the closed handle's transfer was fetching: \(fetcher.gets.map(\.range))")
+        XCTAssertGreaterThan(reopened.window, 0, "the window went on, not from cold")
+        XCTAssertEqual(loader.statistics.graceResumes.load(ordering: .relaxed), 1)
+    }
+
+    /// FUSE sends a release after the close: the new handle may read
+    /// before the old one is released. The release hands it over then.
+    func testALateRelease_handsItsTransfersAndStreakToTheHandleOpenedAfterIt() throws {
+        let source = addContent(count: 16 << 20)
+        let loader = graceLoader(60)
+        let closed = ReadPattern()
+        loader.attach(closed)
+        try growReadahead(loader, pattern: closed, source: source)
+        let asked = fetcher.gets.count
+        let reopened = ReadPattern()
+        loader.attach(reopened)
+        let at: Int64 = 6 << 20
+        let reading = Background { try Self.read(loader, at: at, count: 128 << 10, pattern: reopened) }
+        XCTAssertTrue(waitUntil { loader.waitingReads == 1 })
+        XCTAssertEqual(reopened.window, 0, "cold until the old handle's release")
+        loader.release(closed)
+        XCTAssertTrue(fetcher.cancelled.isEmpty)
+        XCTAssertGreaterThan(reopened.window, 0, "the released handle's streak goes on in its sequel")
+        fetcher.release()
+        XCTAssertEqual(try reading.result(), Self.expected(source, at, 128 << 10))
+        XCTAssertTrue(fetcher.gets.dropFirst(asked).allSatisfy { $0.range!.lowerBound >= at + (128 << 10) })
+        XCTAssertEqual(loader.statistics.graceResumes.load(ordering: .relaxed), 1)
+    }
+
+    func testAClosedHandleNobodyTakesOver_stopsItsTransfersOnceItsGraceEnds() throws {
+        let source = addContent(count: 16 << 20)
+        let loader = graceLoader(0.05)
+        let closed = ReadPattern()
+        loader.attach(closed)
+        try growReadahead(loader, pattern: closed, source: source)
+        let held = fetcher.transfersWaitingAtHold
+        loader.release(closed)
+        XCTAssertTrue(fetcher.cancelled.isEmpty)
+        // A far read by another handle does not take it over.
+        let other = ReadPattern()
+        loader.attach(other)
+        XCTAssertEqual(try read(loader, at: 0, count: 4096, pattern: other), Self.expected(source, 0, 4096))
+        Thread.sleep(forTimeInterval: 0.1)
+        loader.flush()
+        XCTAssertEqual(Set(fetcher.cancelled), held, "the flusher's pass ends the grace")
+        XCTAssertEqual(loader.statistics.graceResumes.load(ordering: .relaxed), 0)
+        fetcher.release()
+    }
+
     func testRelease_ofOneHandle_keepsTransferAnotherHandleWaitsOn() throws {
         let source = addContent(count: 16 << 20)
         let loader = makeLoader()

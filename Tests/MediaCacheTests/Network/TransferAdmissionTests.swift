@@ -221,3 +221,51 @@ final class TransferAdmissionTests: XCTestCase {
     }
 }
 
+
+/// A library scan's reads: behind a player's waiting reads and its
+/// readahead at the origin, in what reads leave, with no mount-wide cap.
+final class ScanAdmissionTests: XCTestCase {
+    let a = HTTPOrigin(url: "http://media.example:8080/")!
+    var nextID: TransferID = 1
+
+    func enqueue(_ admission: TransferAdmission, _ group: String, _ priority: FetchRequest.Priority,
+                 count: Int = 1) -> [TransferID] {
+        (0..<count).map { _ in
+            let id = nextID
+            nextID += 1
+            admission.enqueue(id, origin: a, group: group, priority: priority)
+            return id
+        }
+    }
+
+    func testAScansReadsWaitBehindAPlayersReadsAndReadahead() {
+        let admission = TransferAdmission(perOrigin: 8, readReserve: 2, maxProbes: 6, maxBackground: 4)
+        let scans = enqueue(admission, "probed.mkv", .scan, count: 10)
+        let first = admission.admit()
+        XCTAssertEqual(first, Array(scans.prefix(6)), "6 of 8 places: 2 stay for players' reads")
+        let reads = enqueue(admission, "film.mkv", .read, count: 3)
+        let ahead = enqueue(admission, "film.mkv", .readahead)
+        XCTAssertEqual(admission.admit(), Array(reads.prefix(2)), "the free places go to the player")
+        for id in first.prefix(3) { admission.remove(id) }
+        XCTAssertEqual(admission.admit(), [reads[2]], "a player's read waits: nothing else starts")
+        XCTAssertEqual(admission.admit(), [])
+        // With no player's read waiting, its readahead goes before the scan.
+        admission.remove(reads[0])
+        admission.remove(reads[1])
+        let next = admission.admit()
+        XCTAssertEqual(next.first, ahead[0], "readahead before the scan's reads")
+        XCTAssertEqual(Array(next.dropFirst()), [scans[6]], "then the scan, up to 6 running")
+    }
+
+    func testAScansReaderLiftsAPreloadToAScansPlaceNotAReads() {
+        let admission = TransferAdmission(perOrigin: 8, readReserve: 2, maxProbes: 6, maxBackground: 0)
+        let preload = enqueue(admission, "next.mkv", .preload)
+        XCTAssertEqual(admission.admit(), [], "no background cap left")
+        admission.promote(preload[0], to: .scan)
+        XCTAssertEqual(admission.admit(), preload, "a scan's place is not under the background cap")
+        admission.promote(preload[0], to: .readahead)
+        let reads = enqueue(admission, "film.mkv", .read, count: 8)
+        XCTAssertEqual(admission.admit().count, 7, "a running scan keeps its place")
+        _ = reads
+    }
+}

@@ -1,0 +1,91 @@
+// Classifies the process behind an open: `scan` when it, or one of its
+// few nearest ancestors (a media server's scanner spawns ffmpeg and
+// ffprobe), is named like a known scanner; else `play`. Once per open;
+// the answer is kept per process with its start time, so a pid the kernel
+// hands to a new process is classified again, never inherited.
+import MediaSupport
+
+public final class ProcessClassifier: Sendable {
+    /// What media servers and tools that read a library to learn about
+    /// it are called. The kernel keeps 15 bytes of a name, so
+    /// "Plex Media Scanner" is seen as "Plex Media Scan".
+    public static let defaultScanners = ["ffprobe", "mediainfo", "exiftool", "Plex Media Scanner",
+                                         "Plex Media Fingerprinter", "mediascanner"]
+    /// `comm` is the executable's name cut to this many bytes.
+    static let commLength = 15
+    /// Ancestors looked at: a scanner's helper's helper, not the whole tree.
+    public static let maxAncestors = 4
+    /// Processes remembered; past it the table starts over.
+    static let capacity = 4096
+
+    private struct Known {
+        var startTime: UInt64
+        var readClass: ReadClass
+    }
+
+    /// Names cut as the kernel cuts them.
+    private let scanners: Set<String>
+    private let table: ProcessTable
+    private let known = Locked<[Int32: Known]>([:])
+
+    public init(scanners: [String] = ProcessClassifier.defaultScanners, table: ProcessTable = ProcFileSystem()) {
+        self.scanners = Set(scanners.map { Self.comm($0) })
+        self.table = table
+    }
+
+    /// Whether any name makes a scan: none turns read classes off.
+    public var classifies: Bool { !scanners.isEmpty }
+
+    static func comm(_ name: String) -> String {
+        var cut = ""
+        for character in name {
+            if cut.utf8.count + String(character).utf8.count > commLength { break }
+            cut.append(character)
+        }
+        return cut
+    }
+
+    /// The class of the process whose thread `thread` made a request;
+    /// `play` when it cannot be told (it exited, /proc is not readable).
+    public func classify(thread: Int32) -> ReadClass {
+        guard classifies, thread > 0 else { return .play }
+        let pid = table.process(ofThread: thread) ?? thread
+        guard let stat = table.stat(of: pid) else { return .play }
+        if let hit = known.withLock({ $0[pid] }), hit.startTime == stat.startTime { return hit.readClass }
+        let found = walk(from: pid, stat: stat)
+        known.withLock { table in
+            if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
+            table[pid] = Known(startTime: stat.startTime, readClass: found)
+        }
+        return found
+    }
+
+    /// The process and up to `maxAncestors` of its ancestors, nearest first.
+    private func walk(from pid: Int32, stat: ProcessStat) -> ReadClass {
+        var current = pid
+        var parent = stat.parent
+        for step in 0...Self.maxAncestors {
+            if let name = table.name(of: current), scanners.contains(name) { return .scan }
+            guard step < Self.maxAncestors, parent > 1, parent != current else { break }
+            current = parent
+            guard let next = table.stat(of: current) else { break }
+            parent = next.parent
+        }
+        return .play
+    }
+
+    /// `--scanners` text: `NAME,…` adds to the defaults, `=NAME,…`
+    /// replaces them (`=` alone: no scanner, read classes off). Nil for a
+    /// name that is empty or longer than 255 bytes.
+    public static func scanners(from text: String, adding base: [String] = defaultScanners) -> [String]? {
+        let replaces = text.hasPrefix("=")
+        let list = replaces ? String(text.dropFirst()) : text
+        var names: [String] = replaces ? [] : base
+        if replaces && list.isEmpty { return [] }
+        for name in list.split(separator: ",", omittingEmptySubsequences: false) {
+            guard !name.isEmpty, name.utf8.count <= 255 else { return nil }
+            names.append(String(name))
+        }
+        return names
+    }
+}

@@ -1,0 +1,106 @@
+// A library scan's bytes against the cache limits: the budget gives a
+// scan only room free under both its own limit and the whole cache's, a
+// scan's shortage presses only the scan budget, and the evictor frees
+// scan-only entries first and never a player's entry for a scan's bytes.
+import Foundation
+import XCTest
+@testable import MediaCache
+@testable import MediaStore
+@testable import MediaNetwork
+@testable import MediaSupport
+
+final class ScanBudgetTests: XCTestCase {
+    private var base = ""
+    private var store: CacheStore!
+    private var fetcher: FakeFetcher!
+    private static let size = 300_000
+    private let urls = (0..<4).map { "https://media.example/f\($0).mkv" }
+
+    override func setUpWithError() throws {
+        base = try TemporaryDirectory.make("scanbudget")
+        store = try CacheStore(root: base)
+        fetcher = FakeFetcher()
+        for (i, url) in urls.enumerated() { fetcher.add(url, bytes: [UInt8](repeating: UInt8(i + 1), count: Self.size)) }
+    }
+
+    override func tearDownWithError() throws {
+        fetcher.shutdown()
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    private func makeLoader(_ url: String) -> FileLoader {
+        var settings = LoaderSettings()
+        settings.timeout = 5
+        settings.readClasses = true
+        return FileLoader(source: Source(name: url, url: url), store: store, fetcher: fetcher, settings: settings)
+    }
+
+    private func fill(_ loader: FileLoader, as readClass: ReadClass) throws {
+        var buffer = [UInt8](repeating: 0, count: Self.size)
+        let count = try buffer.withUnsafeMutableBytes {
+            try loader.read(into: $0, at: 0, pattern: ReadPattern(readClass: readClass))
+        }
+        XCTAssertEqual(count, Self.size)
+        XCTAssertTrue(fetcher.waitUntil { _ in loader.status().state == .idle })
+        loader.flush()
+    }
+
+    func testAScanTakesOnlyRoomFreeUnderBothLimits_andPressesOnlyItsOwn() {
+        let budget = CacheBudget {}
+        budget.measured(room: 1_000, since: budget.mark, lowWater: 0, scan: (room: 100, since: budget.scanMark, lowWater: 0))
+        XCTAssertEqual(budget.reserve(upTo: 300, for: .scan), 100, "the scan budget's room, not the cache's")
+        XCTAssertTrue(budget.isScanPressed)
+        XCTAssertFalse(budget.isPressed, "a scan's shortage never makes the evictor free players' bytes")
+        XCTAssertFalse(budget.take(1, for: .scan))
+        XCTAssertEqual(budget.reserve(upTo: 900, for: .play), 900, "a player's bytes take the rest")
+        XCTAssertFalse(budget.isPressed)
+        budget.release(50, for: .scan)
+        XCTAssertEqual(budget.reserve(upTo: 100, for: .scan), 50)
+        // Under the whole cache's room too: a scan never takes a player's room.
+        budget.measured(room: 10, since: budget.mark, lowWater: 0, scan: (room: 500, since: budget.scanMark, lowWater: 0))
+        XCTAssertEqual(budget.reserve(upTo: 500, for: .scan), 0, "900 + 50 reserved are still committed")
+    }
+
+    func testScanOnlyEntriesGoFirstAndAPlayersEntryIsNeverEvictedForAScansBytes() throws {
+        let film = makeLoader(urls[0])
+        try fill(film, as: .play)
+        let scans = urls.dropFirst().map(makeLoader)
+        for loader in scans { try fill(loader, as: .scan) }
+        // The film is the least recently used: LRU alone would take it first.
+        film.lock.withLock { $0.lastAccess -= 100 }
+        XCTAssertFalse(film.usage().isScanOnly)
+        XCTAssertTrue(scans.allSatisfy { $0.usage().isScanOnly })
+
+        var limits = CacheLimits()
+        limits.minFree = 0
+        let allocated = film.usage().allocatedBytes
+        limits.maxSize = allocated * 3
+        // The scan budget holds one entry: the pass frees the two oldest scans.
+        limits.scanMaxSize = allocated + allocated / 2
+        var mounted = [urls[0]: film]
+        for (url, loader) in zip(urls.dropFirst(), scans) { mounted[url] = loader }
+        let report = CacheEvictor(store: store, limits: limits).run(mounted: mounted, now: Int64(time(nil)) + 10)
+        XCTAssertTrue(film.status().isComplete, "the player's film was evicted")
+        XCTAssertEqual(scans.map { $0.status().cachedBytes > 0 }, [false, false, true])
+        XCTAssertEqual(report.evictedEntries, 2)
+    }
+
+    func testAPlayersReadMakesAScansEntryAPlayers() throws {
+        let loader = makeLoader(urls[1])
+        try fill(loader, as: .scan)
+        XCTAssertTrue(loader.usage().isScanOnly)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        _ = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: 0, pattern: ReadPattern(readClass: .play)) }
+        XCTAssertFalse(loader.usage().isScanOnly, "cached bytes a player read are the player's")
+        XCTAssertEqual(fetcher.gets.filter { $0.request.url == urls[1] }.count, 1, "read from the cache, not fetched again")
+    }
+
+    func testWithoutReadClassesEveryEntryIsAPlayers() throws {
+        var settings = LoaderSettings()
+        settings.timeout = 5
+        let loader = FileLoader(source: Source(name: urls[2], url: urls[2]), store: store, fetcher: fetcher,
+                                settings: settings)
+        try fill(loader, as: .play)
+        XCTAssertFalse(loader.usage().isScanOnly)
+    }
+}

@@ -1,0 +1,132 @@
+// The class of the process behind an open, from a fake /proc: names as the
+// kernel cuts them, a scanner's helpers through their parents (a bounded
+// walk), a reused pid classified again, `--scanners` text, and /proc's
+// stat line parsed from the last parenthesis.
+import XCTest
+@testable import MediaCache
+@testable import MediaSupport
+
+final class ProcessClassifierTests: XCTestCase {
+    /// A process table the test edits; counts the stat reads.
+    final class FakeTable: ProcessTable, @unchecked Sendable {
+        struct Process { var name: String; var parent: Int32; var start: UInt64 }
+        let lock = NSLock()
+        var processes: [Int32: Process] = [:]
+        var threads: [Int32: Int32] = [:]
+        var nameReads = 0
+
+        func set(_ pid: Int32, _ name: String, parent: Int32 = 1, start: UInt64) {
+            lock.withLock { processes[pid] = Process(name: name, parent: parent, start: start) }
+        }
+
+        func process(ofThread id: Int32) -> Int32? { lock.withLock { threads[id] ?? (processes[id] != nil ? id : nil) } }
+        func name(of pid: Int32) -> String? {
+            lock.withLock {
+                nameReads += 1
+                return processes[pid].map { ProcessClassifier.comm($0.name) }
+            }
+        }
+        func stat(of pid: Int32) -> ProcessStat? {
+            lock.withLock { processes[pid].map { ProcessStat(parent: $0.parent, startTime: $0.start) } }
+        }
+    }
+
+    func testKnownScannersAreScansAndEverythingElsePlays() {
+        let table = FakeTable()
+        table.set(100, "ffprobe", start: 1)
+        table.set(101, "mpv", start: 1)
+        table.set(102, "Plex Media Scanner", start: 1)
+        table.set(103, "cat", start: 1)
+        let classifier = ProcessClassifier(table: table)
+        XCTAssertEqual(classifier.classify(thread: 100), .scan)
+        XCTAssertEqual(classifier.classify(thread: 101), .play)
+        XCTAssertEqual(classifier.classify(thread: 102), .scan, "the kernel keeps 15 bytes: 'Plex Media Scan'")
+        XCTAssertEqual(classifier.classify(thread: 103), .play)
+        XCTAssertEqual(classifier.classify(thread: 999), .play, "a process that is gone plays")
+        XCTAssertEqual(classifier.classify(thread: 0), .play)
+    }
+
+    func testAThreadIsClassifiedByItsProcessNotItsOwnName() {
+        let table = FakeTable()
+        table.set(200, "ffprobe", start: 5)
+        // ffmpeg names its threads (pthread_setname_np): "dec0:0:h264".
+        table.threads[201] = 200
+        XCTAssertEqual(ProcessClassifier(table: table).classify(thread: 201), .scan)
+    }
+
+    func testAScannersHelpersAreScansUpToTheBoundOfTheWalk() {
+        let table = FakeTable()
+        table.set(10, "Plex Media Scanner", start: 1)
+        table.set(11, "sh", parent: 10, start: 2)
+        table.set(12, "ffmpeg", parent: 11, start: 3)
+        // A chain longer than the walk: the scanner is 5 ancestors up.
+        table.set(20, "mediainfo", start: 1)
+        var parent: Int32 = 20
+        for pid in Int32(21)...25 {
+            table.set(pid, "sh", parent: parent, start: 4)
+            parent = pid
+        }
+        // A loop in the table (a lying /proc) ends too.
+        table.set(30, "x", parent: 31, start: 1)
+        table.set(31, "y", parent: 30, start: 1)
+        let classifier = ProcessClassifier(table: table)
+        XCTAssertEqual(classifier.classify(thread: 12), .scan, "ffmpeg spawned by the scanner's shell")
+        XCTAssertEqual(classifier.classify(thread: 24), .scan, "4 ancestors up: within the walk")
+        XCTAssertEqual(classifier.classify(thread: 25), .play, "5 ancestors up: past the walk")
+        XCTAssertEqual(classifier.classify(thread: 30), .play)
+        XCTAssertEqual(ProcessClassifier.maxAncestors, 4)
+    }
+
+    func testAReusedPidIsClassifiedAgainNotInherited() {
+        let table = FakeTable()
+        table.set(300, "ffprobe", start: 1_000)
+        let classifier = ProcessClassifier(table: table)
+        XCTAssertEqual(classifier.classify(thread: 300), .scan)
+        let reads = table.nameReads
+        XCTAssertEqual(classifier.classify(thread: 300), .scan)
+        XCTAssertEqual(table.nameReads, reads, "the same process is answered from the cache")
+        // The scanner exits; the kernel gives its pid to a player.
+        table.set(300, "mpv", start: 2_000)
+        XCTAssertEqual(classifier.classify(thread: 300), .play, "a new start time: classified again")
+        table.set(300, "ffprobe", start: 3_000)
+        XCTAssertEqual(classifier.classify(thread: 300), .scan)
+    }
+
+    func testScannersTextAddsOrReplaces() {
+        XCTAssertEqual(ProcessClassifier.scanners(from: "probe-x,Jellyfin Scan"),
+                       ProcessClassifier.defaultScanners + ["probe-x", "Jellyfin Scan"])
+        XCTAssertEqual(ProcessClassifier.scanners(from: "=probe-x"), ["probe-x"])
+        XCTAssertEqual(ProcessClassifier.scanners(from: "="), [])
+        XCTAssertNil(ProcessClassifier.scanners(from: "a,,b"))
+        XCTAssertNil(ProcessClassifier.scanners(from: ""))
+        XCTAssertNil(ProcessClassifier.scanners(from: String(repeating: "x", count: 256)))
+
+        let table = FakeTable()
+        table.set(1, "ffprobe", start: 1)
+        table.set(2, "probe-x", start: 1)
+        let replaced = ProcessClassifier(scanners: ["probe-x"], table: table)
+        XCTAssertEqual(replaced.classify(thread: 1), .play, "replaced: ffprobe is not a scanner any more")
+        XCTAssertEqual(replaced.classify(thread: 2), .scan)
+        let none = ProcessClassifier(scanners: [], table: table)
+        XCTAssertFalse(none.classifies)
+        XCTAssertEqual(none.classify(thread: 2), .play)
+    }
+
+    func testTheStatLineIsReadFromTheLastParenthesisAndBounded() {
+        let line = "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1 2 3\n"
+        XCTAssertEqual(ProcFileSystem.parseStat(line), ProcessStat(parent: 17, startTime: 987654))
+        XCTAssertNil(ProcFileSystem.parseStat("4242 (x) S 17 1 2"), "too few fields")
+        XCTAssertNil(ProcFileSystem.parseStat("4242 (x) S 99999999999 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5 1"),
+                     "a parent past the kernel's pids")
+        XCTAssertNil(ProcFileSystem.parseStat("4242 (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
+                                               + "99999999999999999999999 1"), "a start time past 64 bits")
+        XCTAssertNil(ProcFileSystem.parseStat("no parenthesis"))
+        // This process, from the real /proc.
+        let me = getpid()
+        let table = ProcFileSystem()
+        XCTAssertEqual(table.process(ofThread: me), me)
+        XCTAssertNotNil(table.stat(of: me))
+        XCTAssertEqual(table.stat(of: me)?.parent, getppid())
+        XCTAssertNotNil(table.name(of: me))
+    }
+}

@@ -1,0 +1,253 @@
+"""Read classes: a process named like a library scanner (ffprobe, and a test
+program run under that name: the kernel's `comm` is the executable's name)
+reads as a `scan`, anything else as `play`. A scan's reads wait behind a
+player's for the origin's connections, get no readahead, and live in a cache
+budget of their own that never pushes out what a player fetched. Every
+assertion counts what the server saw (order, ranges, bytes), never the
+clock."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from harness import data_of, gets, in_thread, pread_direct, stop_popen, wait_until, xget
+
+KiB, MiB = 1024, 1024 * 1024
+SERVER_WAIT = 30.0
+SCAN_PLACES = 6   # an origin's 8 places less the 2 kept for players' reads
+
+# Reads (path, offset, size) jobs with O_DIRECT, each on its own handle and
+# thread (or one after another on one handle: "seq"), and prints the bytes'
+# hex digests, so the test checks them.
+SCANNER = textwrap.dedent("""
+    import hashlib, mmap, os, sys, threading
+    mode, jobs = sys.argv[1], [j.split(":") for j in sys.argv[2:]]
+    out = [None] * len(jobs)
+    def read(fd, offset, size):
+        buf = mmap.mmap(-1, size)
+        try:
+            n = os.preadv(fd, [buf], offset)
+            return bytes(buf[:n])
+        finally:
+            buf.close()
+    def one(i, path, offset, size):
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        try:
+            out[i] = hashlib.sha256(read(fd, int(offset), int(size))).hexdigest()
+        finally:
+            os.close(fd)
+    if mode == "seq":
+        path, offset, size, count = jobs[0]
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        h = hashlib.sha256()
+        for k in range(int(count)):
+            h.update(read(fd, int(offset) + k * int(size), int(size)))
+        os.close(fd)
+        print(h.hexdigest())
+    else:
+        threads = [threading.Thread(target=one, args=(i, *job)) for i, job in enumerate(jobs)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        print("\\n".join(out))
+""")
+
+
+@pytest.fixture
+def scanner(tmp_path):
+    """scanner(mode, jobs) -> Popen of the test program under the name
+    `ffprobe` (a symlink to the interpreter: comm is the link's name)."""
+    script = tmp_path / "scanner.py"
+    script.write_text(SCANNER)
+    link = tmp_path / "ffprobe"
+    os.symlink(os.path.realpath(sys.executable), link)
+    started = []
+
+    def start(mode, jobs):
+        proc = subprocess.Popen([str(link), str(script), mode, *[f"{p}:{o}:{s}" for p, o, s in jobs]],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        stop_popen(proc)
+
+
+def sha(data):
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
+def stats(m):
+    return json.loads(xget(m.mountpoint, "stats"))
+
+
+def describe(records):
+    return "\n".join(f"  {r.method} {r.name} {r.range} status={r.status} sent={r.bytes_sent}"
+                     for r in records) or "  (no requests)"
+
+
+def test_a_players_reads_are_admitted_ahead_of_a_scans_waiting_reads(mount, srv, scanner):
+    """Twelve reads of a scanner (twelve files) on a slow origin: six run
+    (two places stay for players), six wait. Then four reads of a player:
+    two start at once, and the other two take the next places that free,
+    ahead of every waiting read of the scan. The per-class counters agree
+    with the bytes the server sent for each file."""
+    piece = 64 * KiB
+    scans = [f"s{i}.bin" for i in range(12)]
+    data = {name: data_of(2 * MiB, 50 + i) for i, name in enumerate(scans)}
+    data["film.bin"] = data_of(8 * MiB, 99)
+    for name, body in data.items():
+        srv.add(name, body)
+    m = mount(*[srv.url(n) for n in data], extra=("--timeout", "60"))
+    # Listed, then stat'ed: HEAD probes, not a lookup's GET of first bytes.
+    assert sorted(os.listdir(m.mountpoint)) == sorted(data)
+    for name, body in data.items():
+        assert os.stat(m.path(name)).st_size == len(body)
+    srv.wait_idle(SERVER_WAIT)
+    srv.clear_log()
+
+    for name in data:
+        srv.set_fault(name, "drip", bytes_per_sec=32 * KiB, chunk=4 * KiB)
+    scan = scanner("par", [(m.path(n), 0, piece) for n in scans])
+    srv.wait_for(lambda rs: len([r for r in rs if r.method == "GET"]) >= SCAN_PLACES, SERVER_WAIT)
+    wait_until(lambda: stats(m)["transfers_in_flight"] >= len(scans), "every scan read to ask for its bytes")
+    film_offsets = [k * MiB for k in range(4)]
+    joins = [in_thread(lambda o=o: pread_direct(m.path("film.bin"), o, piece)) for o in film_offsets]
+    for join, offset in zip(joins, film_offsets):
+        assert join() == data["film.bin"][offset:offset + piece]
+    out, err = scan.communicate(timeout=120)
+    assert scan.returncode == 0, err
+    assert out.split() == [sha(data[n][:piece]) for n in scans]
+
+    order = [r.name for r in gets(srv)]
+    assert sorted(order) == sorted(scans + ["film.bin"] * 4), describe(srv.requests)
+    seventh_scan = [i for i, name in enumerate(order) if name != "film.bin"][SCAN_PLACES]
+    films = [i for i, name in enumerate(order) if name == "film.bin"]
+    assert max(films) < seventh_scan, (
+        f"a player's read came after a waiting scan's (order {order})\n{describe(srv.requests)}")
+    assert all(n != "film.bin" for n in order[:SCAN_PLACES]), order
+
+    # Seen, not guessed: the counters against what the server sent.
+    srv.wait_idle(SERVER_WAIT)
+    sent_scan = sum(r.bytes_sent for r in gets(srv) if r.name != "film.bin")
+    sent_play = sum(r.bytes_sent for r in gets(srv, "film.bin"))
+    s = stats(m)
+    assert (s["scan_bytes_fetched"], s["play_bytes_fetched"]) == (sent_scan, sent_play) == \
+        (len(scans) * piece, len(film_offsets) * piece), s
+    assert (s["scan_bytes_served"], s["play_bytes_served"]) == (len(scans) * piece, len(film_offsets) * piece), s
+
+
+def test_a_scan_gets_no_readahead_a_player_does(mount, srv, scanner):
+    """The same 8 MiB read in 1 MiB preads on one handle: each GET of the
+    scanner's is one of its reads; a player's earn a readahead window (and
+    so fewer, longer GETs)."""
+    size = 32 * MiB
+    scanned, played = data_of(size, 7), data_of(size, 8)
+    srv.add("scanned.bin", scanned)
+    srv.add("played.bin", played)
+    m = mount(srv.url("scanned.bin"), srv.url("played.bin"))
+    assert sorted(os.listdir(m.mountpoint)) == ["played.bin", "scanned.bin"]
+    assert os.stat(m.path("scanned.bin")).st_size == os.stat(m.path("played.bin")).st_size == size
+    srv.wait_idle(SERVER_WAIT)
+    srv.clear_log()
+
+    reads = 8
+    scan = scanner("seq", [(m.path("scanned.bin"), 0, f"{MiB}:{reads}")])
+    out, err = scan.communicate(timeout=120)
+    assert scan.returncode == 0, err
+    assert out.strip() == sha(scanned[:reads * MiB])
+    fd = os.open(m.path("played.bin"), os.O_RDONLY | os.O_DIRECT)
+    try:
+        import mmap
+        got = b""
+        for k in range(reads):
+            buf = mmap.mmap(-1, MiB)
+            n = os.preadv(fd, [buf], k * MiB)
+            got += bytes(buf[:n])
+            buf.close()
+    finally:
+        os.close(fd)
+    assert got == played[:reads * MiB]
+    srv.wait_idle(SERVER_WAIT)
+
+    def ranges(name):
+        return [tuple(int(x) for x in r.range.split("=")[1].split("-")) for r in gets(srv, name)]
+
+    # Each of the scan's GETs is one of its reads, no more.
+    assert ranges("scanned.bin") == [(k * MiB, (k + 1) * MiB - 1) for k in range(reads)], describe(srv.requests)
+    # The player's window grew past its reads once it had read 4 MiB in a row.
+    assert max(end + 1 - start for start, end in ranges("played.bin")) > MiB, describe(srv.requests)
+    assert len(ranges("played.bin")) < reads, describe(srv.requests)
+    assert sum(r.bytes_sent for r in gets(srv, "scanned.bin")) == reads * MiB, describe(srv.requests)
+
+
+@pytest.fixture(scope="module")
+def media_file(tmp_path_factory):
+    """A real ~2 MB video (Matroska, 4 s of a test pattern at 4 Mbit/s) for ffprobe."""
+    path = tmp_path_factory.mktemp("media") / "clip.mkv"
+    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=640x480:rate=25",
+                    "-t", "4", "-c:v", "mpeg4", "-b:v", "4000k", "-minrate", "4000k", "-maxrate", "4000k",
+                    "-bufsize", "1000k", "-y", str(path)], check=True, timeout=120)
+    return path.read_bytes()
+
+
+JELLYFIN_PROBE = ["ffprobe", "-analyzeduration", "200M", "-probesize", "1G", "-threads", "0", "-v", "warning",
+                  "-print_format", "json", "-show_streams", "-show_chapters", "-show_format", "-i"]
+
+
+def play_film_then_scan(mount, srv, media_file, extra):
+    """A 12 MiB film read through by cat, then Jellyfin's probe of 48 other
+    files under a 24 MiB cache: ffprobe reads about 560 KB of each (the
+    streams' parameters are known early), 26 MB in all, more than twice
+    the room left beside the film. Returns (mount, film data)."""
+    film = data_of(12 * MiB, 3)
+    srv.add("film.bin", film)
+    names = [f"ep{i:02}.mkv" for i in range(48)]
+    for name in names:
+        srv.add(name, media_file, content_type="video/x-matroska")
+    m = mount(srv.url("film.bin"), *[srv.url(n) for n in names],
+              extra=("--cache-max-size", "24M", "--no-passthrough", *extra))
+    subprocess.run(["cat", m.path("film.bin")], stdout=subprocess.DEVNULL, check=True, timeout=120)
+    assert int(xget(m.path("film.bin"), "cached_bytes")) == len(film)
+    for name in names:
+        probe = subprocess.run([*JELLYFIN_PROBE, m.path(name)], capture_output=True, text=True, timeout=120)
+        assert probe.returncode == 0, probe.stderr
+        assert json.loads(probe.stdout)["streams"][0]["codec_name"] == "mpeg4"
+    scanned = sum(r.bytes_sent for r in gets(srv) if r.name != "film.bin")
+    assert scanned >= 20 * MiB, "the scan must bring more than the cache holds beside the film"
+    # A pass of the evictor after the last probe.
+    wait_until(lambda: stats(m)["cached_bytes"] <= 24 * MiB, "the cache back under its limit", timeout=30)
+    srv.wait_idle(SERVER_WAIT)
+    srv.clear_log()
+    return m, film
+
+
+def test_a_scan_of_many_files_leaves_every_byte_of_a_played_film_cached(mount, srv, media_file):
+    m, film = play_film_then_scan(mount, srv, media_file, extra=())
+    s = stats(m)
+    # A lookup's first 512 KiB count as a scan's until a player reads them.
+    assert s["scan_bytes_fetched"] >= 20 * MiB and s["play_bytes_fetched"] >= len(film) - 512 * KiB, s
+    assert s["scan_bytes_fetched"] + s["play_bytes_fetched"] == s["bytes_from_network"], s
+    assert int(xget(m.path("film.bin"), "cached_bytes")) == len(film)
+    print(f"scan fetched {s['scan_bytes_fetched']}, film cached {len(film)} of {len(film)}")
+    # What the server sees when the film is read again (past the page cache): nothing.
+    for offset in range(0, len(film), 4 * MiB):
+        assert pread_direct(m.path("film.bin"), offset, 4 * MiB) == film[offset:offset + 4 * MiB]
+    assert gets(srv, "film.bin") == [], describe(srv.requests)
+
+
+def test_without_read_classes_the_same_scan_evicts_the_film(mount, srv, media_file):
+    """The control: `--scanners =` names no scanner, every read plays, and
+    least recently used goes first: the film."""
+    m, film = play_film_then_scan(mount, srv, media_file, extra=("--scanners", "="))
+    assert stats(m)["scan_bytes_fetched"] == 0
+    print(f"film cached after the scan without read classes: {xget(m.path('film.bin'), 'cached_bytes')} "
+          f"of {len(film)}")
+    assert int(xget(m.path("film.bin"), "cached_bytes")) < len(film)
+    assert pread_direct(m.path("film.bin"), 0, 4 * MiB) == film[:4 * MiB]
+    assert gets(srv, "film.bin"), "evicted bytes come from the server again"
