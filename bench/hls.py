@@ -138,9 +138,19 @@ class HlsBench:
     def url(self, kind):
         return self.em.base() + f"hls-{kind}/{PLAYLIST}"
 
+    @staticmethod
+    def drop():
+        """The page cache dropped, then ffmpeg's and ffprobe's own binaries and
+        libraries loaded back (`-version`): dropping them too cost the first
+        command after a drop about 0.3 s here, which would time the program's
+        loading, not the reads of the file."""
+        B.drop_caches()
+        for tool in ("ffmpeg", "ffprobe"):
+            subprocess.run([tool, "-version"], check=True, stdout=subprocess.DEVNULL, timeout=60)
+
     def cold_start(self, kind):
         """No page cache anywhere, then the segments read back so nginx serves them from RAM."""
-        B.drop_caches()
+        self.drop()
         for p in [os.path.join(media_dir(kind), PLAYLIST), *parts(kind)]:
             B.read_local(p)
 
@@ -151,11 +161,19 @@ class HlsBench:
 
     def counted(self, run, entries):
         """Requests and bytes at nginx, the playlist's apart from the segments'."""
-        pl = [e for e in entries if e.get("uri", "").endswith(".m3u8")]
+        seg = [e for e in entries if not e.get("uri", "").endswith(".m3u8")]
+        by_method = {}
+        for e in seg:
+            n, nbytes = by_method.get(e.get("method", "?"), (0, 0))
+            by_method[e.get("method", "?")] = (n + 1, nbytes + e.get("bytes", 0))
         run.update(requests=len(entries), bytes=sum(e.get("bytes", 0) for e in entries),
-                   playlist_requests=len(pl), segment_requests=len(entries) - len(pl),
-                   methods=sorted({e.get("method", "?") for e in entries if e not in pl}), log=entries)
+                   playlist_requests=len(entries) - len(seg), segment_requests=len(seg), by_method=by_method,
+                   segments_read=len({e.get("uri") for e in seg if e.get("method") == "GET"}), log=entries)
         return run
+
+    @staticmethod
+    def methods(run):
+        return ", ".join(f"{m}×{n} {B.human(nb)}" for m, (n, nb) in sorted(run["by_method"].items())) or "none"
 
     def timed(self, argv, target):
         t0 = time.perf_counter()
@@ -176,7 +194,7 @@ class HlsBench:
                 dt = time.perf_counter() - t0
             fresh.append(self.counted({"s": dt, "size": size, "mount_s": mnt.mount_s},
                                       self.b.nginx.since(m, settle=self.settle)))
-            B.drop_caches()
+            self.drop()
             m = self.b.nginx.mark()
             with self.mount(kind, cache, f"restat{i}") as mnt:
                 t0 = time.perf_counter()
@@ -200,7 +218,7 @@ class HlsBench:
             dt = self.timed(argv, self.url(kind))
             runs[("hls", "cold")].append(self.counted({"s": dt}, self.b.nginx.since(m, settle=self.settle)))
 
-            B.drop_caches()
+            self.drop()
             runs[("local", "replay")].append({"s": self.timed(argv, concat_path(kind))})
 
             cache = self.b.fresh_dir(f"cache-hls-{kind}")
@@ -208,7 +226,7 @@ class HlsBench:
                 if phase == "cold":
                     self.cold_start(kind)
                 else:
-                    B.drop_caches()   # the disk cache stays: a new mount on it
+                    self.drop()   # the disk cache stays: a new mount on it
                 m = self.b.nginx.mark()
                 with self.mount(kind, cache, f"{key}-{phase}{i}") as mnt:
                     dt = self.timed(argv, os.path.join(mnt.mp, name))
@@ -247,8 +265,8 @@ class HlsBench:
                           f"= {B.human(m['bytes'])}" for k, m in self.media.items()) + ".")
         print("hls = ffprobe/ffmpeg's own HLS client on the playlist URL through the link (no cache: every run "
               "cold); local = the same command on the segments concatenated into one file on local disk.")
-        print("cold = page cache dropped, nginx serving from RAM, mediafs on a fresh cache; replayed = page cache "
-              "dropped, mediafs remounted on the cold run's cache.")
+        print("cold = page cache dropped (ffmpeg's own libraries loaded back), nginx serving from RAM, mediafs on "
+              "a fresh cache; replayed = the same drop, mediafs remounted on the cold run's cache.")
         print(f"cells: median seconds of {RUNS} runs (requests, bytes at nginx in that run, the playlist "
               "included); mediafs's time is the command's alone: its mount (the playlist fetch) is not timed "
               "but its requests are counted, and its median is the column 'mount'.")
@@ -283,7 +301,7 @@ class HlsBench:
             exact = st["sizes"] == [m["bytes"]]
             ok = exact and st["fresh_segment_requests_max"] <= m["parts"]
             print(f"    goal: stat of a fresh mount: {W.secs(f['s'])} s, {f['segment_requests']} segment requests "
-                  f"({'/'.join(f['methods']) or '-'}; most of {RUNS} runs {st['fresh_segment_requests_max']}) for "
+                  f"({self.methods(f)}; most of {RUNS} runs {st['fresh_segment_requests_max']}) for "
                   f"{m['parts']} parts (≤ 1 each), size {'exact' if exact else 'WRONG ' + str(st['sizes'])} "
                   f"({m['bytes']} B) {self.verdict(ok)}; the mount before it {W.secs(f['mount_s'])} s, "
                   f"{f['playlist_requests']} playlist request(s)")
@@ -291,6 +309,12 @@ class HlsBench:
                   f"(most of {RUNS} runs {st['remount_segment_requests_max']}; the playlist "
                   f"{r['playlist_requests']}× at mount) (0) {self.verdict(st['remount_segment_requests_max'] == 0)}")
         keys = [k for k, _, _ in ROWS]
+        for k in keys:
+            cells = self.results.get(kind, {}).get(k, {})
+            if "mediafs/cold" in cells and "hls/cold" in cells:
+                mf, hc = cells["mediafs/cold"], cells["hls/cold"]
+                print(f"    {k} cold, segment requests: mediafs {self.methods(mf)}, GETs on {mf['segments_read']} "
+                      f"segments; hls {self.methods(hc)} on {hc['segments_read']} segments")
         mc = [self.seconds(kind, k, "mediafs/cold") for k in keys]
         h = [self.seconds(kind, k, "hls/cold") for k in keys]
         if None not in mc and None not in h:
