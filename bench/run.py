@@ -32,7 +32,7 @@ RESULTS = os.path.join(WORK if os.environ.get("MEDIAFS_BENCH_RUN") else ROOT, "r
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 MB = 1_000_000
-SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan", "scale", "sources")
+SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan", "scale", "sources", "hls")
 TOOLS = ("mediafs", "curl", "rclone")
 BUF = 1 * MiB
 RANDOM_READS = 200
@@ -176,7 +176,8 @@ http {{
     tcp_nopush on;
     keepalive_requests 100000;
     keepalive_timeout 300s;
-    types {{ video/mp4 mp4; video/x-matroska mkv; }}
+    types {{ video/mp4 mp4; video/x-matroska mkv; application/vnd.apple.mpegurl m3u8; video/mp2t ts;
+             video/iso.segment m4s; }}
     default_type application/octet-stream;
     server {{
         listen 127.0.0.1:{self.port};
@@ -399,6 +400,7 @@ class Bench:
         self.demand = {}
         self.wan_bench = None
         self.sources_bench = None
+        self.hls_bench = None
         self.ceilings = {}  # machine limits measured in this run (seq scenario)
         self.scale_figures = {}  # "scale_<kind>_<n>" -> {tool: figures}
         self.scale_entries = [int(x) for x in args.scale_entries.split(",")]
@@ -755,6 +757,12 @@ class Bench:
         self.sources_bench = sources.SourcesBench(self)
         self.sources_bench.run()
 
+    # -- an HLS VOD through the link emulator (bench/hls.py)
+    def hls(self):
+        import hls
+        self.hls_bench = hls.HlsBench(self)
+        self.hls_bench.run()
+
     # -- scenario 8: many entries (list file and directory listing)
     @staticmethod
     def scale_size(i):
@@ -999,7 +1007,8 @@ class Bench:
             log(f"nginx on 127.0.0.1:{self.nginx.port}, tools: {', '.join(self.tools)}")
             for name, fn in (("seq", self.seq), ("random", self.random_reads),
                              ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit),
-                             ("wan", self.wan), ("scale", self.scale), ("sources", self.sources)):
+                             ("wan", self.wan), ("scale", self.scale), ("sources", self.sources),
+                             ("hls", self.hls)):
                 if name in only:
                     log(f"scenario {name}")
                     fn()
@@ -1194,6 +1203,8 @@ class Bench:
         self.report_scale()
         if self.sources_bench:
             self.sources_bench.report()
+        if self.hls_bench:
+            self.hls_bench.report()
         print()
         print("server side (nginx access log) per scenario:")
         for key, s in self.server.items():
@@ -1263,6 +1274,7 @@ class Bench:
             "ceilings": self.ceilings,
             "wan": self.wan_bench.json() if self.wan_bench else None,
             "sources": self.sources_bench.json() if self.sources_bench else None,
+            "hls": self.hls_bench.json() if self.hls_bench else None,
             "notes": self.notes,
             "errors": self.errors,
         }
