@@ -271,6 +271,24 @@ http {{
         if self.access_log.exists():
             os.truncate(self.access_log, 0)
 
+    def ready(self):
+        """Running again if a test stopped it, with an empty log."""
+        if not self.running:
+            self.stop()
+            self.start()
+        self.clear_log()
+        return self
+
+    @classmethod
+    def serving(cls, workdir, root):
+        """A started nginx for a fixture to yield; stopped whatever happens."""
+        server = cls(workdir, root)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
     def wait_quiet(self, quiet=1.0, timeout=30.0):
         """Wait until the access log stops growing (transfers cut by an
         unmount are logged when nginx notices the closed connection)."""
@@ -292,22 +310,13 @@ http {{
 def nginx(tmp_path_factory, data_root):
     if shutil.which("nginx") is None:
         pytest.fail("nginx not found: run scripts/install-deps.sh")
-    server = Nginx(tmp_path_factory.mktemp("nginx"), data_root)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from Nginx.serving(tmp_path_factory.mktemp("nginx"), data_root)
 
 
 @pytest.fixture
 def server(nginx):
     """The session nginx, running (a test may have stopped it), with an empty log."""
-    if not nginx.running:
-        nginx.stop()
-        nginx.start()
-    nginx.clear_log()
-    yield nginx
+    yield nginx.ready()
     if not nginx.running:
         nginx.stop()
         nginx.start()

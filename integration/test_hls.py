@@ -114,22 +114,13 @@ def aes_cbc(key, iv, data, *, encrypt):
 
 @pytest.fixture(scope="module")
 def media_server(tmp_path_factory, fixtures):
-    server = Nginx(tmp_path_factory.mktemp("hls-nginx"), fixtures)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from Nginx.serving(tmp_path_factory.mktemp("hls-nginx"), fixtures)
 
 
 @pytest.fixture
 def hls(media_server):
     """The module's nginx, running, with an empty log."""
-    if not media_server.running:
-        media_server.stop()
-        media_server.start()
-    media_server.clear_log()
-    return media_server
+    return media_server.ready()
 
 
 def playlist_parts(playlist: Path):
