@@ -184,24 +184,21 @@ class HlsBench:
     def stat_rows(self, kind):
         name = self.media[kind]["name"]
         fresh, again = [], []
+        def stat_once(cache, tag):
+            m = self.b.nginx.mark()
+            with self.mount(kind, cache, tag) as mnt:
+                t0 = time.perf_counter()
+                size = os.stat(os.path.join(mnt.mp, name)).st_size
+                dt = time.perf_counter() - t0
+            return self.counted({"s": dt, "size": size, "mount_s": mnt.mount_s},
+                                self.b.nginx.since(m, settle=self.settle))
+
         for i in range(RUNS):
             cache = self.b.fresh_dir(f"cache-hls-{kind}-stat")
             self.cold_start(kind)
-            m = self.b.nginx.mark()
-            with self.mount(kind, cache, f"stat{i}") as mnt:
-                t0 = time.perf_counter()
-                size = os.stat(os.path.join(mnt.mp, name)).st_size
-                dt = time.perf_counter() - t0
-            fresh.append(self.counted({"s": dt, "size": size, "mount_s": mnt.mount_s},
-                                      self.b.nginx.since(m, settle=self.settle)))
+            fresh.append(stat_once(cache, f"stat{i}"))
             self.drop()
-            m = self.b.nginx.mark()
-            with self.mount(kind, cache, f"restat{i}") as mnt:
-                t0 = time.perf_counter()
-                size = os.stat(os.path.join(mnt.mp, name)).st_size
-                dt = time.perf_counter() - t0
-            again.append(self.counted({"s": dt, "size": size, "mount_s": mnt.mount_s},
-                                      self.b.nginx.since(m, settle=self.settle)))
+            again.append(stat_once(cache, f"restat{i}"))
             shutil.rmtree(cache, ignore_errors=True)
         self.stat[kind] = {"fresh": median_run(fresh), "remount": median_run(again),
                            "fresh_segment_requests_max": max(r["segment_requests"] for r in fresh),
