@@ -99,6 +99,13 @@ class AccessLog:
         if self.path.exists():
             os.truncate(self.path, 0)
 
+    def wait_for(self, predicate, what, timeout=10.0):
+        """The entries, once predicate(entries) holds: a server logs a
+        request after its last byte went out, so a reader may be done
+        before the line is written."""
+        return harness.wait_until(lambda: es if predicate(es := self.entries()) else None,
+                                  f"the access log to show {what}", timeout=timeout)
+
     def methods(self, method):
         return [e for e in self.entries() if e[0] == method]
 
