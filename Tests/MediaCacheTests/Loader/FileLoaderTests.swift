@@ -316,6 +316,17 @@ final class FileLoaderTests: XCTestCase {
         XCTAssertTrue(fetcher.waitUntil { f in held.allSatisfy { f.record($0)!.finished } })
     }
 
+    /// A 16 MiB file, a loader with `grace`, and a handle whose readahead
+    /// has grown, its transfer held at the fetcher.
+    private func streamingHandle(grace: Double) throws -> (source: [UInt8], loader: FileLoader, handle: ReadPattern) {
+        let source = addContent(count: 16 << 20)
+        let loader = graceLoader(grace)
+        let handle = ReadPattern()
+        loader.attach(handle)
+        try growReadahead(loader, pattern: handle, source: source)
+        return (source, loader, handle)
+    }
+
     private func graceLoader(_ seconds: Double) -> FileLoader {
         var settings = self.settings
         settings.handleGrace = seconds
@@ -326,11 +337,7 @@ final class FileLoaderTests: XCTestCase {
     /// reads on where the closed one stopped takes its running transfer
     /// (no request for bytes in flight, nothing stopped) and its window.
     func testRelease_withAGracePeriod_handsTheRunningReadaheadToTheHandleThatReadsOn() throws {
-        let source = addContent(count: 16 << 20)
-        let loader = graceLoader(60)
-        let closed = ReadPattern()
-        loader.attach(closed)
-        try growReadahead(loader, pattern: closed, source: source)
+        let (source, loader, closed) = try streamingHandle(grace: 60)
         let asked = fetcher.gets.count
         loader.release(closed)
         XCTAssertTrue(fetcher.cancelled.isEmpty, "a closed handle's readahead was stopped within its grace")
@@ -351,11 +358,7 @@ final class FileLoaderTests: XCTestCase {
     /// FUSE sends a release after the close: the new handle may read
     /// before the old one is released. The release hands it over then.
     func testALateRelease_handsItsTransfersAndStreakToTheHandleOpenedAfterIt() throws {
-        let source = addContent(count: 16 << 20)
-        let loader = graceLoader(60)
-        let closed = ReadPattern()
-        loader.attach(closed)
-        try growReadahead(loader, pattern: closed, source: source)
+        let (source, loader, closed) = try streamingHandle(grace: 60)
         let asked = fetcher.gets.count
         let reopened = ReadPattern()
         loader.attach(reopened)
@@ -373,11 +376,7 @@ final class FileLoaderTests: XCTestCase {
     }
 
     func testAClosedHandleNobodyTakesOver_stopsItsTransfersOnceItsGraceEnds() throws {
-        let source = addContent(count: 16 << 20)
-        let loader = graceLoader(0.05)
-        let closed = ReadPattern()
-        loader.attach(closed)
-        try growReadahead(loader, pattern: closed, source: source)
+        let (source, loader, closed) = try streamingHandle(grace: 0.05)
         let held = fetcher.transfersWaitingAtHold
         loader.release(closed)
         XCTAssertTrue(fetcher.cancelled.isEmpty)
