@@ -63,6 +63,11 @@ Only requests for the name itself count (not /_real/<name>).
   short               missing=1000: Content-Length as claimed, but `missing`
                       fewer body bytes are sent, then the connection is closed.
   no_head             HEAD answers 405 (Allow: GET); GET normal.
+  hold                a GET waits, before its response headers, until the test
+                      lets it go with release(name) (every GET from then on)
+                      or release(name, count=K) (the next K GETs, in the
+                      order they arrived). For tests of who gets a place
+                      next: the order is the test's, not a clock's.
   no_etag             GET/HEAD without an ETag (Last-Modified only); an
                       If-Range naming an ETag then never matches (200).
   no_length           GET/HEAD without Content-Length; the body is
@@ -124,6 +129,7 @@ BEHAVIOURS = {
     "no_head": set(),
     "no_length": {"chunked"},
     "no_etag": set(),
+    "hold": set(),
     "huge_date": {"year"},
     "huge_range_end": {"end"},
     "huge_length": {"length"},
@@ -166,6 +172,8 @@ class _Fault:
     n_all: int = 0    # GET+HEAD requests seen for the name
     n_get: int = 0
     changed: bool = False
+    held: list = field(default_factory=list)   # events of GETs on hold, oldest first
+    open: bool = False                         # release(name): no more holds
 
 
 def _make_entry(data: bytes, content_type: str, version: int, mtime=None) -> _Entry:
@@ -351,6 +359,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif kind == "drip" and kw.get("delay"):
             if self.fs._stopping.wait(float(kw["delay"])):
                 return False
+        elif kind == "hold" and not head:
+            if not self.fs._hold(fault, self._client_gone):
+                return False
 
         data = entry.data
         length = len(data)
@@ -525,11 +536,18 @@ class FaultServer:
             self._files[name] = _make_entry(data, content_type, version, mtime)
         return self.url(name)
 
-    def replace(self, name: str, new_data: bytes, mtime: float | None = None) -> None:
-        """Change the content of an existing file: new ETag and Last-Modified."""
+    def replace(self, name: str, new_data: bytes, mtime: float | None = None,
+                fault: str | None = None) -> None:
+        """Change the content of an existing file: new ETag and Last-Modified.
+        fault= sets that fault (no options) in the same step, so no request
+        sees the new content without it or the old content with it."""
         with self._lock:
             old = self._files[name]
             self._files[name] = _make_entry(new_data, old.content_type, old.version + 1, mtime)
+            if fault is not None:
+                if fault not in BEHAVIOURS:
+                    raise ValueError("unknown behaviour %r" % fault)
+                self._faults[name] = _Fault(fault, {})
 
     def remove(self, name: str) -> None:
         with self._lock:
@@ -550,6 +568,10 @@ class FaultServer:
     # ---- faults
     def set_fault(self, name: str, behaviour: str | None, **kwargs) -> None:
         with self._lock:
+            old = self._faults.get(name)
+            if old is not None and old.kind == "hold":
+                for event in old.held:   # a hold that goes lets its GETs go
+                    event.set()
             if behaviour is None:
                 self._faults.pop(name, None)
                 return
@@ -560,6 +582,28 @@ class FaultServer:
             if bad:
                 raise TypeError("%s: unexpected options %s" % (behaviour, sorted(bad)))
             self._faults[name] = _Fault(behaviour, dict(kwargs))
+
+    def release(self, name: str, count: int | None = None) -> None:
+        """Let held GETs of a `hold` fault go: the oldest `count` of them,
+        or (count=None) all of them and every later one."""
+        with self._lock:
+            fault = self._faults.get(name)
+            if fault is None or fault.kind != "hold":
+                raise ValueError("%s: no hold fault" % name)
+            if count is None:
+                fault.open = True
+                count = len(fault.held)
+            if count > len(fault.held):
+                raise ValueError("%s: %d held, asked to release %d" % (name, len(fault.held), count))
+            for event in fault.held[:count]:
+                event.set()
+            del fault.held[:count]
+
+    def held(self, name: str) -> int:
+        """How many GETs of `name` wait on its hold fault now."""
+        with self._lock:
+            fault = self._faults.get(name)
+            return len(fault.held) if fault is not None and fault.kind == "hold" else 0
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -628,6 +672,21 @@ class FaultServer:
             rec.completed = bool(ok)
             rec.done = True
             rec.finished = time.monotonic()
+
+    def _hold(self, fault, client_gone) -> bool:
+        """Wait until released; False when the server stops or the client left."""
+        with self._lock:
+            if fault.open:
+                return True
+            event = threading.Event()
+            fault.held.append(event)
+        while not event.wait(0.02):
+            if self._stopping.is_set() or client_gone():
+                with self._lock:
+                    if event in fault.held:
+                        fault.held.remove(event)
+                return False
+        return True
 
     def _lookup(self, name, head, real):
         """-> (entry, fault, n_all, n_get) with counters *before* this request."""

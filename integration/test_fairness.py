@@ -14,6 +14,10 @@ SERVER_WAIT = 30.0  # waiting for the server to see / finish a request
 PER_ORIGIN = 8      # CurlFetcher.maxConnectionsPerHost: transfers running per origin
 
 
+def stats(m):
+    return json.loads(xget(m.mountpoint, "stats"))
+
+
 def describe(records):
     return "\n".join(f"  {r.method} {r.name} {r.range} status={r.status} sent={r.bytes_sent}"
                      for r in records) or "  (no requests)"
@@ -49,32 +53,30 @@ def test_a_read_of_another_file_takes_the_next_free_place_ahead_of_24_waiting_re
         describe(srv.requests)
     srv.clear_log()
 
-    # Four seconds a transfer, so the first places stay taken while the rest
-    # queue and b.bin's read reaches the fetcher: at two, a CI run under load
-    # asked for b.bin late in the window, and its read arrived after three
-    # places had freed (the order showed a ninth a.bin GET before it).
-    srv.set_fault("a.bin", "drip", bytes_per_sec=8 * KiB, chunk=4 * KiB)
+    # a.bin's GETs wait at the server until the test lets them go, so the
+    # order of free places is the test's, not a clock's.
+    srv.set_fault("a.bin", "hold")
     length = (2 * holes - 1) * piece
     joins = [in_thread(lambda b=b: pread_direct(path_a, b, length)) for b in bases]
     waiting = holes * readers
     srv.wait_for(lambda rs: len([r for r in rs if r.method == "GET"]) >= PER_ORIGIN, SERVER_WAIT)
-    wait_until(lambda: json.loads(xget(m.mountpoint, "stats"))["transfers_in_flight"] >= waiting,
+    wait_until(lambda: stats(m)["transfers_in_flight"] >= waiting,
                "every read of a.bin to start its transfers")
-    seen_before = len(gets(srv))
     join_b = in_thread(lambda: pread_direct(path_b, 0, 2 * piece))
-    srv.wait_for(lambda rs: any(r.method == "GET" and r.name == "b.bin" for r in rs), SERVER_WAIT)
-    srv.set_fault("a.bin", None)
-
+    wait_until(lambda: stats(m)["transfers_in_flight"] >= waiting + 1, "the read of b.bin to ask for its bytes")
+    seen_before = len(gets(srv))
+    assert seen_before == PER_ORIGIN, describe(srv.requests)
+    # One place frees: it must go to b.bin, not to one of a.bin's 16.
+    srv.release("a.bin", count=1)
+    srv.wait_for(lambda rs: len([r for r in rs if r.method == "GET"]) > PER_ORIGIN, SERVER_WAIT)
+    srv.release("a.bin")
     assert join_b() == data_b[:2 * piece]
     for base, join in zip(bases, joins):
         assert join() == data_a[base:base + length], base
     order = [r.name for r in gets(srv)]
     assert order.count("a.bin") == waiting, describe(srv.requests)
     at = order.index("b.bin")
-    behind = order[at:].count("a.bin")
-    # At most one of a.bin's queued GETs may slip in: the place that freed
-    # while b.bin's read was on its way to the fetcher.
-    assert at - seen_before <= 1 and behind >= waiting - PER_ORIGIN - 1, (
+    assert at == seen_before, (
         f"b.bin's GET came after {at} of a.bin's ({seen_before} were sent when it was asked for); "
         f"expected at the next free place, ahead of a.bin's {waiting - PER_ORIGIN} queued\n"
         f"{describe(srv.requests)}")

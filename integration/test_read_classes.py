@@ -86,13 +86,17 @@ def stats(m):
     return json.loads(xget(m.mountpoint, "stats"))
 
 
+def count_gets(records):
+    return sum(1 for r in records if r.method == "GET")
+
+
 def describe(records):
     return "\n".join(f"  {r.method} {r.name} {r.range} status={r.status} sent={r.bytes_sent}"
                      for r in records) or "  (no requests)"
 
 
 def test_a_players_reads_are_admitted_ahead_of_a_scans_waiting_reads(mount, srv, scanner):
-    """Twelve reads of a scanner (twelve files) on a slow origin: six run
+    """Twelve reads of a scanner (twelve files) on a held origin: six run
     (two places stay for players), six wait. Then four reads of a player:
     two start at once, and the other two take the next places that free,
     ahead of every waiting read of the scan. The per-class counters agree
@@ -111,13 +115,28 @@ def test_a_players_reads_are_admitted_ahead_of_a_scans_waiting_reads(mount, srv,
     srv.wait_idle(SERVER_WAIT)
     srv.clear_log()
 
+    # Every GET waits at the server until the test lets it go, so the order
+    # of free places is the test's, not a clock's.
     for name in data:
-        srv.set_fault(name, "drip", bytes_per_sec=32 * KiB, chunk=4 * KiB)
+        srv.set_fault(name, "hold")
     scan = scanner("par", [(m.path(n), 0, piece) for n in scans])
-    srv.wait_for(lambda rs: len([r for r in rs if r.method == "GET"]) >= SCAN_PLACES, SERVER_WAIT)
+    srv.wait_for(lambda rs: count_gets(rs) >= SCAN_PLACES, SERVER_WAIT)
     wait_until(lambda: stats(m)["transfers_in_flight"] >= len(scans), "every scan read to ask for its bytes")
+    assert count_gets(srv.requests) == SCAN_PLACES, describe(srv.requests)
     film_offsets = [k * MiB for k in range(4)]
     joins = [in_thread(lambda o=o: pread_direct(m.path("film.bin"), o, piece)) for o in film_offsets]
+    srv.wait_for(lambda rs: count_gets(rs) >= SCAN_PLACES + 2, SERVER_WAIT)
+    wait_until(lambda: stats(m)["transfers_in_flight"] >= len(scans) + len(film_offsets),
+               "every film read to ask for its bytes")
+    assert count_gets(srv.requests) == SCAN_PLACES + 2, describe(srv.requests)
+    # Every place is taken, and six scan reads and two film reads wait. Two
+    # scan reads end, one after the other: each place must go to a film read.
+    running = [r.name for r in gets(srv) if r.name != "film.bin"]
+    for k, name in enumerate(running[:2]):
+        srv.release(name)
+        srv.wait_for(lambda rs, k=k: count_gets(rs) >= SCAN_PLACES + 3 + k, SERVER_WAIT)
+    for name in data:
+        srv.release(name)
     for join, offset in zip(joins, film_offsets):
         assert join() == data["film.bin"][offset:offset + piece]
     out, err = scan.communicate(timeout=120)
