@@ -310,7 +310,11 @@ def test_content_change_during_one_read_syscall_fails_it_rather_than_mixing(moun
     srv.set_fault("live.bin", "drip", bytes_per_sec=2 * MiB, chunk=64 * KiB)
 
     def changer():
-        srv.wait_for(lambda rs: any(r.bytes_sent > 512 * KiB for r in rs), timeout=SERVER_WAIT)
+        # Once a MiB has gone out, in whatever requests: the rest of the
+        # read's requests meet the new version (a long transfer, which
+        # mediafs makes once the read streams, would bring old bytes to the
+        # end if it began first).
+        srv.wait_for(lambda rs: sum(r.bytes_sent for r in rs) > MiB, timeout=SERVER_WAIT)
         srv.replace("live.bin", new)
         srv.set_fault("live.bin", None)
 

@@ -8,6 +8,8 @@
 // A transfer's handles, one per redirect hop, come from CurlHop. With
 // `--bwlimit`, a transfer whose piece the BandwidthLimit refuses is paused
 // from its write callback and resumed by this thread when its share is due.
+// A long transfer holds the same way once it delivered what its reader was
+// allowed, and gives its connection up when a read of its origin waits.
 import CCurl
 #if canImport(Glibc)
 import Glibc
@@ -29,11 +31,16 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     public static let stallSeconds = 20
     public static let connectTimeoutSeconds = 10
     public static let receiveBufferSize = 512 * 1024
+    /// A held transfer ends after this long without being let go on: a
+    /// reader that stopped reading must not keep a connection (nor meet
+    /// the stall limit, or a server's send timeout, on resuming).
+    public static let maxHoldSeconds = 10.0
 
     private struct Pending {
         var starts: [CurlTransfer] = []
         var cancels: [TransferID] = []
         var promotions: [(TransferID, FetchRequest.Priority)] = []
+        var allowances: [(TransferID, Int64)] = []
         var nextID: TransferID = 1
         var stopping = false
     }
@@ -118,11 +125,18 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         curl_multi_wakeup(multi)
     }
 
+    public var holdsTransfers: Bool { true }
+
+    public func allow(_ id: TransferID, through bytes: Int64) {
+        pending.withLock { $0.allowances.append((id, bytes)) }
+        curl_multi_wakeup(multi)
+    }
+
     private func run() {
         while true {
-            let (starts, cancels, promotions, stopping) = pending.withLock { state in
-                defer { state.starts = []; state.cancels = []; state.promotions = [] }
-                return (state.starts, state.cancels, state.promotions, state.stopping)
+            let (starts, cancels, promotions, allowances, stopping) = pending.withLock { state in
+                defer { state.starts = []; state.cancels = []; state.promotions = []; state.allowances = [] }
+                return (state.starts, state.cancels, state.promotions, state.allowances, state.stopping)
             }
             if stopping { break }
             for transfer in starts { enqueue(transfer) }
@@ -130,6 +144,11 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                 guard let transfer = active[id] ?? waiting[id], priority < transfer.priority else { continue }
                 transfer.priority = priority
                 admission.promote(id, to: priority)
+            }
+            for (id, bytes) in allowances {
+                guard let transfer = active[id] ?? waiting[id], bytes > transfer.allowance else { continue }
+                transfer.allowance = bytes
+                transfer.applyPause()
             }
             for id in cancels {
                 if let transfer = active[id] {
@@ -139,6 +158,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                     transfer.complete(error: MediaError(ECANCELED, "cancelled"))
                 }
             }
+            endHeld()
             admitQueued()
             yieldToReads()
             resumeThrottled()
@@ -211,6 +231,19 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         }
     }
 
+    /// Ends held transfers that a read of their origin waits behind, or
+    /// that were held too long: they end at what they delivered.
+    private func endHeld() {
+        let now = Histogram.now()
+        for transfer in Array(active.values) {
+            guard let since = transfer.heldSince else { continue }
+            let blocking = admission.readsWaitForRoom(at: HTTPOrigin(url: transfer.request.url))
+            guard blocking || now - since >= Self.maxHoldSeconds else { continue }
+            finish(transfer, error: MediaError(FetchError.yielded,
+                                               blocking ? "gave its connection to a waiting read" : "held too long"))
+        }
+    }
+
     /// Preload runs only while no read-priority transfer does: it pauses
     /// the moment one starts and resumes when none is left. A paused
     /// preload that a reader joined (promoted) resumes at once: left
@@ -266,6 +299,12 @@ public final class CurlTransfer: @unchecked Sendable {
     public var yielding = false
     /// Paused by the write callback: the bandwidth limit refused a piece.
     public var throttled = false
+    /// Body bytes it may deliver (`FetchRequest.allowance`, raised by
+    /// `allow`), and those it delivered: once they meet, it holds.
+    public var allowance: Int64
+    private var received: Int64 = 0
+    /// When it began to hold for its allowance (nil: it does not).
+    public private(set) var heldSince: Double?
     /// Whether libcurl has the transfer paused now.
     private var curlPaused = false
     /// Whether the current hop's response (or its failure) was counted.
@@ -298,6 +337,7 @@ public final class CurlTransfer: @unchecked Sendable {
         self.statistics = statistics
         self.limit = limit
         priority = request.priority
+        allowance = request.allowance ?? Int64.max
     }
 
     deinit { end() }
@@ -340,6 +380,8 @@ public final class CurlTransfer: @unchecked Sendable {
         head = ResponseHead(status: 0, headers: [:])
         yielding = false
         throttled = false
+        heldSince = nil
+        received = 0
         curlPaused = false
         counted = false
         errorBuffer?[0] = 0
@@ -359,7 +401,7 @@ public final class CurlTransfer: @unchecked Sendable {
         _ = mediafs_easy_setopt_data_cb(easy, CURLOPT_WRITEFUNCTION) { ptr, size, count, user in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
             let length = size * count
-            if transfer.mustWait(for: length) { return Int(CURL_WRITEFUNC_PAUSE) }
+            if transfer.mustHold() || transfer.mustWait(for: length) { return Int(CURL_WRITEFUNC_PAUSE) }
             return transfer.receive(UnsafeRawBufferPointer(start: ptr, count: length)) ? length : 0
         }
         return easy
@@ -371,11 +413,22 @@ public final class CurlTransfer: @unchecked Sendable {
         // Yielding waits for the body: a transfer paused while its headers
         // arrive can, once resumed, hand over the status line again and not
         // the headers after it (seen as 206 answers without Content-Range).
-        let pause = (yielding && headDelivered) || throttled
+        if heldSince != nil && received < allowance { heldSince = nil }
+        let pause = (yielding && headDelivered) || throttled || heldSince != nil
         guard pause != curlPaused, let easy else { return }
         // Before the call: resuming runs the write callback, which may pause again.
         curlPaused = pause
         curl_easy_pause(easy, pause ? CURLPAUSE_RECV : CURLPAUSE_CONT)
+    }
+
+    /// Whether the transfer delivered all it may (its reader has not asked
+    /// for more yet); then libcurl keeps the bytes and it holds until
+    /// allowed more. Only the file's body counts (not a redirect's).
+    private func mustHold() -> Bool {
+        guard received >= allowance, headDelivered else { return false }
+        if heldSince == nil { heldSince = Histogram.now() }
+        curlPaused = true
+        return true
     }
 
     /// Whether the bandwidth limit refuses `count` more bytes now; then
@@ -416,6 +469,7 @@ public final class CurlTransfer: @unchecked Sendable {
         // The body of a redirect or a Digest challenge is not the file's.
         if !headDelivered && hop?.isPassedOn == true { return true }
         guard deliverHead(), !stoppedByDelegate else { return false }
+        received += Int64(bytes.count)
         if bodyCount + bytes.count > CurlFetcher.receiveBufferSize {
             guard flush() else { return false }
         }

@@ -3,6 +3,9 @@
 // order, on the fetcher's own thread. Core tests replace it with a fake that
 // counts requests; the mount uses CurlFetcher.
 import MediaSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 public typealias TransferID = UInt64
 
@@ -34,6 +37,11 @@ public struct FetchRequest: Sendable {
     public var headers: [String]
     /// A request body (a PROPFIND's), sent on every hop.
     public var body: [UInt8]?
+    /// Body bytes the transfer may deliver before it holds (nil: all). A
+    /// long transfer asks for the rest of a file once and is let go on as
+    /// its reader advances (`Fetching.allow`), so a sequential reader makes
+    /// one request, not one per window; see `Fetching.holdsTransfers`.
+    public var allowance: Int64?
 
     public init(url: String, method: Method = .get, range: Range<Int64>? = nil, ifRange: String? = nil,
                 priority: Priority = .read, group: String? = nil, headers: [String] = [], body: [UInt8]? = nil) {
@@ -67,14 +75,30 @@ public protocol Fetching: AnyObject, Sendable {
     /// A reader of `priority` now waits on the transfer: run it at that
     /// priority if it is more urgent than its own.
     func promote(_ id: TransferID, to priority: FetchRequest.Priority)
+    /// The transfer may deliver `bytes` body bytes in all (more than it
+    /// was allowed before); it holds once it has delivered them.
+    func allow(_ id: TransferID, through bytes: Int64)
+    /// Whether `FetchRequest.allowance` and `allow` are honoured. A held
+    /// transfer that a read of its origin waits behind, or that is held
+    /// for long, ends with `FetchError.yielded`: what it delivered stands,
+    /// and the next read asks again.
+    var holdsTransfers: Bool { get }
     /// Ends every transfer (their delegates hear of it) and stops.
     func shutdown()
     /// Where the mount's counters are kept, for those that time requests.
     var statistics: Statistics? { get }
 }
 
+/// How a held transfer ends when it gives up its connection: not a
+/// failure of the server's.
+public enum FetchError {
+    public static let yielded = EAGAIN
+}
+
 extension Fetching {
     public var statistics: Statistics? { nil }
+    public var holdsTransfers: Bool { false }
+    public func allow(_ id: TransferID, through bytes: Int64) {}
 
     /// A fetcher without priorities between read and background runs a
     /// promoted transfer as a read only when a read waits on it.

@@ -153,6 +153,13 @@ public final class TransferAdmission {
         markDirty(entry.origin, origin)
     }
 
+    /// Whether reads wait at `key` with every place taken: a transfer
+    /// there that only holds should give its place up.
+    public func readsWaitForRoom(at key: HTTPOrigin?) -> Bool {
+        guard let origin = origins[key] else { return false }
+        return origin.waitingReads > 0 && origin.running >= perOrigin
+    }
+
     /// The transfers that may start now, in order; they count as running
     /// from here until `remove`.
     public func admit() -> [TransferID] {

@@ -202,8 +202,11 @@ extension FileLoader {
             for hole in state.present.missing(in: 0..<end) {
                 var point = hole.lowerBound
                 while point < hole.upperBound {
-                    if let covering = state.transfers.values.first(where: { covers($0, point, in: state) }) {
-                        point = covering.end
+                    if let (id, covering) = state.transfers.first(where: { covers($0.value, point, in: state) }) {
+                        if covering.limit != nil {
+                            extendHold(id, to: hole.upperBound, mustReach: 0, in: &state)
+                        }
+                        point = max(state.transfers[id]!.reach, point + 1)
                     } else {
                         let start = point
                         point = startTransfer(at: point, end: hole.upperBound, owner: owner, info: info,

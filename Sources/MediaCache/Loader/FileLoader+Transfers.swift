@@ -70,6 +70,8 @@ extension FileLoader {
                answer.range.upperBound <= info.length {
                 transfer.position = answer.range.lowerBound
                 transfer.end = answer.range.upperBound
+                // The fetcher counts a hold in body bytes from here.
+                transfer.start = answer.range.lowerBound
                 state.sawPartial = true
                 problem = nil
             } else {
@@ -84,6 +86,11 @@ extension FileLoader {
             }
             transfer.position = 0
             transfer.end = info.length
+            // A whole body is not held: its reader waits further in.
+            if transfer.limit != nil {
+                transfer.limit = nil
+                fetcher.allow(id, through: Int64.max)
+            }
             problem = nil
         } else {
             problem = ContentProbe.error(for: head)
@@ -206,7 +213,15 @@ extension FileLoader {
             budget?.release(transfer.reserved, for: transfer.readClass)
             // Stopped by a seek, a close or a purge: says nothing of the server.
             if transfer.cancelled { return }
-            if error == nil, let head = transfer.head {
+            // A long transfer gave its connection up, or held too long: its
+            // reader's next read asks again, with no backoff.
+            if transfer.limit != nil, error?.errno == FetchError.yielded, transfer.position < transfer.end {
+                state.yielded.insert(transfer.owner)
+                Log.debug("\(source.displayURL): held GET ended at byte \(transfer.position): \(error!.message)")
+                return
+            }
+            // A held transfer's time is not the link's.
+            if error == nil, transfer.limit == nil, let head = transfer.head {
                 settings.link?.body(transfer.position - head.position, took: now() - head.at, from: source.url)
             }
             // Every byte asked for arrived (a body longer than asked was cut there).

@@ -404,7 +404,8 @@ public final class FileLoader: TransferDelegate, Sendable {
             defer { scope.state.waits[wait] = nil }
             var available = scope.state.availability(of: wait)
             try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
-                             readClass: pattern.readClass, info: info, attempts: &attempts, state: &scope.state)
+                             readClass: pattern.readClass, streams: pattern.streams, info: info,
+                             attempts: &attempts, state: &scope.state)
             readAhead(from: wanted.upperBound, window: window, owner: owner, info: info, in: &scope.state)
             while !available.contains(wanted) {
                 let retryAt = scope.state.retryAt
@@ -420,7 +421,8 @@ public final class FileLoader: TransferDelegate, Sendable {
                 }
                 available = scope.state.availability(of: wait)
                 try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
-                                 readClass: pattern.readClass, info: info, attempts: &attempts, state: &scope.state)
+                                 readClass: pattern.readClass, streams: pattern.streams, info: info,
+                             attempts: &attempts, state: &scope.state)
             }
             if scope.state.generation != startGeneration {
                 throw MediaError.io("\(source.displayURL) changed on the server during the read")
@@ -449,6 +451,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
         let fetching = state.transfers.values.contains(where: { $0.owner == owner })
+            || state.yielded.remove(owner) != nil
         if fetching {
             readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info, in: &state)
         }
@@ -474,8 +477,11 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// Makes sure a transfer is on its way for every byte of `holes`: joins
     /// running ones, starts the rest (reaching `window` further). Throws
     /// once a read has tried too often.
+    /// `streams`: the reader reads on from where it was, so a transfer may
+    /// be a long one, held at the window.
     func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier, readClass: ReadClass = .play,
-                      info: ContentInfo, attempts: inout Attempts, state: inout LoaderState) throws {
+                      streams: Bool = false, info: ContentInfo, attempts: inout Attempts,
+                      state: inout LoaderState) throws {
         let priority = readClass.readPriority
         for hole in holes {
             var point = hole.lowerBound
@@ -487,7 +493,11 @@ public final class FileLoader: TransferDelegate, Sendable {
                         state.transfers[id]!.priority = priority
                         fetcher.promote(id, to: priority)
                     }
-                    point = covering.end
+                    // A long transfer goes on at least to the end of the hole.
+                    if covering.limit != nil {
+                        extendHold(id, to: max(hole.upperBound, point + window), mustReach: hole.upperBound, in: &state)
+                    }
+                    point = max(state.transfers[id]!.reach, point + 1)
                     continue
                 }
                 // A server without ranges sends the whole body to every
@@ -517,9 +527,13 @@ public final class FileLoader: TransferDelegate, Sendable {
                     statistics.countRetry()
                 }
                 let start = point
-                point = startTransfer(at: start, end: max(hole.upperBound, point + window), owner: owner, info: info,
-                                      priority: priority, readClass: readClass, mustReach: hole.upperBound,
-                                      in: &state)
+                let reach = max(hole.upperBound, point + window)
+                // A player that streams asks for the rest of the file once,
+                // held at `reach` until it reads on.
+                let long = window > 0 && streams && holdsTransfers(info)
+                point = startTransfer(at: start, end: long ? info.length : reach, hold: long ? reach : nil,
+                                      owner: owner, info: info, priority: priority, readClass: readClass,
+                                      mustReach: hole.upperBound, in: &state)
                 attempts.asked.insert(start..<point)
             }
         }
@@ -536,9 +550,17 @@ public final class FileLoader: TransferDelegate, Sendable {
             let presentEnd = state.present.presentEnd(from: lead)
             if presentEnd > lead {
                 lead = presentEnd
-            } else if let covering = state.transfers.values.first(where: {
-                !$0.cancelled && $0.position <= lead && lead < $0.end
+            } else if let (id, covering) = state.transfers.first(where: {
+                !$0.value.cancelled && $0.value.position <= lead && lead < $0.value.end
             }) {
+                // A long transfer is let go on, a quarter window at a time
+                // (one message to the network thread, not one per read).
+                if let limit = covering.limit, limit < covering.end {
+                    if limit - offset < window * 3 / 4 {
+                        extendHold(id, to: offset + window, mustReach: 0, in: &state)
+                    }
+                    return
+                }
                 lead = covering.end
             } else {
                 break
@@ -546,8 +568,34 @@ public final class FileLoader: TransferDelegate, Sendable {
             if lead - offset >= window / 2 { return }
         }
         if lead < info.length {
-            startTransfer(at: lead, end: lead + window, owner: owner, info: info, priority: .readahead, in: &state)
+            let long = holdsTransfers(info)
+            startTransfer(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
+                          owner: owner, info: info, priority: .readahead, in: &state)
         }
+    }
+
+    /// Whether transfers of this file may be long ones, held by the
+    /// fetcher until their reader reads on (FetchRequest.allowance): not
+    /// for a server without ranges, whose every answer is the whole body.
+    func holdsTransfers(_ info: ContentInfo) -> Bool {
+        fetcher.holdsTransfers && info.acceptsRanges
+    }
+
+    /// Lets a long transfer go on to `wanted` (up to its end), within the
+    /// room under the cache limits, and at least to `mustReach`, which a
+    /// read waits on.
+    func extendHold(_ id: TransferID, to wanted: Int64, mustReach: Int64, in state: inout LoaderState) {
+        guard let transfer = state.transfers[id], !transfer.cancelled, let limit = transfer.limit else { return }
+        var target = min(wanted, transfer.end)
+        guard target > limit else { return }
+        if let budget {
+            let more = budget.reserve(upTo: target - limit, for: transfer.readClass)
+            state.transfers[id]!.reserved += more
+            target = max(limit + more, min(target, mustReach))
+            guard target > limit else { return }
+        }
+        state.transfers[id]!.limit = target
+        fetcher.allow(id, through: target - transfer.start)
     }
 
     /// Whether a running transfer will soon write `point`.
@@ -567,8 +615,11 @@ public final class FileLoader: TransferDelegate, Sendable {
         let inFlight = max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
         for (id, transfer) in state.transfers where transfer.owner == owner && !transfer.cancelled {
             if let offset, covers(transfer, offset, in: state) { continue }
-            if transfer.end - transfer.position < inFlight { continue }
-            if state.isWaitedOn(transfer.position..<transfer.end) { continue }
+            // A long transfer is never nearly done: it would run on to the
+            // end of the file, held or not.
+            let long = transfer.limit.map { $0 < transfer.end } ?? false
+            if !long && transfer.end - transfer.position < inFlight { continue }
+            if state.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
             state.transfers[id]!.cancelled = true
             fetcher.cancel(id)
             Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (was to reach \(transfer.end))")
@@ -702,34 +753,57 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// bytes a read waits for) beyond the room under the cache limits.
     /// Returns where it stops: `start` when it started none.
     @discardableResult
-    func startTransfer(at start: Int64, end wantedEnd: Int64, owner: ObjectIdentifier, info: ContentInfo,
-                       priority: FetchRequest.Priority = .read, readClass: ReadClass = .play, mustReach: Int64 = 0,
-                       in state: inout LoaderState) -> Int64 {
+    /// `hold`: a long transfer, to `wantedEnd` but held there for now
+    /// (nil: one that runs to its end). Returns where the transfer stops
+    /// for now (`start`: none started).
+    func startTransfer(at start: Int64, end wantedEnd: Int64, hold: Int64? = nil, owner: ObjectIdentifier,
+                       info: ContentInfo, priority: FetchRequest.Priority = .read, readClass: ReadClass = .play,
+                       mustReach: Int64 = 0, in state: inout LoaderState) -> Int64 {
         var end = min(wantedEnd, info.length)
         if info.length - end <= settings.tailStretch { end = info.length }
         if let next = state.present.nextPresent(atOrAfter: start) { end = min(end, next) }
         for transfer in state.transfers.values where !transfer.cancelled && transfer.position > start {
             end = min(end, transfer.position)
         }
+        var limit = hold.map { min(max($0, start), end) }
+        if limit == end { limit = nil }
         // Room under the cache limits: a read fetches its bytes whatever
         // (those that do not fit pass uncached); readahead and preload
         // fetch only what will be kept.
-        let reserved = budget?.reserve(upTo: end - start, for: readClass) ?? 0
+        let reserved = budget?.reserve(upTo: (limit ?? end) - start, for: readClass) ?? 0
         if budget != nil {
-            end = max(start + reserved, min(end, mustReach))
-            guard end > start else { return start }
+            if let wanted = limit {
+                limit = max(start + reserved, min(wanted, mustReach))
+                guard limit! > start else { return start }
+            } else {
+                end = max(start + reserved, min(end, mustReach))
+                guard end > start else { return start }
+            }
+        }
+        // A long transfer that would run on into these bytes stops where
+        // they begin: they are fetched once.
+        for (id, transfer) in state.transfers
+        where !transfer.cancelled && transfer.limit != nil && transfer.position <= start && start < transfer.end {
+            state.transfers[id]!.end = start
+            state.transfers[id]!.limit = min(transfer.limit!, start)
         }
         // The validators of now, under the lock the transfer is recorded
         // under: its answer is judged against the same version.
         let current = state.info ?? info
         let validator = current.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? current.lastModified
-        let request = FetchRequest(url: source.url, range: start..<end, ifRange: validator, priority: priority)
+        var request = FetchRequest(url: source.url, range: start..<end, ifRange: validator, priority: priority)
+        request.allowance = limit.map { $0 - start }
         let id = fetcher.start(request, delegate: self)
         countTransferStarted()
         state.transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
-                                       askedAt: now(), ifRange: validator != nil, readClass: readClass)
-        Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
-        return end
+                                       askedAt: now(), ifRange: validator != nil, readClass: readClass,
+                                       limit: limit, start: start)
+        if let limit {
+            Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1), held at \(limit)")
+        } else {
+            Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
+        }
+        return limit ?? end
     }
 
     /// A transfer started: one more request, one more in flight.

@@ -25,6 +25,15 @@ struct LoaderState {
         /// Whose room under the cache limits its bytes take, and whose
         /// count of fetched bytes they add to.
         var readClass = ReadClass.play
+        /// A long transfer (to the end of the file, or of its hole) holds
+        /// at `limit` until its reader comes nearer; `start` is where its
+        /// body begins, so the fetcher's allowance is `limit - start`. nil:
+        /// a transfer of one range that runs to its end.
+        var limit: Int64?
+        var start: Int64 = 0
+
+        /// Where it will stop for now: its limit, else its end.
+        var reach: Int64 { min(end, limit ?? end) }
     }
 
     enum ProbeState {
@@ -172,6 +181,11 @@ struct LoaderState {
         !transfer.cancelled && transfer.position <= point && point < transfer.end
             && (point - transfer.position <= joinDistance || info?.acceptsRanges == false)
     }
+
+    /// Long transfers that gave their connection up (`FetchError.yielded`),
+    /// by owner: the owner's next cached read reads ahead again at once,
+    /// as it would have let the transfer go on.
+    var yielded: Set<ObjectIdentifier> = []
 
     /// Whether a read waits on bytes of `range`.
     func isWaitedOn(_ range: Range<Int64>) -> Bool {

@@ -31,6 +31,10 @@ public final class ReadPattern: @unchecked Sendable {
     /// Whether the reader streams, or starts to: its fetches may be sized
     /// to the link rather than to the read.
     var looksSequential: Bool { streakReads > 1 || streakBytes >= Self.largeRead }
+    /// Whether the reader has read on from where it was twice or more: a
+    /// stream, whose fetches may be long ones (not a single large read,
+    /// which a random reader's reads can each be).
+    var streams: Bool { readClass == .play && streakReads > 1 }
     private(set) var window: Int64 = 0
     /// A link-sized fetch of a fresh streak (after a seek, at the start)
     /// reaches this far at most, and more only as the streak grows: a round

@@ -1,6 +1,6 @@
 // A tiny HTTP/1.1 server on 127.0.0.1 for the CurlFetcher tests: it answers
-// every request with 200 and a 5-byte body (none to HEAD), keeps connections
-// alive, and counts requests and how many it was serving at once. While
+// every request with 200 and a 5-byte body (or `bodySize` bytes of byte
+// i = i % 251; none to HEAD), keeps connections alive, and counts requests and how many it was serving at once. While
 // `held`, answers wait, so a test sees how many transfers the fetcher runs.
 import Foundation
 #if canImport(Glibc)
@@ -22,7 +22,10 @@ final class LoopbackServer: @unchecked Sendable {
     private var state = State()
     private var acceptThread: Thread?
 
-    init() throws {
+    let bodySize: Int
+
+    init(bodySize: Int = 5) throws {
+        self.bodySize = bodySize
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
         var address = sockaddr_in()
@@ -79,6 +82,20 @@ final class LoopbackServer: @unchecked Sendable {
         close(listener)
     }
 
+    /// Writes all of `bytes` (a client that reads slowly blocks it);
+    /// -1 once the client is gone (no SIGPIPE: MSG_NOSIGNAL).
+    private func sendAll(_ bytes: [UInt8], to connection: Int32) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { send(connection, $0.baseAddress! + offset, bytes.count - offset,
+                                                 Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return -1 }
+            offset += n
+        }
+        return offset
+    }
+
     private func acceptConnections() {
         while true {
             let connection = accept(listener, nil, nil)
@@ -108,9 +125,11 @@ final class LoopbackServer: @unchecked Sendable {
                 while state.held && !state.stopped { condition.wait() }
                 return state.stopped
             }
-            let answer = head.hasPrefix("HEAD ") ? "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
-                                                 : "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
-            let sent = stopped ? -1 : answer.utf8CString.withUnsafeBytes { write(connection, $0.baseAddress, $0.count - 1) }
+            var answer = Array("HTTP/1.1 200 OK\r\nContent-Length: \(bodySize)\r\n\r\n".utf8)
+            if !head.hasPrefix("HEAD ") {
+                answer += bodySize == 5 ? Array("hello".utf8) : (0..<bodySize).map { UInt8($0 % 251) }
+            }
+            let sent = stopped ? -1 : sendAll(answer, to: connection)
             condition.withLock {
                 state.serving -= 1
                 condition.broadcast()
