@@ -159,6 +159,8 @@ def test_a_players_reads_are_admitted_ahead_of_a_scans_waiting_reads(mount, srv,
     assert (s["scan_bytes_fetched"], s["play_bytes_fetched"]) == (sent_scan, sent_play) == \
         (len(scans) * piece, len(film_offsets) * piece), s
     assert (s["scan_bytes_served"], s["play_bytes_served"]) == (len(scans) * piece, len(film_offsets) * piece), s
+    # The six that waited while the film's reads started, not the six that started at once.
+    assert s["scan_reads_delayed"] == len(scans) - SCAN_PLACES, s
 
 
 def test_a_scan_gets_no_readahead_a_player_does(mount, srv, scanner):

@@ -212,7 +212,12 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 
     /// Moves into curl what the admission lets start now.
     private func admitQueued() {
-        for id in admission.admit() {
+        let started = admission.admit()
+        if admission.scansDelayed > 0 {
+            statistics?.scanReadsDelayed.add(Int64(admission.scansDelayed), ordering: .relaxed)
+            admission.scansDelayed = 0
+        }
+        for id in started {
             guard let transfer = waiting.removeValue(forKey: id) else { continue }
             // Its capacity back once empty (see TransferAdmission.remove).
             if waiting.isEmpty { waiting = [:] }
@@ -239,6 +244,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             guard let since = transfer.heldSince else { continue }
             let blocking = admission.readsWaitForRoom(at: HTTPOrigin(url: transfer.request.url))
             guard blocking || now - since >= Self.maxHoldSeconds else { continue }
+            if blocking { statistics?.transfersYielded.add(1, ordering: .relaxed) }
             finish(transfer, error: MediaError(FetchError.yielded,
                                                blocking ? "gave its connection to a waiting read" : "held too long"))
         }

@@ -26,6 +26,13 @@ public final class TransferAdmission {
         let group: String
         var priority: Priority
         var running = false
+        /// The admission pass after which it was asked for, whether
+        /// players' transfers ran or waited at its origin then, and how
+        /// many of theirs had started there: a scan read that waits while
+        /// they run or start was delayed by playback.
+        var askedAfter = 0
+        var behindPlayback = false
+        var playStartsAtAsk = 0
     }
 
     /// One requester's transfers at one origin.
@@ -41,6 +48,9 @@ public final class TransferAdmission {
 
     private final class Origin {
         var running = 0
+        /// Players' reads and readahead running here, and started here so far.
+        var runningPlay = 0
+        var playStarts = 0
         var groups: [String: Group] = [:]
         /// Requesters whose reads began waiting while nothing of theirs ran
         /// here: served before `turns`, so a file that has nothing waits for
@@ -73,6 +83,12 @@ public final class TransferAdmission {
     /// and comes back when it is dirty again, so a pass costs what it admits.
     private var rings = [FIFO<HTTPOrigin?>](repeating: FIFO(), count: Priority.allCases.count)
     private var runningByPriority = [Int](repeating: 0, count: Priority.allCases.count)
+    /// Passes of `admit` so far: a transfer started in the first pass after
+    /// it was asked for did not wait.
+    private var passes = 0
+    /// Scan reads that waited for a place while players' reads or readahead
+    /// ran or waited at their origin, since the caller last took the count.
+    public var scansDelayed = 0
 
     public init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int) {
         self.perOrigin = perOrigin
@@ -85,12 +101,15 @@ public final class TransferAdmission {
     public var originCount: Int { origins.count }
 
     public func enqueue(_ id: TransferID, origin key: HTTPOrigin?, group: String, priority: Priority) {
-        entries[id] = Entry(origin: key, group: group, priority: priority)
         let origin = origins[key] ?? {
             let made = Origin()
             origins[key] = made
             return made
         }()
+        entries[id] = Entry(origin: key, group: group, priority: priority, askedAfter: passes,
+                            behindPlayback: priority == .scan && (origin.waitingReads > 0 || origin.runningPlay > 0
+                                || origin.waitingBackground[Priority.readahead.rawValue] > 0),
+                            playStartsAtAsk: origin.playStarts)
         if priority == .read {
             addRead(id, group: group, at: origin)
         } else {
@@ -112,6 +131,7 @@ public final class TransferAdmission {
         if entry.running {
             runningByPriority[was] -= 1
             runningByPriority[priority.rawValue] += 1
+            if Self.isPlay(priority) && !Self.isPlay(FetchRequest.Priority(rawValue: was)!) { origin.runningPlay += 1 }
         } else {
             origin.waitingBackground[was] -= 1
             compactBackground(origin, was)
@@ -137,6 +157,7 @@ public final class TransferAdmission {
             origin.running -= 1
             group?.running -= 1
             runningByPriority[p] -= 1
+            if Self.isPlay(entry.priority) { origin.runningPlay -= 1 }
         } else if entry.priority == .read {
             origin.waitingReads -= 1
             if let group {
@@ -163,6 +184,7 @@ public final class TransferAdmission {
     /// The transfers that may start now, in order; they count as running
     /// from here until `remove`.
     public func admit() -> [TransferID] {
+        passes += 1
         var started: [TransferID] = []
         while let key = dirty.popFirst() {
             guard let origin = origins[key] else { continue }
@@ -246,6 +268,14 @@ public final class TransferAdmission {
         }()
         origin.running += 1
         group.running += 1
+        if Self.isPlay(entry.priority) {
+            origin.runningPlay += 1
+            origin.playStarts += 1
+        }
+        if entry.priority == .scan, passes > entry.askedAfter + 1,
+           entry.behindPlayback || origin.playStarts > entry.playStartsAtAsk {
+            scansDelayed += 1
+        }
         if entry.priority == .read {
             origin.waitingReads -= 1
             group.waitingReads -= 1
@@ -255,6 +285,9 @@ public final class TransferAdmission {
         runningByPriority[entry.priority.rawValue] += 1
         started.append(id)
     }
+
+    /// A player's transfer: a read now, or its readahead.
+    private static func isPlay(_ priority: Priority) -> Bool { priority == .read || priority == .readahead }
 
     private func isWaiting(_ id: TransferID, as priority: Priority) -> Bool {
         guard let entry = entries[id] else { return false }

@@ -23,6 +23,12 @@ public final class Statistics: Sendable {
     /// Opens that went on with a closed handle's pattern and transfers
     /// (`--handle-grace`).
     public let graceResumes = Atomic<Int64>(0)
+    /// Long transfers, held at their reader's window, that gave their
+    /// connection to a read waiting for one at their origin.
+    public let transfersYielded = Atomic<Int64>(0)
+    /// A library scan's reads that waited for a place at their origin
+    /// while players' reads or readahead ran or waited there.
+    public let scanReadsDelayed = Atomic<Int64>(0)
     /// File bytes received from the servers and handed to readers, by read
     /// class (MediaCache's ReadClass: 0 play, 1 scan).
     public static let readClasses = 2
@@ -120,6 +126,8 @@ public final class Statistics: Sendable {
         public var retries: Int64 = 0
         public var evictions: Int64 = 0
         public var graceResumes: Int64 = 0
+        public var transfersYielded: Int64 = 0
+        public var scanReadsDelayed: Int64 = 0
         /// By `ResponseClass.rawValue`.
         public var responses: [Int64] = []
         /// By read class (0 play, 1 scan).
@@ -137,6 +145,8 @@ public final class Statistics: Sendable {
                  retries: retries.load(ordering: .relaxed),
                  evictions: evictions.load(ordering: .relaxed),
                  graceResumes: graceResumes.load(ordering: .relaxed),
+                 transfersYielded: transfersYielded.load(ordering: .relaxed),
+                 scanReadsDelayed: scanReadsDelayed.load(ordering: .relaxed),
                  responses: responses.withLock { $0 },
                  fetchedByClass: [playFetched.load(ordering: .relaxed), scanFetched.load(ordering: .relaxed)],
                  servedByClass: [playServed.load(ordering: .relaxed), scanServed.load(ordering: .relaxed)])

@@ -35,6 +35,12 @@ public struct MetricsExposition: Sendable {
         }
         out.metric("mediafs_grace_resumes_total", .counter,
                    "Opens that went on with a closed handle's readahead (--handle-grace).", counters.graceResumes)
+        out.metric("mediafs_transfers_yielded_total", .counter,
+                   "Long transfers, held at their reader's window, that gave their connection to a waiting read.",
+                   counters.transfersYielded)
+        out.metric("mediafs_scan_reads_delayed_total", .counter,
+                   "Library scans' reads that waited for a place while players' reads or readahead ran or waited.",
+                   counters.scanReadsDelayed)
         out.metric("mediafs_cache_read_bytes_total", .counter,
                    "Bytes reads through the daemon took from the cache.", counters.bytesFromCache)
         out.metric("mediafs_passthrough_opens_total", .counter,

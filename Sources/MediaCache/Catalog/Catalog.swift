@@ -498,7 +498,8 @@ public final class Catalog: @unchecked Sendable {
                           scanBytesFetched: counters.fetchedByClass[ReadClass.scan.rawValue],
                           playBytesServed: counters.servedByClass[ReadClass.play.rawValue],
                           scanBytesServed: counters.servedByClass[ReadClass.scan.rawValue],
-                          graceResumes: counters.graceResumes)
+                          graceResumes: counters.graceResumes, transfersYielded: counters.transfersYielded,
+                          scanReadsDelayed: counters.scanReadsDelayed)
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = .sortedKeys
@@ -516,5 +517,9 @@ public final class Catalog: @unchecked Sendable {
         var playBytesFetched, scanBytesFetched, playBytesServed, scanBytesServed: Int64
         /// Opens that went on with a closed handle's pattern and transfers.
         var graceResumes: Int64
+        /// Held long transfers that gave their connection to a waiting read.
+        var transfersYielded: Int64
+        /// Scan reads that waited for a place while players' transfers ran or waited.
+        var scanReadsDelayed: Int64
     }
 }

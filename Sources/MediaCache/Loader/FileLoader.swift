@@ -669,6 +669,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             }
             endLingering(&state, all: false)
             state.fresh[ObjectIdentifier(pattern)] = nil
+            state.yielded.remove(ObjectIdentifier(pattern))
             if settings.handleGrace > 0, pattern.readClass == .play, pattern.hasRead,
                pattern.generation == state.generation {
                 if handOver(pattern, in: &state) { return }

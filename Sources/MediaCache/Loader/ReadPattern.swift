@@ -19,11 +19,28 @@ public final class ReadPattern: @unchecked Sendable {
     var generation: Int?
     /// Counted among the loader's page-cache handles of `generation`.
     var inPageCache = false
-    private var nextOffset: Int64 = -1
-    private var streakBytes: Int64 = 0
-    /// Reads in the current streak: from the second on, a reader looks
-    /// sequential (a random reader's every read starts a streak).
-    private var streakReads = 0
+    /// Where a run of reads goes on, and how long it has run.
+    struct Stream {
+        var nextOffset: Int64 = -1
+        var streakBytes: Int64 = 0
+        /// Reads in the streak: from the second on, a reader looks
+        /// sequential (a random reader's every read starts a streak).
+        var streakReads = 0
+
+        func follows(_ offset: Int64) -> Bool {
+            nextOffset >= 0 && abs(offset - nextOffset) <= ReadPattern.sequentialSlack
+        }
+    }
+
+    /// The stream the last read was part of, and the one before it: a
+    /// player that reads two places of a file in turn (the audio and the
+    /// video of a file not interleaved) is two streams, each with its own
+    /// window and its transfers, not one stream that keeps seeking.
+    private var current = Stream()
+    private var other = Stream()
+    private var nextOffset: Int64 { current.nextOffset }
+    private var streakBytes: Int64 { current.streakBytes }
+    private var streakReads: Int { current.streakReads }
     /// A read this big is the kernel reading ahead of a reader it thinks
     /// streams (or one reading big pieces): the first read after a seek.
     public static let largeRead: Int64 = 32 << 10
@@ -64,19 +81,18 @@ public final class ReadPattern: @unchecked Sendable {
     /// Whether the handle has read anything yet.
     var hasRead: Bool { nextOffset >= 0 }
 
-    /// Whether a read at `offset` would follow this handle's last one.
+    /// Whether a read at `offset` would follow one of this handle's streams.
     func follows(_ offset: Int64) -> Bool {
-        nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
+        current.follows(offset) || other.follows(offset)
     }
 
     /// A new handle of the same reader (it closed and opened the file
-    /// again, as Plex and ffmpeg do) goes on with the closed one's streak
+    /// again, as Plex and ffmpeg do) goes on with the closed one's streams
     /// and window, not from cold.
     func resume(from closed: ReadPattern) {
         firstStreakStart = -1
-        nextOffset = closed.nextOffset
-        streakBytes = closed.streakBytes
-        streakReads = closed.streakReads
+        current = closed.current
+        other = closed.other
         window = closed.window
     }
 
@@ -88,27 +104,33 @@ public final class ReadPattern: @unchecked Sendable {
     /// (FUSE sends a release after the close, and the reopen may overtake
     /// it): it adds the closed handle's streak to its own.
     func inherit(_ closed: ReadPattern) {
-        streakBytes += closed.streakBytes
-        streakReads += closed.streakReads
-        window = streakBytes < Self.streakBeforeReadahead || readClass == .scan
-            ? 0 : min(streakBytes / 2, Self.maxWindow)
+        current.streakBytes += closed.streakBytes
+        current.streakReads += closed.streakReads
+        updateWindow()
     }
 
-    /// Records a read; returns whether it jumped away from the last one.
+    /// Records a read; returns whether it jumped away from both streams
+    /// (a read that follows the other stream switches to it: no jump).
     func record(offset: Int64, end: Int64) -> Bool {
-        let follows = nextOffset >= 0 && abs(offset - nextOffset) <= Self.sequentialSlack
+        let follows = current.follows(offset)
+        let switches = !follows && other.follows(offset)
         if nextOffset < 0 { firstStreakStart = offset } else if !follows { firstStreakStart = -1 }
-        if follows {
-            streakBytes += end - offset
-            streakReads += 1
-            nextOffset = max(nextOffset, end)
+        if switches { swap(&current, &other) }
+        if follows || switches {
+            current.streakBytes += end - offset
+            current.streakReads += 1
+            current.nextOffset = max(current.nextOffset, end)
         } else {
-            streakBytes = end - offset
-            streakReads = 1
-            nextOffset = end
+            // A third place: the stream before the last is forgotten.
+            if current.nextOffset >= 0 { other = current }
+            current = Stream(nextOffset: end, streakBytes: end - offset, streakReads: 1)
         }
+        updateWindow()
+        return !follows && !switches && offset != 0
+    }
+
+    private func updateWindow() {
         window = streakBytes < Self.streakBeforeReadahead || readClass == .scan
             ? 0 : min(streakBytes / 2, Self.maxWindow)
-        return !follows && offset != 0
     }
 }

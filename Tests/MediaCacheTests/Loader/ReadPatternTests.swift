@@ -42,6 +42,28 @@ final class ReadPatternTests: XCTestCase {
         XCTAssertEqual(pattern.fetchWindow(bytesPerRoundTrip: 625_000), 625_000)
     }
 
+    func testTwoPlacesReadInTurnAreTwoStreamsEachWithItsWindow() {
+        let pattern = ReadPattern()
+        let video: Int64 = 10 * Self.MiB, audio: Int64 = 300 * Self.MiB
+        _ = pattern.record(offset: video, end: video + Self.MiB)
+        XCTAssertTrue(pattern.record(offset: audio, end: audio + Self.MiB), "the first read elsewhere is a jump")
+        for k in Int64(1)..<12 {
+            XCTAssertFalse(pattern.record(offset: video + k * Self.MiB, end: video + (k + 1) * Self.MiB),
+                           "back to the video stream is a switch, not a jump")
+            XCTAssertFalse(pattern.record(offset: audio + k * Self.MiB, end: audio + (k + 1) * Self.MiB))
+        }
+        XCTAssertEqual(pattern.window, 6 * Self.MiB, "the audio stream's own streak of 12 MiB")
+        XCTAssertTrue(pattern.streams)
+        // A third place: a jump; the older stream is forgotten.
+        XCTAssertTrue(pattern.record(offset: 900 * Self.MiB, end: 900 * Self.MiB + Self.MiB))
+        XCTAssertEqual(pattern.window, 0)
+        XCTAssertFalse(pattern.record(offset: audio + 12 * Self.MiB, end: audio + 13 * Self.MiB),
+                       "the audio stream is the other one now")
+        XCTAssertEqual(pattern.window, 13 * Self.MiB / 2)
+        XCTAssertTrue(pattern.record(offset: video + 12 * Self.MiB, end: video + 13 * Self.MiB),
+                      "the video stream was forgotten")
+    }
+
     func testRandomSmallReadsFetchOnlyWhatTheyAsk() {
         let pattern = ReadPattern()
         for offset in stride(from: Int64(0), to: 400 * Self.MiB, by: Int(40 * Self.MiB)) {

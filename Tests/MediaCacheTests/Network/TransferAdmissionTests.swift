@@ -51,6 +51,30 @@ final class TransferAdmissionTests: XCTestCase {
         XCTAssertEqual(admission.admit(), [fileA[8], fileB[1], fileA[9]])
     }
 
+    func testAScanReadThatWaitsWhilePlayersRunIsCountedDelayedAndOneThatStartsAtOnceIsNot() {
+        let admission = makeAdmission()
+        enqueue(admission, a, "scan0", .scan)
+        XCTAssertEqual(admission.admit().count, 1)
+        XCTAssertEqual(admission.scansDelayed, 0, "a scan read that starts at once waited for nobody")
+        // A player fills the origin; scans asked now wait behind it.
+        let film = enqueue(admission, a, "film", count: 7)
+        XCTAssertEqual(admission.admit(), film)
+        let scans = enqueue(admission, a, "scan1", .scan, count: 2)
+        XCTAssertEqual(admission.admit(), [])
+        for id in film { admission.remove(id) }
+        XCTAssertEqual(admission.admit(), scans)
+        XCTAssertEqual(admission.scansDelayed, 2)
+        // Scans that wait behind other scans only (the places scans may
+        // take are full, no player runs) were not delayed by playback.
+        admission.scansDelayed = 0
+        let more = enqueue(admission, a, "scan2", .scan, count: 6)
+        let first = admission.admit()
+        XCTAssertEqual(first.count, 3, "six places for background transfers, three taken")
+        for id in first + scans { admission.remove(id) }
+        XCTAssertEqual(admission.admit().count, 3)
+        XCTAssertEqual(admission.scansDelayed, 0, "\(more)")
+    }
+
     func testFilesWithWaitingReadsAreServedInTurn() {
         let admission = makeAdmission()
         let groups = ["A", "B", "C"].map { enqueue(admission, a, $0, count: 6) }
