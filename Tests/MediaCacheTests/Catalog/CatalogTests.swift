@@ -43,7 +43,8 @@ final class CatalogTests: XCTestCase {
                        ["entries", "cached_bytes", "cache_max_size", "pinned_bytes", "pinned_over_limit",
                         "bytes_from_cache", "bytes_from_network", "requests", "transfers_in_flight",
                         "kernel_read_opens", "attribute_requests", "play_bytes_fetched", "scan_bytes_fetched",
-                        "play_bytes_served", "scan_bytes_served", "grace_resumes"])
+                        "play_bytes_served", "scan_bytes_served", "grace_resumes", "transfers_yielded",
+                        "scan_reads_delayed"])
         XCTAssertEqual(object?["entries"] as? Int, 1)
         XCTAssertEqual(object?["pinned_over_limit"] as? Bool, false)
     }
