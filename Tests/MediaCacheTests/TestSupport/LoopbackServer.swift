@@ -23,9 +23,20 @@ final class LoopbackServer: @unchecked Sendable {
     private var acceptThread: Thread?
 
     let bodySize: Int
+    /// Made once: a debug build under TSan takes seconds to make 8 MiB.
+    private let body: [UInt8]
 
     init(bodySize: Int = 5) throws {
         self.bodySize = bodySize
+        if bodySize == 5 {
+            body = Array("hello".utf8)
+        } else {
+            var bytes = [UInt8](repeating: 0, count: bodySize)
+            bytes.withUnsafeMutableBufferPointer { out in
+                for i in 0..<out.count { out[i] = UInt8(truncatingIfNeeded: i % 251) }
+            }
+            body = bytes
+        }
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
         var address = sockaddr_in()
@@ -127,7 +138,7 @@ final class LoopbackServer: @unchecked Sendable {
             }
             var answer = Array("HTTP/1.1 200 OK\r\nContent-Length: \(bodySize)\r\n\r\n".utf8)
             if !head.hasPrefix("HEAD ") {
-                answer += bodySize == 5 ? Array("hello".utf8) : (0..<bodySize).map { UInt8($0 % 251) }
+                answer += body
             }
             let sent = stopped ? -1 : sendAll(answer, to: connection)
             condition.withLock {
