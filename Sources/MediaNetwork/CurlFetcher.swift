@@ -125,7 +125,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         curl_multi_wakeup(multi)
     }
 
-    public var holdsTransfers: Bool { true }
+    public func holdsTransfers(of url: String) -> Bool { true }
 
     public func allow(_ id: TransferID, through bytes: Int64) {
         pending.withLock { $0.allowances.append((id, bytes)) }
@@ -195,7 +195,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             admitQueued()
             // Again after the round: the sleep that follows must not count as
             // time with these transfers running when none is left.
-            limit?.refill(now: Histogram.now(), running: Set(active.values.map(\.priority)))
+            limit?.refill(now: Histogram.now(), running: movingPriorities)
             curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
         for transfer in Array(active.values) + Array(waiting.values) {
@@ -236,13 +236,15 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         }
     }
 
-    /// Ends held transfers that a read of their origin waits behind, or
-    /// that were held too long: they end at what they delivered.
+    /// Ends held transfers that a read of their origin (or a player's
+    /// readahead) waits behind for a place, or that were held too long:
+    /// they end at what they delivered.
     private func endHeld() {
         let now = Histogram.now()
         for transfer in Array(active.values) {
             guard let since = transfer.heldSince else { continue }
-            let blocking = admission.readsWaitForRoom(at: HTTPOrigin(url: transfer.request.url))
+            let blocking = admission.waitsForRoom(at: HTTPOrigin(url: transfer.request.url),
+                                                  behind: transfer.priority)
             guard blocking || now - since >= Self.maxHoldSeconds else { continue }
             if blocking { statistics?.transfersYielded.add(1, ordering: .relaxed) }
             finish(transfer, error: MediaError(FetchError.yielded,
@@ -255,7 +257,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// preload that a reader joined (promoted) resumes at once: left
     /// paused, its reader would wait for bytes that never come.
     private func yieldToReads() {
-        let reading = active.values.contains { $0.priority == .read }
+        // A held transfer moves nothing: it does not keep preload waiting.
+        let reading = active.values.contains { $0.priority == .read && $0.heldSince == nil }
         for transfer in active.values {
             transfer.yielding = reading && transfer.priority == .preload
             transfer.applyPause()
@@ -267,13 +270,19 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// first (a resumed one takes its share at once, in `curl_easy_pause`).
     private func resumeThrottled() {
         guard let limit else { return }
-        limit.refill(now: Histogram.now(), running: Set(active.values.map(\.priority)))
+        limit.refill(now: Histogram.now(), running: movingPriorities)
         let paused = active.values.filter { $0.throttled && !$0.yielding }
         for transfer in paused.sorted(by: { ($0.priority, $0.id) < ($1.priority, $1.id) })
         where limit.mayResume(transfer.priority) {
             transfer.throttled = false
             transfer.applyPause()
         }
+    }
+
+    /// Priorities of the transfers that move bytes (a held one does not:
+    /// it takes no share of `--bwlimit`).
+    private var movingPriorities: Set<FetchRequest.Priority> {
+        Set(active.values.filter { $0.heldSince == nil }.map(\.priority))
     }
 
     /// How long the thread may sleep: until the next share is due for a

@@ -40,7 +40,7 @@ public struct FetchRequest: Sendable {
     /// Body bytes the transfer may deliver before it holds (nil: all). A
     /// long transfer asks for the rest of a file once and is let go on as
     /// its reader advances (`Fetching.allow`), so a sequential reader makes
-    /// one request, not one per window; see `Fetching.holdsTransfers`.
+    /// one request, not one per window; see `Fetching.holdsTransfers(of:)`.
     public var allowance: Int64?
 
     public init(url: String, method: Method = .get, range: Range<Int64>? = nil, ifRange: String? = nil,
@@ -78,11 +78,12 @@ public protocol Fetching: AnyObject, Sendable {
     /// The transfer may deliver `bytes` body bytes in all (more than it
     /// was allowed before); it holds once it has delivered them.
     func allow(_ id: TransferID, through bytes: Int64)
-    /// Whether `FetchRequest.allowance` and `allow` are honoured. A held
-    /// transfer that a read of its origin waits behind, or that is held
-    /// for long, ends with `FetchError.yielded`: what it delivered stands,
-    /// and the next read asks again.
-    var holdsTransfers: Bool { get }
+    /// Whether `FetchRequest.allowance` and `allow` are honoured for
+    /// transfers of `url`. A held transfer that a read (or a player's
+    /// readahead) waits behind for a place, or that is held for long, ends
+    /// with `FetchError.yielded`: what it delivered stands, and the next
+    /// read asks again.
+    func holdsTransfers(of url: String) -> Bool
     /// Ends every transfer (their delegates hear of it) and stops.
     func shutdown()
     /// Where the mount's counters are kept, for those that time requests.
@@ -97,7 +98,7 @@ public enum FetchError {
 
 extension Fetching {
     public var statistics: Statistics? { nil }
-    public var holdsTransfers: Bool { false }
+    public func holdsTransfers(of url: String) -> Bool { false }
     public func allow(_ id: TransferID, through bytes: Int64) {}
 
     /// A fetcher without priorities between read and background runs a

@@ -83,6 +83,8 @@ public final class TransferAdmission {
     /// and comes back when it is dirty again, so a pass costs what it admits.
     private var rings = [FIFO<HTTPOrigin?>](repeating: FIFO(), count: Priority.allCases.count)
     private var runningByPriority = [Int](repeating: 0, count: Priority.allCases.count)
+    /// Readahead transfers waiting, all origins together.
+    private var waitingReadahead = 0
     /// Passes of `admit` so far: a transfer started in the first pass after
     /// it was asked for did not wait.
     private var passes = 0
@@ -114,7 +116,7 @@ public final class TransferAdmission {
             addRead(id, group: group, at: origin)
         } else {
             origin.background[priority.rawValue].append(id)
-            origin.waitingBackground[priority.rawValue] += 1
+            countWaiting(origin, priority.rawValue, 1)
         }
         markDirty(key, origin)
     }
@@ -133,13 +135,13 @@ public final class TransferAdmission {
             runningByPriority[priority.rawValue] += 1
             if Self.isPlay(priority) && !Self.isPlay(FetchRequest.Priority(rawValue: was)!) { origin.runningPlay += 1 }
         } else {
-            origin.waitingBackground[was] -= 1
+            countWaiting(origin, was, -1)
             compactBackground(origin, was)
             if priority == .read {
                 addRead(id, group: entry.group, at: origin)
             } else {
                 origin.background[priority.rawValue].append(id)
-                origin.waitingBackground[priority.rawValue] += 1
+                countWaiting(origin, priority.rawValue, 1)
             }
         }
         markDirty(entry.origin, origin)
@@ -167,18 +169,26 @@ public final class TransferAdmission {
                 }
             }
         } else {
-            origin.waitingBackground[p] -= 1
+            countWaiting(origin, p, -1)
             compactBackground(origin, p)
         }
         if let group, group.idle { origin.groups[entry.group] = nil }
         markDirty(entry.origin, origin)
     }
 
-    /// Whether reads wait at `key` with every place taken: a transfer
-    /// there that only holds should give its place up.
-    public func readsWaitForRoom(at key: HTTPOrigin?) -> Bool {
+    /// Whether a transfer of `priority` running at `key` takes a place
+    /// that a read there waits for (every place taken), or, being a read
+    /// or readahead, one a player's readahead waits for (the origin's
+    /// places for background transfers, or the mount's cap on them): a
+    /// transfer that only holds should give it up. Not for scans or
+    /// preload, which wait behind playback.
+    public func waitsForRoom(at key: HTTPOrigin?, behind priority: Priority) -> Bool {
         guard let origin = origins[key] else { return false }
-        return origin.waitingReads > 0 && origin.running >= perOrigin
+        if origin.waitingReads > 0 && origin.running >= perOrigin { return true }
+        guard Self.isPlay(priority), waitingReadahead > 0 else { return false }
+        let readahead = Priority.readahead.rawValue
+        if origin.waitingBackground[readahead] > 0 && origin.running >= perOrigin - readReserve { return true }
+        return priority == .readahead && !hasRoomUnderCap(.readahead)
     }
 
     /// The transfers that may start now, in order; they count as running
@@ -280,10 +290,16 @@ public final class TransferAdmission {
             origin.waitingReads -= 1
             group.waitingReads -= 1
         } else {
-            origin.waitingBackground[entry.priority.rawValue] -= 1
+            countWaiting(origin, entry.priority.rawValue, -1)
         }
         runningByPriority[entry.priority.rawValue] += 1
         started.append(id)
+    }
+
+    /// Counts a background transfer that begins (1) or ends (-1) waiting.
+    private func countWaiting(_ origin: Origin, _ p: Int, _ delta: Int) {
+        origin.waitingBackground[p] += delta
+        if p == Priority.readahead.rawValue { waitingReadahead += delta }
     }
 
     /// A player's transfer: a read now, or its readahead.

@@ -38,7 +38,7 @@ extension FileLoader {
     func stopAllTransfers(_ state: inout LoaderState, exceptWaitedOn: Bool = false) {
         state.stops += 1
         for (id, transfer) in state.transfers where !transfer.cancelled {
-            if exceptWaitedOn, state.isWaitedOn(transfer.position..<transfer.end) { continue }
+            if exceptWaitedOn, state.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
             state.transfers[id]!.cancelled = true
             fetcher.cancel(id)
         }

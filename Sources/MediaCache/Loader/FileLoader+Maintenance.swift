@@ -206,7 +206,10 @@ extension FileLoader {
                         if covering.limit != nil {
                             extendHold(id, to: hole.upperBound, mustReach: 0, in: &state)
                         }
-                        point = max(state.transfers[id]!.reach, point + 1)
+                        // No room to let it go further: preloading would only
+                        // fetch bytes to drop.
+                        guard state.transfers[id]!.reach > point else { return }
+                        point = state.transfers[id]!.reach
                     } else {
                         let start = point
                         point = startTransfer(at: point, end: hole.upperBound, owner: owner, info: info,

@@ -70,7 +70,11 @@ extension FileLoader {
                answer.range.upperBound <= info.length {
                 transfer.position = answer.range.lowerBound
                 transfer.end = answer.range.upperBound
-                // The fetcher counts a hold in body bytes from here.
+                // The fetcher counts a hold in body bytes from here: an
+                // answer that begins earlier than asked is allowed the more.
+                if let limit = transfer.limit, answer.range.lowerBound < transfer.start {
+                    fetcher.allow(id, through: limit - answer.range.lowerBound)
+                }
                 transfer.start = answer.range.lowerBound
                 state.sawPartial = true
                 problem = nil

@@ -35,6 +35,8 @@ public final class FileLoader: TransferDelegate, Sendable {
 
     /// How far ahead of a stream read from the cache the disk is asked to read.
     static let diskReadahead: Int64 = 8 << 20
+    /// How far at least a long transfer's hold moves when its reader reads on.
+    static let holdStep: Int64 = 256 << 10
 
     public let source: Source
     /// What the mount's loaders share.
@@ -545,6 +547,19 @@ public final class FileLoader: TransferDelegate, Sendable {
                    in state: inout LoaderState) {
         // Bytes read ahead while the cache cannot be written would be lost.
         guard window > 0, offset < info.length, statistics.cacheWritable, info.acceptsRanges else { return }
+        // A long transfer of this stream (its hold at or past the read,
+        // within a window) is let go on to a window past the read, in steps
+        // of a quarter window, at most 256 KiB: one message to the network
+        // thread, not one per read, and small, so a player reading at its
+        // bitrate keeps it held for a second or two, not for the hold's limit.
+        if let (id, long) = state.transfers.first(where: { (_, transfer) in
+            !transfer.cancelled && transfer.isLong && transfer.reach >= offset && transfer.position <= offset + window
+        }) {
+            if offset + window - long.reach >= min(window / 4, Self.holdStep) {
+                extendHold(id, to: offset + window, mustReach: 0, in: &state)
+            }
+            return
+        }
         var lead = offset
         while lead < info.length {
             let presentEnd = state.present.presentEnd(from: lead)
@@ -553,12 +568,9 @@ public final class FileLoader: TransferDelegate, Sendable {
             } else if let (id, covering) = state.transfers.first(where: {
                 !$0.value.cancelled && $0.value.position <= lead && lead < $0.value.end
             }) {
-                // A long transfer is let go on, a quarter window at a time
-                // (one message to the network thread, not one per read).
-                if let limit = covering.limit, limit < covering.end {
-                    if limit - offset < window * 3 / 4 {
-                        extendHold(id, to: offset + window, mustReach: 0, in: &state)
-                    }
+                // A long transfer further on: let go on to this window.
+                if covering.isLong {
+                    extendHold(id, to: offset + window, mustReach: 0, in: &state)
                     return
                 }
                 lead = covering.end
@@ -578,7 +590,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// fetcher until their reader reads on (FetchRequest.allowance): not
     /// for a server without ranges, whose every answer is the whole body.
     func holdsTransfers(_ info: ContentInfo) -> Bool {
-        fetcher.holdsTransfers && info.acceptsRanges
+        info.acceptsRanges && fetcher.holdsTransfers(of: source.url)
     }
 
     /// Lets a long transfer go on to `wanted` (up to its end), within the
@@ -617,8 +629,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             if let offset, covers(transfer, offset, in: state) { continue }
             // A long transfer is never nearly done: it would run on to the
             // end of the file, held or not.
-            let long = transfer.limit.map { $0 < transfer.end } ?? false
-            if !long && transfer.end - transfer.position < inFlight { continue }
+            if !transfer.isLong && transfer.end - transfer.position < inFlight { continue }
             if state.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
             state.transfers[id]!.cancelled = true
             fetcher.cancel(id)

@@ -34,6 +34,8 @@ struct LoaderState {
 
         /// Where it will stop for now: its limit, else its end.
         var reach: Int64 { min(end, limit ?? end) }
+        /// Held short of its end (or to be): it runs on only as let go.
+        var isLong: Bool { (limit ?? end) < end }
     }
 
     enum ProbeState {

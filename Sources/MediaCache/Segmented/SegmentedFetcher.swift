@@ -65,6 +65,17 @@ public final class SegmentedFetcher: Fetching, Sendable {
         if priority == .read { transfers.withLock { $0.running[id] }?.promote() }
     }
 
+    /// A VOD's transfers are cut into segments' requests, never held; other
+    /// files' are the fetcher beneath's.
+    public func holdsTransfers(of url: String) -> Bool {
+        sizers[url] == nil && base.holdsTransfers(of: url)
+    }
+
+    public func allow(_ id: TransferID, through bytes: Int64) {
+        guard id & Self.ownBit == 0 else { return }
+        base.allow(id, through: bytes)
+    }
+
     public func shutdown() {
         base.shutdown()
         answers.stop(drain: true)

@@ -48,6 +48,10 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
         var cancelled = false
         /// The delegate returned false from a receive callback.
         var stoppedByDelegate = false
+        /// Body bytes it may deliver before it holds (`holds` only).
+        var allowance = Int64.max
+        /// The test asked it to give its connection up (`yieldHeld`).
+        var yieldAsked = false
         var finished = false
         var completion: MediaError?
 
@@ -71,9 +75,31 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
     private var held: Range<Int64>?
     private var waitingAtHold: Set<TransferID> = []
     private var shuttingDown = false
+    /// Whether it honours allowances, as CurlFetcher does (a chunk that
+    /// crosses one is delivered whole, as libcurl's write piece is).
+    private var holds = false
 
     init(chunkSize: Int64 = 64 << 10) {
         self.chunkSize = chunkSize
+    }
+
+    func setHolds(_ on: Bool) {
+        locked { holds = on }
+    }
+
+    /// Ends a held transfer as CurlFetcher does for a waiting read.
+    func yieldHeld(_ id: TransferID) {
+        locked {
+            if let index = records.firstIndex(where: { $0.id == id }) { records[index].yieldAsked = true }
+        }
+    }
+
+    /// Whether the transfer has delivered its allowance and waits for more.
+    func isHeld(_ id: TransferID) -> Bool {
+        locked {
+            guard let record = records.first(where: { $0.id == id }) else { return false }
+            return !record.finished && record.delivered >= record.allowance
+        }
     }
 
     // MARK: Setting up
@@ -149,7 +175,9 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
         let id = locked { () -> TransferID in
             let id = nextID
             nextID += 1
-            records.append(Record(id: id, request: request))
+            var record = Record(id: id, request: request)
+            if holds, let allowance = request.allowance { record.allowance = allowance }
+            records.append(record)
             return id
         }
         let thread = Thread { [self] in serve(id, request, delegate) }
@@ -167,6 +195,15 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
 
     func promote(_ id: TransferID) {
         locked { promotions.append(id) }
+    }
+
+    func holdsTransfers(of url: String) -> Bool { locked { holds } }
+
+    func allow(_ id: TransferID, through bytes: Int64) {
+        locked {
+            guard holds, let index = records.firstIndex(where: { $0.id == id }) else { return }
+            records[index].allowance = max(records[index].allowance, bytes)
+        }
     }
 
     // MARK: Serving (on the transfer's thread)
@@ -238,6 +275,11 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
             guard waitForTurn(id, at: position) else {
                 return finish(id, delegate, MediaError(ECANCELED, "cancelled"))
             }
+            switch waitForAllowance(id) {
+            case .cancelled: return finish(id, delegate, MediaError(ECANCELED, "cancelled"))
+            case .yielded: return finish(id, delegate, MediaError(FetchError.yielded, "gave its connection to a waiting read"))
+            case .go: break
+            }
             let chunkEnd = min(position + chunkSize, send.upperBound)
             let accepted = bytes[Int(position)..<Int(chunkEnd)].withUnsafeBytes {
                 delegate.transfer(id, receiveBody: $0)
@@ -283,6 +325,23 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
                 continue
             }
             return true
+        }
+    }
+
+    private enum AllowanceWait { case go, cancelled, yielded }
+
+    /// Holds while the transfer has delivered its allowance, until it is
+    /// allowed more, cancelled, or asked to yield.
+    private func waitForAllowance(_ id: TransferID) -> AllowanceWait {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            let record = records.first { $0.id == id }!
+            if record.cancelled || shuttingDown { return .cancelled }
+            if record.delivered < record.allowance { return .go }
+            if record.yieldAsked { return .yielded }
+            condition.broadcast()
+            condition.wait()
         }
     }
 

@@ -1,0 +1,165 @@
+// The loader's long transfers against a FakeFetcher that holds them as
+// CurlFetcher does: a handle that streams asks for the rest of the file
+// once, held at its window and let go on as it reads; a read that joins
+// past the hold lets it go on to its bytes; a transfer that gives its
+// connection up is no failure, and the next read asks again for what it
+// did not bring. Only generous timeouts guard against hangs.
+import Foundation
+import XCTest
+@testable import MediaCache
+@testable import MediaStore
+@testable import MediaNetwork
+@testable import MediaSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class LongTransferTests: XCTestCase {
+    private var base = ""
+    private var store: CacheStore!
+    private var fetcher: FakeFetcher!
+    private let url = "https://media.example/films/long.mp4"
+    private static let kib: Int64 = 1 << 10
+    private static let mib: Int64 = 1 << 20
+
+    override func setUpWithError() throws {
+        base = try TemporaryDirectory.make("long")
+        store = try CacheStore(root: base)
+        fetcher = FakeFetcher(chunkSize: 64 << 10)
+        fetcher.setHolds(true)
+    }
+
+    override func tearDownWithError() throws {
+        fetcher.shutdown()
+        try? FileManager.default.removeItem(atPath: base)
+    }
+
+    private func makeLoader() -> FileLoader {
+        var settings = LoaderSettings()
+        settings.timeout = 10
+        settings.probeFirstBytes = 0
+        settings.tailStretch = 0
+        settings.link = nil
+        return FileLoader(source: Source(name: "long.mp4", url: url), store: store, fetcher: fetcher,
+                          settings: settings)
+    }
+
+    private func content(_ count: Int) -> [UInt8] {
+        var random = SplitMix64(seed: 7)
+        let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        fetcher.add(url, bytes: bytes)
+        return bytes
+    }
+
+    private func read(_ loader: FileLoader, at offset: Int64, count: Int, pattern: ReadPattern) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0xEE, count: count)
+        let n = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: offset, pattern: pattern) }
+        return Array(buffer[..<n])
+    }
+
+    /// Reads `count` bytes from `offset` in 128 KiB reads, checking each.
+    private func stream(_ loader: FileLoader, _ source: [UInt8], from offset: Int64, count: Int64,
+                        pattern: ReadPattern) throws {
+        var at = offset
+        while at < offset + count {
+            let piece = Int(min(128 * Self.kib, Int64(source.count) - at))
+            XCTAssertEqual(try read(loader, at: at, count: piece, pattern: pattern),
+                           Array(source[Int(at)..<Int(at) + piece]), "at \(at)")
+            at += Int64(piece)
+        }
+    }
+
+    private var longGets: [FakeFetcher.Record] {
+        fetcher.gets.filter { $0.request.allowance != nil }
+    }
+
+    private func assertNoByteFetchedTwice(file: StaticString = #filePath, line: UInt = #line) {
+        let spans = fetcher.gets.map { $0.body.lowerBound..<($0.body.lowerBound + $0.delivered) }
+            .sorted { $0.lowerBound < $1.lowerBound }
+        for (a, b) in zip(spans, spans.dropFirst()) {
+            XCTAssertLessThanOrEqual(a.upperBound, b.lowerBound, "\(a) and \(b) overlap", file: file, line: line)
+        }
+    }
+
+    func testAStreamingHandleMakesOneLongTransferHeldAtItsWindowAndLetGoOnAsItReads() throws {
+        let length = 32 * Self.mib
+        let source = content(Int(length))
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: pattern)
+
+        let long = try XCTUnwrap(longGets.first, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertEqual(longGets.count, 1)
+        XCTAssertEqual(long.range?.upperBound, length, "the rest of the file, in one request")
+        // The handle stops reading: the transfer holds at its window (8 MiB
+        // read, a 4 MiB window), far from the end of the file.
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) }, "held at its allowance")
+        let held = try XCTUnwrap(fetcher.record(long.id))
+        // Let go on in steps of at most FileLoader.holdStep.
+        let hold = held.body.lowerBound + held.allowance
+        XCTAssertTrue((12 * Self.mib - FileLoader.holdStep)...(12 * Self.mib) ~= hold, "held at \(hold)")
+        XCTAssertLessThanOrEqual(held.delivered, held.allowance + fetcher.chunkSize)
+
+        try stream(loader, source, from: 8 * Self.mib, count: length - 8 * Self.mib, pattern: pattern)
+        XCTAssertTrue(fetcher.waitUntil { $0.record(long.id)?.finished == true })
+        XCTAssertEqual(longGets.count, 1, "the one long transfer brought the rest")
+        XCTAssertNil(fetcher.record(long.id)?.completion)
+        assertNoByteFetchedTwice()
+        XCTAssertEqual(fetcher.gets.reduce(0) { $0 + $1.delivered }, length)
+    }
+
+    func testAReadOfAnotherHandleJustPastTheHoldLetsTheTransferGoOnToItsBytes() throws {
+        let source = content(Int(32 * Self.mib))
+        let loader = makeLoader()
+        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: ReadPattern())
+        let long = try XCTUnwrap(longGets.first)
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) })
+        let requests = fetcher.gets.count
+        // 1 MiB past the hold, within the join distance of where it stopped.
+        let at = 13 * Self.mib
+        XCTAssertEqual(try read(loader, at: at, count: 64 << 10, pattern: ReadPattern()),
+                       Array(source[Int(at)..<Int(at) + (64 << 10)]))
+        XCTAssertEqual(fetcher.gets.count, requests, "the read joined the held transfer")
+        assertNoByteFetchedTwice()
+    }
+
+    func testATransferThatGivesItsConnectionUpIsNoFailureAndTheNextReadAsksAgain() throws {
+        let length = 32 * Self.mib
+        let source = content(Int(length))
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: pattern)
+        let long = try XCTUnwrap(longGets.first)
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) })
+        fetcher.yieldHeld(long.id)
+        XCTAssertTrue(fetcher.waitUntil { $0.record(long.id)?.finished == true })
+        XCTAssertEqual(fetcher.record(long.id)?.completion?.errno, FetchError.yielded)
+
+        // No backoff, no error: the stream reads on at once, and what the
+        // yielded transfer did not bring is asked for again, once.
+        try stream(loader, source, from: 8 * Self.mib, count: length - 8 * Self.mib, pattern: pattern)
+        XCTAssertEqual(longGets.count, 2, "\(fetcher.gets.map { $0.range! })")
+        let yielded = try XCTUnwrap(fetcher.record(long.id))
+        XCTAssertEqual(longGets.last?.range?.lowerBound, yielded.body.lowerBound + yielded.delivered,
+                       "the next one begins where it stopped")
+        assertNoByteFetchedTwice()
+    }
+
+    func testAReadAtATransferInsideALongOnesRangeCutsTheLongOneThere() throws {
+        let length = 32 * Self.mib
+        let source = content(Int(length))
+        let loader = makeLoader()
+        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: ReadPattern())
+        let long = try XCTUnwrap(longGets.first)
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) })
+        // Another handle far ahead, past the join distance: its own transfer,
+        // and the long one may not run on into its bytes.
+        let far = 24 * Self.mib
+        XCTAssertEqual(try read(loader, at: far, count: 64 << 10, pattern: ReadPattern()),
+                       Array(source[Int(far)..<Int(far) + (64 << 10)]))
+        let pattern = ReadPattern()
+        try stream(loader, source, from: 0, count: length, pattern: pattern)
+        assertNoByteFetchedTwice()
+        XCTAssertEqual(fetcher.gets.reduce(0) { $0 + $1.delivered }, length)
+    }
+}
