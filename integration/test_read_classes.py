@@ -40,7 +40,15 @@ SCANNER = textwrap.dedent("""
             out[i] = hashlib.sha256(read(fd, int(offset), int(size))).hexdigest()
         finally:
             os.close(fd)
-    if mode == "seq":
+    if mode == "plain":
+        # One handle, plain preads (no O_DIRECT): what a probe does.
+        fd = os.open(jobs[0][0], os.O_RDONLY)
+        h = hashlib.sha256()
+        for path, offset, size in jobs:
+            h.update(os.pread(fd, int(size), int(offset)))
+        os.close(fd)
+        print(h.hexdigest())
+    elif mode == "seq":
         path, offset, size, count = jobs[0]
         fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
         h = hashlib.sha256()
@@ -161,6 +169,38 @@ def test_a_players_reads_are_admitted_ahead_of_a_scans_waiting_reads(mount, srv,
     assert (s["scan_bytes_served"], s["play_bytes_served"]) == (len(scans) * piece, len(film_offsets) * piece), s
     # The six that waited while the film's reads started, not the six that started at once.
     assert s["scan_reads_delayed"] == len(scans) - SCAN_PLACES, s
+
+
+def test_a_scans_plain_reads_fetch_what_they_read_and_no_kernel_readahead(mount, srv, scanner):
+    """A scanner's plain preads of 4 KiB at four places: the server sends
+    those 16 KiB and no more (its handle is direct I/O: the kernel reads
+    nothing around them). A player's same reads bring the kernel's
+    readahead with them."""
+    size, piece = 16 * MiB, 4 * KiB
+    offsets = [0, MiB, 5 * MiB, 9 * MiB]
+    scanned, played = data_of(size, 11), data_of(size, 12)
+    srv.add("scanned.bin", scanned)
+    srv.add("played.bin", played)
+    m = mount(srv.url("scanned.bin"), srv.url("played.bin"), extra=("--no-passthrough",))
+    assert sorted(os.listdir(m.mountpoint)) == ["played.bin", "scanned.bin"]
+    assert os.stat(m.path("scanned.bin")).st_size == os.stat(m.path("played.bin")).st_size == size
+    srv.wait_idle(SERVER_WAIT)
+    srv.clear_log()
+
+    scan = scanner("plain", [(m.path("scanned.bin"), o, piece) for o in offsets])
+    out, err = scan.communicate(timeout=120)
+    assert scan.returncode == 0, err
+    assert out.strip() == sha(b"".join(scanned[o:o + piece] for o in offsets))
+    fd = os.open(m.path("played.bin"), os.O_RDONLY)
+    try:
+        assert b"".join(os.pread(fd, piece, o) for o in offsets) == b"".join(played[o:o + piece] for o in offsets)
+    finally:
+        os.close(fd)
+    srv.wait_idle(SERVER_WAIT)
+    sent_scan = sum(r.bytes_sent for r in gets(srv, "scanned.bin"))
+    sent_play = sum(r.bytes_sent for r in gets(srv, "played.bin"))
+    assert sent_scan == len(offsets) * piece, describe(srv.requests)
+    assert sent_play > len(offsets) * piece, describe(srv.requests)
 
 
 def test_a_scan_gets_no_readahead_a_player_does(mount, srv, scanner):

@@ -243,6 +243,13 @@ func makeOperations() -> fuse_operations {
             if case .passthrough? = file.mode {
                 loader.attach(file.pattern, throughPageCache: false)
                 catalog.statistics.countKernelReadOpen()
+            } else if file.pattern.readClass == .scan {
+                // A scan's reads reach the daemon at their own sizes, with no
+                // kernel readahead around them (direct I/O): a library scan
+                // fetches what its probes read, not 128 KiB around each.
+                // Around the page cache, it can meet no page of another version.
+                _ = loader.attach(file.pattern, throughPageCache: false)
+                info!.pointee.direct_io = 1
             } else {
                 // Pages are kept from open to open only while the kernel is
                 // known to hold none of another version (every name of the
