@@ -380,6 +380,21 @@ def mount_one(mount, srv, name, data, extra=(), wait=WAIT, **kw):
     return m, path
 
 
+def mount_listed(mount, srv, files, extra=(), wait=WAIT):
+    """Serve `files` (name -> bytes), mount their URLs, list the root and
+    stat each (HEAD probes, not a lookup's GET of first bytes, which would
+    cache some of them); the server's log is empty on return."""
+    for name, data in files.items():
+        srv.add(name, data)
+    m = mount(*[srv.url(n) for n in files], extra=extra)
+    assert sorted(os.listdir(m.mountpoint)) == sorted(files)
+    for name, data in files.items():
+        assert os.stat(m.path(name)).st_size == len(data)
+    srv.wait_idle(wait)
+    srv.clear_log()
+    return m
+
+
 # ---------------------------------------------------------------- other users
 
 OWNER_USER = "mediafs-owner"   # mounts and administers in the owner tests

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from harness import data_of, gets, in_thread, pread_direct, stop_popen, wait_until, xget
+from harness import data_of, gets, in_thread, mount_listed, pread_direct, stop_popen, wait_until, xget
 
 KiB, MiB = 1024, 1024 * 1024
 SERVER_WAIT = 30.0
@@ -179,13 +179,7 @@ def test_a_scans_plain_reads_fetch_what_they_read_and_no_kernel_readahead(mount,
     size, piece = 16 * MiB, 4 * KiB
     offsets = [0, MiB, 5 * MiB, 9 * MiB]
     scanned, played = data_of(size, 11), data_of(size, 12)
-    srv.add("scanned.bin", scanned)
-    srv.add("played.bin", played)
-    m = mount(srv.url("scanned.bin"), srv.url("played.bin"), extra=("--no-passthrough",))
-    assert sorted(os.listdir(m.mountpoint)) == ["played.bin", "scanned.bin"]
-    assert os.stat(m.path("scanned.bin")).st_size == os.stat(m.path("played.bin")).st_size == size
-    srv.wait_idle(SERVER_WAIT)
-    srv.clear_log()
+    m = mount_listed(mount, srv, {"scanned.bin": scanned, "played.bin": played}, extra=("--no-passthrough",))
 
     scan = scanner("plain", [(m.path("scanned.bin"), o, piece) for o in offsets])
     out, err = scan.communicate(timeout=120)

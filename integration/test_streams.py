@@ -10,7 +10,7 @@ import json
 import mmap
 import os
 
-from harness import data_of, gets, pread_direct, read_whole, wait_until, xget
+from harness import data_of, gets, mount_listed, pread_direct, read_whole, wait_until, xget
 
 KiB, MiB = 1024, 1024 * 1024
 SERVER_WAIT = 30.0
@@ -81,13 +81,7 @@ def test_two_places_read_in_turn_on_one_handle_are_two_streams(mount, srv):
     size, length, piece = 64 * MiB, 16 * MiB, 256 * KiB
     bases = (2 * MiB, 34 * MiB)
     turns, runs = data_of(size, 72), data_of(size, 73)
-    srv.add("turns.bin", turns)
-    srv.add("runs.bin", runs)
-    m = mount(srv.url("turns.bin"), srv.url("runs.bin"), extra=("--no-passthrough",))
-    assert sorted(os.listdir(m.mountpoint)) == ["runs.bin", "turns.bin"]
-    assert os.stat(m.path("turns.bin")).st_size == os.stat(m.path("runs.bin")).st_size == size
-    srv.wait_idle(SERVER_WAIT)
-    srv.clear_log()
+    m = mount_listed(mount, srv, {"turns.bin": turns, "runs.bin": runs}, extra=("--no-passthrough",))
 
     got = alternate(m.path("turns.bin"), bases, length, piece)
     for base in bases:
@@ -110,15 +104,7 @@ def test_a_held_transfer_gives_its_connection_to_a_waiting_read(mount, srv):
     size = 32 * MiB
     films = {f"film{i}.bin": data_of(size, 80 + i) for i in range(PER_ORIGIN)}
     other = data_of(4 * MiB, 90)
-    for name, body in films.items():
-        srv.add(name, body)
-    srv.add("other.bin", other)
-    m = mount(*[srv.url(n) for n in [*films, "other.bin"]], extra=("--no-passthrough", "--timeout", "60"))
-    assert sorted(os.listdir(m.mountpoint)) == sorted([*films, "other.bin"])
-    for name in [*films, "other.bin"]:
-        assert os.stat(m.path(name)).st_size > 0
-    srv.wait_idle(SERVER_WAIT)
-    srv.clear_log()
+    m = mount_listed(mount, srv, {**films, "other.bin": other}, extra=("--no-passthrough", "--timeout", "60"))
 
     handles = []
     try:

@@ -177,11 +177,21 @@ struct LoaderState {
         return available
     }
 
+    /// How far past its hold a long transfer is joined (and let go on):
+    /// the bytes between are fetched for the joining read alone.
+    static let heldJoinDistance: Int64 = 1 << 20
+
     /// Whether a running transfer will soon write `point`: within
     /// `joinDistance` of it, or any distance from a server without ranges.
+    /// A long transfer brings what lies before its hold anyway, and only
+    /// `heldJoinDistance` past it: a read further on asks for its own bytes
+    /// (and cuts the long one there), rather than have it fetch megabytes
+    /// nobody asked for on its way.
     func covers(_ transfer: Transfer, _ point: Int64, joinDistance: Int64) -> Bool {
-        !transfer.cancelled && transfer.position <= point && point < transfer.end
-            && (point - transfer.position <= joinDistance || info?.acceptsRanges == false)
+        guard !transfer.cancelled, transfer.position <= point, point < transfer.end else { return false }
+        if info?.acceptsRanges == false { return true }
+        guard transfer.isLong else { return point - transfer.position <= joinDistance }
+        return point - max(transfer.position, transfer.reach) <= min(joinDistance, Self.heldJoinDistance)
     }
 
     /// Long transfers that gave their connection up (`FetchError.yielded`),

@@ -115,11 +115,32 @@ final class LongTransferTests: XCTestCase {
         let long = try XCTUnwrap(longGets.first)
         XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) })
         let requests = fetcher.gets.count
-        // 1 MiB past the hold, within the join distance of where it stopped.
-        let at = 13 * Self.mib
+        // Half a MiB past the hold, within the distance a held transfer is
+        // joined at (LoaderState.heldJoinDistance).
+        let record = try XCTUnwrap(fetcher.record(long.id))
+        let at = record.body.lowerBound + record.allowance + 512 * Self.kib
         XCTAssertEqual(try read(loader, at: at, count: 64 << 10, pattern: ReadPattern()),
                        Array(source[Int(at)..<Int(at) + (64 << 10)]))
         XCTAssertEqual(fetcher.gets.count, requests, "the read joined the held transfer")
+        assertNoByteFetchedTwice()
+    }
+
+    func testAReadFarPastTheHoldAsksForItsOwnBytesAndTheHeldTransferDoesNotFetchTheGap() throws {
+        let source = content(Int(32 * Self.mib))
+        let loader = makeLoader()
+        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: ReadPattern())
+        let long = try XCTUnwrap(longGets.first)
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) })
+        let record = try XCTUnwrap(fetcher.record(long.id))
+        let hold = record.body.lowerBound + record.allowance
+        // 4 MiB past the hold: within the join distance of a running
+        // transfer, but a held one would fetch those 4 MiB for this read.
+        let at = hold + 4 * Self.mib
+        XCTAssertEqual(try read(loader, at: at, count: 64 << 10, pattern: ReadPattern()),
+                       Array(source[Int(at)..<Int(at) + (64 << 10)]))
+        XCTAssertEqual(fetcher.gets.last?.range?.lowerBound, at, "its own request")
+        let after = try XCTUnwrap(fetcher.record(long.id))
+        XCTAssertLessThanOrEqual(after.delivered, record.allowance + fetcher.chunkSize, "the gap was not fetched")
         assertNoByteFetchedTwice()
     }
 
