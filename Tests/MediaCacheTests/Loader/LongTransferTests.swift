@@ -69,6 +69,16 @@ final class LongTransferTests: XCTestCase {
         }
     }
 
+    /// Streams the first 8 MiB (a 4 MiB window), then waits for the one
+    /// long transfer to hold: the start of most tests here.
+    private func streamUntilHeld(_ loader: FileLoader, _ source: [UInt8],
+                                 pattern: ReadPattern) throws -> FakeFetcher.Record {
+        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: pattern)
+        let long = try XCTUnwrap(longGets.first, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) }, "held at its allowance")
+        return long
+    }
+
     private var longGets: [FakeFetcher.Record] {
         fetcher.gets.filter { $0.request.allowance != nil }
     }
@@ -111,9 +121,7 @@ final class LongTransferTests: XCTestCase {
     func testAReadOfAnotherHandleJustPastTheHoldLetsTheTransferGoOnToItsBytes() throws {
         let source = content(Int(32 * Self.mib))
         let loader = makeLoader()
-        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: ReadPattern())
-        let long = try XCTUnwrap(longGets.first)
-        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) })
+        let long = try streamUntilHeld(loader, source, pattern: ReadPattern())
         let requests = fetcher.gets.count
         // Half a MiB past the hold, within the distance a held transfer is
         // joined at (LoaderState.heldJoinDistance).
@@ -128,9 +136,7 @@ final class LongTransferTests: XCTestCase {
     func testAReadFarPastTheHoldAsksForItsOwnBytesAndTheHeldTransferDoesNotFetchTheGap() throws {
         let source = content(Int(32 * Self.mib))
         let loader = makeLoader()
-        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: ReadPattern())
-        let long = try XCTUnwrap(longGets.first)
-        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) })
+        let long = try streamUntilHeld(loader, source, pattern: ReadPattern())
         let record = try XCTUnwrap(fetcher.record(long.id))
         let hold = record.body.lowerBound + record.allowance
         // 4 MiB past the hold: within the join distance of a running
@@ -149,9 +155,7 @@ final class LongTransferTests: XCTestCase {
         let source = content(Int(length))
         let loader = makeLoader()
         let pattern = ReadPattern()
-        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: pattern)
-        let long = try XCTUnwrap(longGets.first)
-        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) })
+        let long = try streamUntilHeld(loader, source, pattern: pattern)
         fetcher.yieldHeld(long.id)
         XCTAssertTrue(fetcher.waitUntil { $0.record(long.id)?.finished == true })
         XCTAssertEqual(fetcher.record(long.id)?.completion?.errno, FetchError.yielded)
@@ -170,9 +174,7 @@ final class LongTransferTests: XCTestCase {
         let length = 32 * Self.mib
         let source = content(Int(length))
         let loader = makeLoader()
-        try stream(loader, source, from: 0, count: 8 * Self.mib, pattern: ReadPattern())
-        let long = try XCTUnwrap(longGets.first)
-        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(long.id) })
+        let long = try streamUntilHeld(loader, source, pattern: ReadPattern())
         // Another handle far ahead, past the join distance: its own transfer,
         // and the long one may not run on into its bytes.
         let far = 24 * Self.mib
