@@ -32,7 +32,7 @@ RESULTS = os.path.join(WORK if os.environ.get("MEDIAFS_BENCH_RUN") else ROOT, "r
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 MB = 1_000_000
-SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan", "scale", "sources", "hls")
+SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan", "scale", "sources", "hls", "mediaserver")
 TOOLS = ("mediafs", "curl", "rclone")
 BUF = 1 * MiB
 RANDOM_READS = 200
@@ -292,8 +292,10 @@ def vm_hwm_kib(pid):
 class Mount:
     """A FUSE daemon started in the foreground; context manager that always unmounts."""
 
-    def __init__(self, tool, argv, mountpoint, logname, bench, nofile=None, exit_wait=15, env=None):
+    def __init__(self, tool, argv, mountpoint, logname, bench, nofile=None, exit_wait=15, env=None,
+                 deadline=MOUNT_DEADLINE):
         self.tool, self.argv, self.mp, self.bench = tool, argv, mountpoint, bench
+        self.deadline = deadline  # seconds the mount may live before the watchdog kills the daemon
         self.env = env  # the daemon's environment (None: this process's)
         self.log_path = os.path.join(WORK, logname)
         self.proc = None
@@ -328,13 +330,13 @@ class Mount:
         self.mount_s = time.perf_counter() - t0
         # A FUSE read can block forever if the daemon hangs; killing the daemon
         # aborts the connection and the blocked read returns ENOTCONN.
-        self.watchdog = threading.Timer(MOUNT_DEADLINE, self._abort)
+        self.watchdog = threading.Timer(self.deadline, self._abort)
         self.watchdog.daemon = True
         self.watchdog.start()
         return self
 
     def _abort(self):
-        log(f"watchdog: {self.tool} mount alive > {MOUNT_DEADLINE}s, killing pid {self.proc.pid}")
+        log(f"watchdog: {self.tool} mount alive > {self.deadline}s, killing pid {self.proc.pid}")
         try:
             os.kill(self.proc.pid, signal.SIGKILL)
         except OSError:
@@ -401,6 +403,7 @@ class Bench:
         self.wan_bench = None
         self.sources_bench = None
         self.hls_bench = None
+        self.mediaserver_bench = None
         self.ceilings = {}  # machine limits measured in this run (seq scenario)
         self.scale_figures = {}  # "scale_<kind>_<n>" -> {tool: figures}
         self.scale_entries = [int(x) for x in args.scale_entries.split(",")]
@@ -763,6 +766,12 @@ class Bench:
         self.hls_bench = hls.HlsBench(self)
         self.hls_bench.run()
 
+    # -- a player beside a Jellyfin-style library scan through the link emulator (bench/mediaserver.py)
+    def mediaserver(self):
+        import mediaserver
+        self.mediaserver_bench = mediaserver.MediaServerBench(self, quick=self.args.mediaserver_quick)
+        self.mediaserver_bench.run()
+
     # -- scenario 8: many entries (list file and directory listing)
     @staticmethod
     def scale_size(i):
@@ -1008,7 +1017,7 @@ class Bench:
             for name, fn in (("seq", self.seq), ("random", self.random_reads),
                              ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit),
                              ("wan", self.wan), ("scale", self.scale), ("sources", self.sources),
-                             ("hls", self.hls)):
+                             ("hls", self.hls), ("mediaserver", self.mediaserver)):
                 if name in only:
                     log(f"scenario {name}")
                     fn()
@@ -1205,6 +1214,8 @@ class Bench:
             self.sources_bench.report()
         if self.hls_bench:
             self.hls_bench.report()
+        if self.mediaserver_bench:
+            self.mediaserver_bench.report()
         print()
         print("server side (nginx access log) per scenario:")
         for key, s in self.server.items():
@@ -1275,6 +1286,7 @@ class Bench:
             "wan": self.wan_bench.json() if self.wan_bench else None,
             "sources": self.sources_bench.json() if self.sources_bench else None,
             "hls": self.hls_bench.json() if self.hls_bench else None,
+            "mediaserver": self.mediaserver_bench.json() if self.mediaserver_bench else None,
             "notes": self.notes,
             "errors": self.errors,
         }
@@ -1287,6 +1299,9 @@ def main():
     p.add_argument("--only", help=f"comma-separated subset of: {', '.join(SCENARIOS)}")
     p.add_argument("--wan-quick", action="store_true",
                    help="WAN scenarios at 100 ms / 50 Mbit/s only (default: also 40 ms / 200 Mbit/s)")
+    p.add_argument("--mediaserver-quick", action="store_true",
+                   help="media-server scenario: mediafs alone, with the scan and with read classes off only "
+                        "(default: also the frame extraction named as a scanner, and rclone alone and with the scan)")
     p.add_argument("--skip-rclone", action="store_true", help="do not run the rclone column")
     p.add_argument("--size-mib", type=int, default=1024, help="size of the random file (default 1024)")
     p.add_argument("--scale-entries", default="10000,100000", metavar="N,N",
