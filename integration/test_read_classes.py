@@ -306,3 +306,72 @@ def test_without_read_classes_the_same_scan_evicts_the_film(mount, srv, media_fi
     assert int(xget(m.path("film.bin"), "cached_bytes")) < len(film)
     assert pread_direct(m.path("film.bin"), 0, 4 * MiB) == film[:4 * MiB]
     assert gets(srv, "film.bin"), "evicted bytes come from the server again"
+
+
+@pytest.fixture(scope="module")
+def long_clip(tmp_path_factory):
+    """A real ~8 MB video (Matroska, 16 s at 4 Mbit/s): bigger than its two
+    probe ranges (2 MiB at each end), so a thumbnail at its middle lies
+    between them."""
+    path = tmp_path_factory.mktemp("media") / "long.mkv"
+    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=640x480:rate=25",
+                    "-t", "16", "-c:v", "mpeg4", "-b:v", "4000k", "-minrate", "4000k", "-maxrate", "4000k",
+                    "-bufsize", "1000k", "-y", str(path)], check=True, timeout=120)
+    return path.read_bytes()
+
+
+def start_of(range_header):
+    """The first byte of a `bytes=a-b` or `bytes=a-` request."""
+    return int(range_header.split("=", 1)[1].split("-", 1)[0])
+
+
+def thumbnail(path, out):
+    """Jellyfin's image extraction, a plain ffmpeg told by its `-vframes 1`, at the middle."""
+    return ["ffmpeg", "-nostdin", "-ss", "00:00:08.000", "-i", path, "-threads", "0", "-v", "error",
+            "-vframes", "1", "-vf", "thumbnail=n=24", "-f", "image2", "-y", out]
+
+
+def test_a_thumbnail_extraction_is_a_scan_and_a_rescan_finds_every_probe_range_cached(mount, srv, long_clip,
+                                                                                        tmp_path):
+    """A film played, then Jellyfin's probe and image extraction (ffmpeg
+    `-vframes 1`, a plain ffmpeg like a player's) of 12 files under a scan
+    budget that holds their probes but not their thumbnails' bytes too.
+    The extraction's bytes are a scan's: the film stays whole. The budget
+    frees the thumbnails' bytes between each file's probe ranges before it
+    evicts any file whole, so a rescan of the unchanged files (the probe
+    alone; scans' handles bypass the page cache) sends no request."""
+    film = data_of(12 * MiB, 5)
+    srv.add("film.bin", film)
+    names = [f"ep{i:02}.mkv" for i in range(12)]
+    for name in names:
+        srv.add(name, long_clip, content_type="video/x-matroska")
+    m = mount(srv.url("film.bin"), *[srv.url(n) for n in names],
+              extra=("--cache-max-size", "64M", "--scan-cache-size", "10M", "--no-passthrough"))
+    subprocess.run(["cat", m.path("film.bin")], stdout=subprocess.DEVNULL, check=True, timeout=120)
+    assert int(xget(m.path("film.bin"), "cached_bytes")) == len(film)
+    span = 2 * MiB
+    middle = range(span, len(long_clip) - span)
+    for name in names:
+        probe = subprocess.run([*JELLYFIN_PROBE, m.path(name)], capture_output=True, text=True, timeout=120)
+        assert probe.returncode == 0, probe.stderr
+        out = str(tmp_path / f"{name}.jpg")
+        thumb = subprocess.run(thumbnail(m.path(name), out), capture_output=True, text=True, timeout=120)
+        assert thumb.returncode == 0, thumb.stderr
+        assert os.path.getsize(out) > 0
+    first = [r for r in gets(srv) if r.name != "film.bin"]
+    in_middle = {r.name for r in first if r.range and start_of(r.range) in middle}
+    assert in_middle == set(names), "every thumbnail read the file's middle:\n" + describe(first)
+    s = stats(m)
+    assert s["play_bytes_fetched"] <= len(film) + 512 * KiB, f"the extractions read as scans: {s}"
+    scanned = sum(r.bytes_sent for r in first)
+    assert scanned > 10 * MiB, f"the scan must bring more than its budget: {scanned}"
+    # The scan budget's pass after the last extraction (its bytes, and the metadata's blocks).
+    wait_until(lambda: stats(m)["cached_bytes"] <= len(film) + 10 * MiB, "the scan budget applied", timeout=30)
+    assert int(xget(m.path("film.bin"), "cached_bytes")) == len(film), "the film stays whole"
+    srv.wait_idle(SERVER_WAIT)
+    srv.clear_log()
+    for name in names:
+        probe = subprocess.run([*JELLYFIN_PROBE, m.path(name)], capture_output=True, text=True, timeout=120)
+        assert probe.returncode == 0, probe.stderr
+    assert [r for r in srv.requests if r.method == "GET"] == [], "the rescan fetched:\n" + describe(srv.requests)
+    print(f"scan fetched {scanned} for 12 files; rescan: 0 requests; film {len(film)} of {len(film)} cached")

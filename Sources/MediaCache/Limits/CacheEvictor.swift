@@ -3,7 +3,9 @@
 // unfinished and finished downloads do in the mobile caches this grew from).
 // Least recently used goes first, and entries only library scans have read
 // (scan-only, ReadClass) before any other: they have a budget of their own,
-// which a pass keeps them under by evicting scan-only entries alone, and a
+// which a pass keeps them under by trimming scan-only entries to their
+// probe ranges (head and tail, what the next scan reads), then evicting
+// scan-only entries alone, and a
 // player's entry goes only when players' bytes alone are past the limits
 // (a scan's bytes take only room free under both). The class is an entry's,
 // not a byte's: an entry a player read is a player's, all of it. Entries of the running mount are evicted
@@ -232,6 +234,32 @@ public struct CacheEvictor: Sendable {
         var scanUsed = kept.reduce(Int64(0)) { $0 + ($1.scanOnly ? $1.allocated : 0) }
         let scanExtra = budget?.isScanPressed == true ? scanHeadroom : 0
         var scanNeed = scanUsed.addingSaturating(scanExtra) - limits.scanLimit
+        if scanExtra > 0 {
+            // A scan found no room while its budget was not full: the whole
+            // cache is, with players' bytes and older scans'. Its headroom
+            // comes from older scans' entries alone, or no scan would be
+            // cached again until a player's bytes went.
+            let usedAll = kept.reduce(Int64(0)) { $0.addingSaturating($1.allocated) }
+            let free = store.freeBytes() ?? Int64.max
+            scanNeed = max(scanNeed, usedAll.addingSaturating(scanExtra) - limits.maxSize,
+                           limits.minFree.addingSaturating(scanExtra) - free)
+        }
+        if scanNeed > 0 {
+            // What lies between a file's probe ranges goes first, from every
+            // scan-only file, least recently used first: the next scan of
+            // an unchanged library then sends no request.
+            for position in kept.indices.sorted(by: { kept[$0].lastAccess < kept[$1].lastAccess })
+            where scanNeed > 0 && kept[position].scanOnly && kept[position].allocated > 0 {
+                guard let loader = loader(of: kept[position]) else { continue }
+                let before = loader.usage().allocatedBytes
+                loader.trimToProbeRanges()
+                let freed = max(before - loader.usage().allocatedBytes, 0)
+                kept[position].allocated -= freed
+                scanNeed -= freed
+                scanUsed -= freed
+                report.freedBytes += freed
+            }
+        }
         if scanNeed > 0 {
             var left: [Item] = []
             for item in kept.sorted(by: { ($0.scanOnly ? 0 : 1, $0.lastAccess) < ($1.scanOnly ? 0 : 1, $1.lastAccess) }) {
@@ -386,6 +414,16 @@ public struct CacheEvictor: Sendable {
             if lstat("\(directory)/\(file)", &st) == 0 { total += Int64(st.st_blocks) * 512 }
         }
         return total
+    }
+
+    /// The loader an entry of the mount is freed through: its own, or one
+    /// made for its record. Call with `index.lock` held.
+    private func loader(of item: Item) -> FileLoader? {
+        switch item.place {
+        case .loader(let loader): return loader
+        case .record(let url): return index.loading?(url)
+        case .unmounted, .unknown: return nil
+        }
     }
 
     /// Call with `index.lock` held.

@@ -98,6 +98,44 @@ extension FileLoader {
         Log.info("dropped \(doomed.byteCount) bytes of \(source.displayURL) to keep the cache within its limit")
     }
 
+    /// How far into a file, from its start and from its end, a library
+    /// scan's probe reads: headers, the first packets of each stream, an
+    /// MP4's `moov` or a Matroska file's cues at the end. A 64th of the
+    /// file, 2 MiB at least (ffprobe's analysis of a 1 MB/s file reads a
+    /// megabyte), 64 MiB at most.
+    static func probeSpan(length: Int64) -> Int64 {
+        min(max(length / 64, 2 << 20), 64 << 20)
+    }
+
+    /// For a file only library scans have read: frees its cached bytes
+    /// outside its probe ranges (`probeSpan` at either end): a thumbnail's,
+    /// at a tenth of the film. The scan budget does this to every such file
+    /// before it evicts any whole, so the next scan of an unchanged file
+    /// finds what its probe reads. Never the bytes a read waits on.
+    public func trimToProbeRanges() {
+        let doomed = lock.withLock { state in
+            var doomed = ByteRangeSet()
+            guard state.scanOnly, state.hasEntry, !state.kernelReading, !state.pinned,
+                  let length = state.info?.length else { return doomed }
+            let span = Self.probeSpan(length: length)
+            guard length > span.addingSaturating(span) else { return doomed }
+            let middle = span..<(length - span)
+            for range in state.present.ranges where range.overlaps(middle) {
+                let part = max(range.lowerBound, middle.lowerBound)..<min(range.upperBound, middle.upperBound)
+                if !state.isWaitedOn(part) { doomed.insert(part) }
+            }
+            for part in doomed.ranges {
+                state.present.remove(part)
+                state.trimming.insert(part)
+            }
+            if !doomed.isEmpty { state.dirty = true }
+            return doomed
+        }
+        guard !doomed.isEmpty else { return }
+        finishFreeing()
+        Log.info("dropped \(doomed.byteCount) bytes a scan read of \(source.displayURL), keeping its probe ranges")
+    }
+
     /// Steps 2–4 for every freeing marked so far. Returns at once when none
     /// is. Call with no lock held, and never on the network thread.
     func finishFreeing() {

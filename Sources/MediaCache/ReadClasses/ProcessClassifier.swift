@@ -1,6 +1,9 @@
 // Classifies the process behind an open: `scan` when it, or one of its
 // few nearest ancestors (a media server's scanner spawns ffmpeg and
-// ffprobe), is named like a known scanner; else `play`. Once per open;
+// ffprobe), is named like a known scanner, or when its own arguments ask
+// for a single video frame (`-vframes 1`, `-frames:v 1`: the thumbnail and
+// chapter-image extractions Jellyfin and Emby run as plain ffmpeg, beside
+// the ffmpeg that streams to a viewer); else `play`. Once per open;
 // the answer is kept per process with its start time, so a pid the kernel
 // hands to a new process is classified again, never inherited.
 import MediaSupport
@@ -64,6 +67,7 @@ public final class ProcessClassifier: Sendable {
     private func walk(from pid: Int32, stat: ProcessStat) -> ReadClass {
         var current = pid
         var parent = stat.parent
+        if let arguments = table.arguments(of: pid), Self.extractsOneFrame(arguments) { return .scan }
         for step in 0...Self.maxAncestors {
             if let name = table.name(of: current), scanners.contains(name) { return .scan }
             guard step < Self.maxAncestors, parent > 1, parent != current else { break }
@@ -72,6 +76,19 @@ public final class ProcessClassifier: Sendable {
             parent = next.parent
         }
         return .play
+    }
+
+    /// ffmpeg's options that set how many video frames an output gets.
+    static let frameCountOptions: Set<String> = ["-vframes", "-frames:v", "-frames:v:0", "-vframes:v", "-frames"]
+
+    /// Whether a command line asks for one frame: an image made from the
+    /// file, not a stream of it. Only read when read classes are on.
+    static func extractsOneFrame(_ arguments: [String]) -> Bool {
+        guard arguments.count > 1 else { return false }
+        for index in 1..<arguments.count - 1 where frameCountOptions.contains(arguments[index]) {
+            if arguments[index + 1] == "1" { return true }
+        }
+        return false
     }
 
     /// `--scanners` text: `NAME,…` adds to the defaults, `=NAME,…`

@@ -2,7 +2,7 @@
 // process a thread belongs to, its name (`comm`, what the kernel keeps of
 // its executable's name, 15 bytes at most), its parent and its start time
 // (field 22 of /proc/PID/stat, in clock ticks since boot: a reused pid has
-// another). A seam, so tests give a fake table. Every number read is
+// another), and its arguments (a thumbnail's ffmpeg asks for one frame). A seam, so tests give a fake table. Every number read is
 // bounded and parsed with checked arithmetic; anything unexpected is nil.
 #if canImport(Glibc)
 import Glibc
@@ -24,6 +24,13 @@ public protocol ProcessTable: Sendable {
     /// Its `comm`, without the newline.
     func name(of pid: Int32) -> String?
     func stat(of pid: Int32) -> ProcessStat?
+    /// Its command line's arguments (/proc/PID/cmdline), at most the first
+    /// `ProcFileSystem.argumentsLimit` bytes of them; nil when unreadable.
+    func arguments(of pid: Int32) -> [String]?
+}
+
+extension ProcessTable {
+    public func arguments(of pid: Int32) -> [String]? { nil }
 }
 
 /// The live table: /proc of this machine.
@@ -31,6 +38,9 @@ public struct ProcFileSystem: ProcessTable {
     /// /proc/PID/stat and status are a few hundred bytes; more is not a
     /// file we understand.
     static let readLimit = 4096
+    /// A command line is read this far: the options that tell a thumbnail
+    /// come before its output, and a longer one is cut, never refused.
+    static let argumentsLimit = 16384
 
     public init() {}
 
@@ -45,6 +55,13 @@ public struct ProcFileSystem: ProcessTable {
     public func name(of pid: Int32) -> String? {
         guard let text = Self.read("/proc/\(pid)/comm") else { return nil }
         return text.hasSuffix("\n") ? String(text.dropLast()) : text
+    }
+
+    public func arguments(of pid: Int32) -> [String]? {
+        guard let bytes = Self.readBytes("/proc/\(pid)/cmdline", limit: Self.argumentsLimit, whole: false) else {
+            return nil
+        }
+        return bytes.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     }
 
     public func stat(of pid: Int32) -> ProcessStat? {
@@ -71,10 +88,15 @@ public struct ProcFileSystem: ProcessTable {
     }
 
     private static func read(_ path: String) -> String? {
+        readBytes(path, limit: readLimit, whole: true).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Up to `limit` bytes of a file; with `whole`, nil for a longer one.
+    private static func readBytes(_ path: String, limit: Int, whole: Bool) -> ArraySlice<UInt8>? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: readLimit)
+        var buffer = [UInt8](repeating: 0, count: limit)
         var filled = 0
         while filled < buffer.count {
             let count = buffer.withUnsafeMutableBytes { raw in
@@ -84,8 +106,8 @@ public struct ProcFileSystem: ProcessTable {
             guard count > 0 else { break }
             filled += count
         }
-        guard filled < buffer.count else { return nil }
-        return String(decoding: buffer[..<filled], as: UTF8.self)
+        guard !whole || filled < buffer.count else { return nil }
+        return buffer[..<filled]
     }
 }
 

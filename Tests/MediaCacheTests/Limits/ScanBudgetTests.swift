@@ -1,7 +1,9 @@
 // A library scan's bytes against the cache limits: the budget gives a
 // scan only room free under both its own limit and the whole cache's, a
 // scan's shortage presses only the scan budget, and the evictor frees
-// scan-only entries first and never a player's entry for a scan's bytes.
+// scan-only entries first and never a player's entry for a scan's bytes;
+// before it evicts any scan-only entry whole, it trims each to its probe
+// ranges (head and tail), so the next scan finds what it reads.
 import Foundation
 import XCTest
 @testable import MediaCache
@@ -83,6 +85,93 @@ final class ScanBudgetTests: XCTestCase {
         XCTAssertTrue(film.status().isComplete, "the player's film was evicted")
         XCTAssertEqual(scans.map { $0.status().cachedBytes > 0 }, [false, false, true])
         XCTAssertEqual(report.evictedEntries, 2)
+    }
+
+    func testTheScanBudgetKeepsEveryFilesProbeRangesBeforeEvictingAnyWhole() throws {
+        let length = 8 << 20
+        let span = Int(FileLoader.probeSpan(length: Int64(length)))
+        XCTAssertEqual(span, 2 << 20)
+        let names = (0..<3).map { "https://media.example/big\($0).mp4" }
+        for (i, url) in names.enumerated() {
+            fetcher.add(url, bytes: (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) })
+        }
+        let loaders = names.map(makeLoader)
+        // Each file as a scan reads it: its header, its moov at the end,
+        // then a thumbnail's frames in the middle.
+        let reads = [0..<(1 << 20), (length - (1 << 20))..<length, (3 << 20)..<(5 << 20)]
+        for loader in loaders {
+            for range in reads {
+                var buffer = [UInt8](repeating: 0, count: range.count)
+                let count = try buffer.withUnsafeMutableBytes {
+                    try loader.read(into: $0, at: Int64(range.lowerBound), pattern: ReadPattern(readClass: .scan))
+                }
+                XCTAssertEqual(count, range.count)
+            }
+            XCTAssertTrue(fetcher.waitUntil { _ in loader.status().state == .idle })
+            loader.flush()
+            XCTAssertTrue(loader.usage().isScanOnly)
+        }
+        let probed = Int64(2 << 20)
+        let cached = loaders.map { $0.status().cachedBytes }
+        XCTAssertTrue(cached.allSatisfy { $0 >= probed + (2 << 20) }, "\(cached)")
+        var mounted: [String: FileLoader] = [:]
+        for (url, loader) in zip(names, loaders) { mounted[url] = loader }
+        var limits = CacheLimits()
+        limits.minFree = 0
+        limits.maxSize = 1 << 30
+        // Room for the three files' probe ranges, not for their middles.
+        limits.scanMaxSize = 3 * probed + (1 << 20)
+        let report = CacheEvictor(store: store, limits: limits).run(mounted: mounted, now: Int64(time(nil)) + 10)
+        XCTAssertEqual(report.evictedEntries, 0, "no file evicted whole while a middle could go")
+        for loader in loaders {
+            let present = loader.lock.withLock { $0.present }
+            XCTAssertTrue(present.contains(Int64(reads[0].lowerBound)..<Int64(reads[0].upperBound)), "head kept")
+            XCTAssertTrue(present.contains(Int64(reads[1].lowerBound)..<Int64(reads[1].upperBound)), "tail kept")
+            XCTAssertFalse(present.overlaps(Int64(span)..<Int64(length - span)), "the middle went: \(present)")
+        }
+        // The probe ranges read back from the cache, byte for byte, with no request.
+        let gets = fetcher.gets.count
+        var buffer = [UInt8](repeating: 0, count: reads[1].count)
+        let count = try buffer.withUnsafeMutableBytes {
+            try loaders[0].read(into: $0, at: Int64(reads[1].lowerBound), pattern: ReadPattern(readClass: .scan))
+        }
+        XCTAssertEqual(count, reads[1].count)
+        XCTAssertEqual(buffer, reads[1].map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        XCTAssertEqual(fetcher.gets.count, gets)
+
+        // Too little room even for the probe ranges: the oldest files go whole.
+        loaders[0].lock.withLock { $0.lastAccess -= 100 }
+        limits.scanMaxSize = probed + (1 << 20)
+        let second = CacheEvictor(store: store, limits: limits).run(mounted: mounted, now: Int64(time(nil)) + 10)
+        XCTAssertEqual(second.evictedEntries, 2)
+        XCTAssertEqual(loaders[0].status().cachedBytes, 0, "the least recently used went first")
+    }
+
+    func testAScanWithNoRoomUnderAFullCacheEvictsOlderScansNotThePlayers() throws {
+        let film = makeLoader(urls[0])
+        try fill(film, as: .play)
+        let scans = urls.dropFirst().map(makeLoader)
+        for loader in scans { try fill(loader, as: .scan) }
+        film.lock.withLock { $0.lastAccess -= 100 }
+        scans[0].lock.withLock { $0.lastAccess -= 50 }
+        var mounted = [urls[0]: film]
+        for (url, loader) in zip(urls.dropFirst(), scans) { mounted[url] = loader }
+        var limits = CacheLimits()
+        limits.minFree = 0
+        let allocated = film.usage().allocatedBytes
+        // The whole cache is full; the scan budget is not.
+        limits.maxSize = allocated * 4
+        limits.scanMaxSize = allocated * 4
+        let evictor = CacheEvictor(store: store, limits: limits)
+        let budget = CacheBudget {}
+        evictor.run(mounted: mounted, budget: budget, now: Int64(time(nil)) + 10)
+        XCTAssertEqual(budget.reserve(upTo: 4096, for: .scan), 0, "no room: the cache is full")
+        XCTAssertTrue(budget.isScanPressed)
+        let report = evictor.run(mounted: mounted, budget: budget, now: Int64(time(nil)) + 10)
+        XCTAssertEqual(report.evictedEntries, 1, "the oldest scan's entry made the scan's headroom")
+        XCTAssertTrue(film.status().isComplete, "never the player's")
+        XCTAssertEqual(scans.map { $0.status().cachedBytes > 0 }, [false, true, true])
+        XCTAssertGreaterThan(budget.reserve(upTo: 4096, for: .scan), 0)
     }
 
     func testAPlayersReadMakesAScansEntryAPlayers() throws {

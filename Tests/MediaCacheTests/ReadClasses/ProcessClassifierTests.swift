@@ -1,7 +1,8 @@
 // The class of the process behind an open, from a fake /proc: names as the
 // kernel cuts them, a scanner's helpers through their parents (a bounded
 // walk), a reused pid classified again, `--scanners` text, and /proc's
-// stat line parsed from the last parenthesis.
+// stat line parsed from the last parenthesis, and a one-frame extraction
+// told by its arguments.
 import XCTest
 @testable import MediaCache
 @testable import MediaSupport
@@ -13,6 +14,7 @@ final class ProcessClassifierTests: XCTestCase {
         let lock = NSLock()
         var processes: [Int32: Process] = [:]
         var threads: [Int32: Int32] = [:]
+        var arguments: [Int32: [String]] = [:]
         var nameReads = 0
 
         func set(_ pid: Int32, _ name: String, parent: Int32 = 1, start: UInt64) {
@@ -29,6 +31,36 @@ final class ProcessClassifierTests: XCTestCase {
         func stat(of pid: Int32) -> ProcessStat? {
             lock.withLock { processes[pid].map { ProcessStat(parent: $0.parent, startTime: $0.start) } }
         }
+        func arguments(of pid: Int32) -> [String]? { lock.withLock { arguments[pid] } }
+    }
+
+    func testAOneFrameExtractionIsAScanAndAStreamPlays() {
+        let table = FakeTable()
+        // Jellyfin's image extraction and its direct stream: both a plain
+        // ffmpeg, both the server's children.
+        table.set(40, "jellyfin", start: 1)
+        table.set(41, "ffmpeg", parent: 40, start: 2)
+        table.arguments[41] = ["/usr/lib/jellyfin-ffmpeg/ffmpeg", "-ss", "00:00:04.800", "-i", "file:/m/a.mkv",
+                               "-threads", "0", "-v", "quiet", "-vframes", "1", "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2",
+                               "-f", "image2", "/tmp/x.jpg"]
+        table.set(42, "ffmpeg", parent: 40, start: 2)
+        table.arguments[42] = ["ffmpeg", "-i", "file:/m/a.mkv", "-map", "0", "-c", "copy", "-f", "mpegts", "pipe:1"]
+        table.set(43, "ffmpeg", start: 2)
+        table.arguments[43] = ["ffmpeg", "-i", "/m/a.mkv", "-frames:v", "1", "thumb.png"]
+        table.set(44, "ffmpeg", start: 2)
+        table.arguments[44] = ["ffmpeg", "-i", "/m/a.mkv", "-frames:v", "100", "clip.mp4"]
+        table.set(45, "ffmpeg", start: 2)
+        table.arguments[45] = ["ffmpeg", "-i", "/m/a.mkv", "-vframes"]
+        let classifier = ProcessClassifier(table: table)
+        XCTAssertEqual(classifier.classify(thread: 41), .scan, "-vframes 1: a thumbnail")
+        XCTAssertEqual(classifier.classify(thread: 42), .play, "a remux streams")
+        XCTAssertEqual(classifier.classify(thread: 43), .scan, "-frames:v 1")
+        XCTAssertEqual(classifier.classify(thread: 44), .play, "a hundred frames are a clip")
+        XCTAssertEqual(classifier.classify(thread: 45), .play, "an option with no value")
+        XCTAssertEqual(ProcessClassifier(scanners: [], table: table).classify(thread: 41), .play,
+                       "read classes off: no scans at all")
+        // The real /proc: this test runner's own arguments are read.
+        XCTAssertEqual(ProcFileSystem().arguments(of: getpid())?.first?.isEmpty, false)
     }
 
     func testKnownScannersAreScansAndEverythingElsePlays() {
