@@ -116,6 +116,7 @@ class HlsBench:
         self.media = {}    # kind -> {"segments", "parts", "bytes", "name"}
         self.results = {}  # kind -> row -> "tool/phase" -> median run {"s", "requests", "bytes", "log", ...}
         self.stat = {}     # kind -> {"fresh": run, "remount": run}
+        self.floor = {}    # kind -> {"s": median, "runs_s": [...]}: every part's length, 8 at a time (curl)
 
     def run(self):
         ensure_media()
@@ -131,6 +132,7 @@ class HlsBench:
             self.em = em
             for kind in KINDS:
                 self.b.guarded(f"hls {kind} stat", "mediafs", lambda: self.stat_rows(kind))
+                self.b.guarded(f"hls {kind} sizing floor", "curl", lambda: self.sizing_floor(kind))
                 for key, _, argv in ROWS:
                     self.b.guarded(f"hls {kind} {key}", "mediafs", lambda: self.row(kind, key, argv))
 
@@ -204,6 +206,23 @@ class HlsBench:
                            "fresh_segment_requests_max": max(r["segment_requests"] for r in fresh),
                            "remount_segment_requests_max": max(r["segment_requests"] for r in again),
                            "sizes": sorted({r["size"] for r in fresh + again})}
+
+    # -- the limit: what learning every part's length costs through the link
+    def sizing_floor(self, kind):
+        """`curl --parallel --parallel-max 8 -I` on every part, fresh connections: the least time a
+        client that gives the file its exact size before the first read needs, with HTTP/1.1 and an
+        origin's 8 connections (mediafs's bound), for a playlist without byte ranges."""
+        base = self.em.base() + f"hls-{kind}/"
+        argv = ["curl", "-s", "-f", "--parallel", "--parallel-max", "8", "-I"]
+        for p in parts(kind):
+            argv += ["-o", "/dev/null", base + os.path.basename(p)]
+        runs = []
+        for _ in range(RUNS):
+            self.cold_start(kind)
+            t0 = time.perf_counter()
+            subprocess.run(argv, check=True, timeout=120)
+            runs.append(time.perf_counter() - t0)
+        self.floor[kind] = {"s": sorted(runs)[len(runs) // 2], "runs_s": runs, "parts": len(parts(kind))}
 
     # -- one row: each cell RUNS times, interleaved so drift hits every cell alike
     def row(self, kind, key, argv):
@@ -323,6 +342,13 @@ class HlsBench:
             print(f"    goal: cold, three rows together {sum(mc):.2f} s vs {sum(h):.2f} s = {total:.2f}× (≤0.85) "
                   f"{self.verdict(total <= 0.85)}; with each run's mount added (not a goal: a mount serves many "
                   f"commands) {(sum(mc) + mounts) / sum(h):.2f}×")
+        fl = self.floor.get(kind)
+        if fl:
+            probe = self.seconds(kind, "probe", "hls/cold")
+            versus = f"; the HLS client's whole probe took {probe:.2f} s" if probe else ""
+            print(f"    limits: the lengths of all {fl['parts']} parts, 8 at a time (curl --parallel-max 8 -I): "
+                  f"{fl['s']:.2f} s (median of {RUNS}){versus}: a cold command through mediafs waits for them "
+                  f"before its first read (the file's exact size), the HLS client never asks")
         rep = [(self.seconds(kind, k, "mediafs/replay"), self.seconds(kind, k, "local/replay"), k) for k in keys]
         rep = [(x / y, k, x - y) for x, y, k in rep if x is not None and y]
         if rep:
@@ -353,4 +379,4 @@ class HlsBench:
 
     def json(self):
         return {"link": self.link, "runs": RUNS, "media": self.media, "rows": self.results, "stat": self.stat,
-                "goals": self.goals()}
+                "sizing_floor": self.floor, "goals": self.goals()}

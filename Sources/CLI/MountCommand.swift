@@ -109,8 +109,10 @@ struct MountCommand {
                                (no readahead, behind players for the network,
                                in --scan-cache-size), besides ffprobe,
                                mediainfo, exiftool, Plex Media Scanner, Plex
-                               Media Fingerprinter, mediascanner; a leading '='
-                               replaces that list ('=' alone: no scans)
+                               Media Fingerprinter, mediascanner (and any
+                               process asking for one frame, -vframes 1); a
+                               leading '=' replaces that list ('=' alone: no
+                               scans)
           --handle-grace DURATION  how long a closed player's handle keeps its
                                readahead and running transfers for an open
                                that reads on where it stopped (default 5s;

@@ -9,8 +9,8 @@ final class OpenFile: FileHandleBox {
     /// How the kernel reads this handle, when the mount has passthrough.
     var mode: Passthrough.Mode?
 
-    init(loader: FileLoader, readClass: ReadClass) {
+    init(loader: FileLoader, reader: Reader) {
         self.loader = loader
-        pattern = ReadPattern(readClass: readClass)
+        pattern = ReadPattern(reader)
     }
 }

@@ -236,15 +236,17 @@ func makeOperations() -> fuse_operations {
                 loader.awaitKernelForgot(timeout: MediaFS.invalidationWait)
             }
             // Once per open: the caller's process, or one of its nearest
-            // ancestors, named like a library scanner makes the handle a scan's.
+            // ancestors, named like a library scanner makes the handle a
+            // scan's; so does a one-frame extraction, which reads ahead.
             let caller = fuse_get_context()!.pointee.pid
-            let file = OpenFile(loader: loader, readClass: adapter().classifier.classify(thread: caller))
+            let file = OpenFile(loader: loader, reader: adapter().classifier.reader(thread: caller))
             file.mode = adapter().passthrough?.open(loader)
             if case .passthrough? = file.mode {
                 loader.attach(file.pattern, throughPageCache: false)
                 catalog.statistics.countKernelReadOpen()
-            } else if file.pattern.readClass == .scan {
-                // A scan's reads reach the daemon at their own sizes, with no
+            } else if !file.pattern.readsAhead {
+                // A scanner's reads (one known by name: a thumbnail's ffmpeg
+                // reads ahead) reach the daemon at their own sizes, with no
                 // kernel readahead around them (direct I/O): a library scan
                 // fetches what its probes read, not 128 KiB around each.
                 // Around the page cache, it can meet no page of another version.

@@ -202,7 +202,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     public func contentInfo() throws -> ContentInfo {
         if !entryPrepared.load(ordering: .relaxed) {
             // A lookup's probe brings the first bytes along (`startProbe`).
-            let probesBytes = lock.withLock { $0.info == nil && !$0.listed && settings.probeFirstBytes > 0 }
+            let probesBytes = lock.withLock { $0.info == nil && !$0.listed && firstBytesOfLookup > 0 }
             if probesBytes { prepareEntry() }
         }
         let deadline = deadline(after: settings.timeout)
@@ -229,13 +229,18 @@ public final class FileLoader: TransferDelegate, Sendable {
         }
     }
 
+    /// What a lookup's probe fetches of the file: none for a segmented VOD,
+    /// whose size its parts' lengths give (a stat then sends one request
+    /// per part at most, and its first bytes wait for a read).
+    private var firstBytesOfLookup: Int64 { source.vod == nil ? settings.probeFirstBytes : 0 }
+
     func startProbe(_ state: inout LoaderState, priority: FetchRequest.Priority = .read,
                     then settled: (@Sendable () -> Void)? = nil) {
         // The completion may run before `start` returns; it waits for the
         // lock held here, so the state below is set first.
         // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
         // a listing's stays byte-frugal.
-        let firstBytes = priority == .read && !state.listed ? settings.probeFirstBytes : 0
+        let firstBytes = priority == .read && !state.listed ? firstBytesOfLookup : 0
         state.probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority,
                                                   firstBytes: firstBytes, handover: { [self] info, id, head, askedAt in
             self.adoptProbe(info, id: id, head: head, limit: firstBytes, askedAt: askedAt)

@@ -61,11 +61,19 @@ public final class ReadPattern: @unchecked Sendable {
     public static let linkStart: Int64 = 1 << 20
 
     /// Who the handle reads for, decided at its open: a scan's reads
-    /// fetch only what they ask for (no window, no link-sized fetch).
+    /// fetch only what they ask for (no window, no link-sized fetch),
+    /// unless it `readsAhead` (a one-frame extraction: a link-sized fetch
+    /// as a player gets, never a window or a long transfer).
     public let readClass: ReadClass
+    public let readsAhead: Bool
 
-    public init(readClass: ReadClass = .play) {
+    public init(readClass: ReadClass = .play, readsAhead: Bool? = nil) {
         self.readClass = readClass
+        self.readsAhead = readsAhead ?? (readClass == .play)
+    }
+
+    public convenience init(_ reader: Reader) {
+        self.init(readClass: reader.readClass, readsAhead: reader.readsAhead)
     }
 
     /// How far a fetch for this handle reaches ahead of its read, given a
@@ -73,7 +81,7 @@ public final class ReadPattern: @unchecked Sendable {
     /// sequential gets that round trip (less leaves the link idle while it
     /// comes back for more), up to half its streak or `linkStart`.
     public func fetchWindow(bytesPerRoundTrip: Int64) -> Int64 {
-        guard readClass == .play else { return 0 }
+        guard readsAhead else { return 0 }
         guard looksSequential, bytesPerRoundTrip > window else { return window }
         return min(bytesPerRoundTrip, max(streakBytes / 2, Self.linkStart))
     }

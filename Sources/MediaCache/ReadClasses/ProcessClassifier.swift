@@ -23,7 +23,7 @@ public final class ProcessClassifier: Sendable {
 
     private struct Known {
         var startTime: UInt64
-        var readClass: ReadClass
+        var reader: Reader
     }
 
     /// Names cut as the kernel cuts them.
@@ -51,31 +51,36 @@ public final class ProcessClassifier: Sendable {
     /// The class of the process whose thread `thread` made a request;
     /// `play` when it cannot be told (it exited, /proc is not readable).
     public func classify(thread: Int32) -> ReadClass {
-        guard classifies, thread > 0 else { return .play }
+        reader(thread: thread).readClass
+    }
+
+    /// The class of that process and whether it reads on like a player.
+    public func reader(thread: Int32) -> Reader {
+        guard classifies, thread > 0 else { return .player }
         let pid = table.process(ofThread: thread) ?? thread
-        guard let stat = table.stat(of: pid) else { return .play }
-        if let hit = known.withLock({ $0[pid] }), hit.startTime == stat.startTime { return hit.readClass }
+        guard let stat = table.stat(of: pid) else { return .player }
+        if let hit = known.withLock({ $0[pid] }), hit.startTime == stat.startTime { return hit.reader }
         let found = walk(from: pid, stat: stat)
         known.withLock { table in
             if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
-            table[pid] = Known(startTime: stat.startTime, readClass: found)
+            table[pid] = Known(startTime: stat.startTime, reader: found)
         }
         return found
     }
 
     /// The process and up to `maxAncestors` of its ancestors, nearest first.
-    private func walk(from pid: Int32, stat: ProcessStat) -> ReadClass {
+    private func walk(from pid: Int32, stat: ProcessStat) -> Reader {
         var current = pid
         var parent = stat.parent
-        if let arguments = table.arguments(of: pid), Self.extractsOneFrame(arguments) { return .scan }
         for step in 0...Self.maxAncestors {
-            if let name = table.name(of: current), scanners.contains(name) { return .scan }
+            if let name = table.name(of: current), scanners.contains(name) { return .scanner }
             guard step < Self.maxAncestors, parent > 1, parent != current else { break }
             current = parent
             guard let next = table.stat(of: current) else { break }
             parent = next.parent
         }
-        return .play
+        if let arguments = table.arguments(of: pid), Self.extractsOneFrame(arguments) { return .frameExtraction }
+        return .player
     }
 
     /// ffmpeg's options that set how many video frames an output gets.

@@ -42,6 +42,19 @@ final class ReadPatternTests: XCTestCase {
         XCTAssertEqual(pattern.fetchWindow(bytesPerRoundTrip: 625_000), 625_000)
     }
 
+    func testAScannerFetchesWhatItReadsAndAFrameExtractionALinksRoundTrip() {
+        let scanner = ReadPattern(.scanner), extraction = ReadPattern(.frameExtraction)
+        for pattern in [scanner, extraction] {
+            stream(pattern, from: 4 * Self.MiB, count: 8 * Self.MiB, piece: 32 * Self.KiB)
+            XCTAssertEqual(pattern.window, 0, "never a window of its own")
+            XCTAssertFalse(pattern.streams, "never a long transfer")
+        }
+        XCTAssertEqual(scanner.fetchWindow(bytesPerRoundTrip: 625_000), 0)
+        XCTAssertEqual(extraction.fetchWindow(bytesPerRoundTrip: 625_000), 625_000,
+                       "a thumbnail's run of frames: a round trip of the link in each fetch")
+        XCTAssertEqual(extraction.readClass, .scan)
+    }
+
     func testTwoPlacesReadInTurnAreTwoStreamsEachWithItsWindow() {
         let pattern = ReadPattern()
         let video: Int64 = 10 * Self.MiB, audio: Int64 = 300 * Self.MiB

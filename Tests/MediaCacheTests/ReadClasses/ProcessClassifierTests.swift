@@ -57,6 +57,11 @@ final class ProcessClassifierTests: XCTestCase {
         XCTAssertEqual(classifier.classify(thread: 43), .scan, "-frames:v 1")
         XCTAssertEqual(classifier.classify(thread: 44), .play, "a hundred frames are a clip")
         XCTAssertEqual(classifier.classify(thread: 45), .play, "an option with no value")
+        XCTAssertEqual(classifier.reader(thread: 41), .frameExtraction, "a scan's bytes that read ahead")
+        XCTAssertEqual(classifier.reader(thread: 42), .player)
+        table.set(46, "ffprobe", start: 2)
+        table.arguments[46] = ["ffprobe", "-read_intervals", "%+#1", "-frames", "1", "/m/a.mkv"]
+        XCTAssertEqual(classifier.reader(thread: 46), .scanner, "a scanner by name reads only what it asks")
         XCTAssertEqual(ProcessClassifier(scanners: [], table: table).classify(thread: 41), .play,
                        "read classes off: no scans at all")
         // The real /proc: this test runner's own arguments are read.

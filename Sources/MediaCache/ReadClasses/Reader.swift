@@ -1,0 +1,22 @@
+// What an open learns of the process behind it: the class its bytes and
+// its network place are (`readClass`), and whether it reads on like a
+// player (`readsAhead`). A scanner known by name (ffprobe, mediainfo) hops
+// through headers and indexes: it gets exactly what it reads. A one-frame
+// extraction (a thumbnail's ffmpeg) decodes a run of frames from one place:
+// it reads a few megabytes in a row, which at one round trip per 32 KiB
+// read would take it ten seconds a file on a far link; so it keeps the
+// kernel's readahead and a link-sized first fetch, while its bytes live in
+// the scan budget and wait behind players'.
+public struct Reader: Sendable, Equatable {
+    public var readClass: ReadClass
+    public var readsAhead: Bool
+
+    public init(readClass: ReadClass, readsAhead: Bool) {
+        self.readClass = readClass
+        self.readsAhead = readsAhead
+    }
+
+    public static let player = Reader(readClass: .play, readsAhead: true)
+    public static let scanner = Reader(readClass: .scan, readsAhead: false)
+    public static let frameExtraction = Reader(readClass: .scan, readsAhead: true)
+}
