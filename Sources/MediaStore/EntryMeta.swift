@@ -14,15 +14,19 @@ public struct EntryMeta: Equatable, Sendable {
     public var lastValidated: Int64
     /// Kept whatever the limits say: never evicted or trimmed.
     public var pinned: Bool
+    /// Only library scans have read its bytes: evicted first, in the scan
+    /// budget, at this mount and the next.
+    public var scanOnly: Bool
 
     public init(url: String, info: ContentInfo, present: ByteRangeSet,
-                lastAccess: Int64, lastValidated: Int64, pinned: Bool = false) {
+                lastAccess: Int64, lastValidated: Int64, pinned: Bool = false, scanOnly: Bool = false) {
         self.url = url
         self.info = info
         self.present = present
         self.lastAccess = lastAccess
         self.lastValidated = lastValidated
         self.pinned = pinned
+        self.scanOnly = scanOnly
     }
 
     public var isComplete: Bool { present.contains(0..<info.length) }

@@ -30,6 +30,9 @@ public enum MetaFormat {
         // Only when set: an unpinned entry keeps the bytes older versions
         // write, and metadata without the line decodes as unpinned.
         if m.pinned { line("pinned", "1") }
+        // The same: metadata without it is a player's (as every entry was
+        // before read classes were kept).
+        if m.scanOnly { line("scan-only", "1") }
         line("accessed", String(m.lastAccess))
         line("validated", String(m.lastValidated))
         var bytes = Array(text.utf8)
@@ -104,7 +107,8 @@ public enum MetaFormat {
         let meta = EntryMeta(url: try required("url"), info: info, present: present,
                              lastAccess: try number("accessed", in: Limits.unixSeconds),
                              lastValidated: try number("validated", in: Limits.unixSeconds),
-                             pinned: fields["pinned"] == nil ? false : try flag("pinned"))
+                             pinned: fields["pinned"] == nil ? false : try flag("pinned"),
+                             scanOnly: fields["scan-only"] == nil ? false : try flag("scan-only"))
         guard try flag("complete") == meta.isComplete else {
             throw failure("bad field 'complete': disagrees with present ranges and length")
         }
@@ -113,7 +117,7 @@ public enum MetaFormat {
 
     private static let knownKeys: Set<String> = [
         "url", "length", "type", "etag", "last-modified", "accept-ranges",
-        "present", "complete", "accessed", "validated", "pinned",
+        "present", "complete", "accessed", "validated", "pinned", "scan-only",
     ]
 
     private static func failure(_ reason: String) -> MediaError {

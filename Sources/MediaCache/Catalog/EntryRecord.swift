@@ -133,6 +133,7 @@ public struct EntryRecord: Sendable, Equatable {
                   lastAccess: Double(meta.lastAccess), isComplete: meta.isComplete, isPinned: meta.pinned,
                   hasMeta: true)
         etagPrint = Self.print(of: meta.info.etag)
+        isScanOnly = meta.scanOnly
     }
 
     /// Disk blocks of an entry's data file, by path: asking must not open

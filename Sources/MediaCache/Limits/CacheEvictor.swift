@@ -337,7 +337,7 @@ public struct CacheEvictor: Sendable {
             index.unmounted[entry.directory] = Item(place: .unmounted(directory: entry.directory, url: meta.url),
                                                     allocated: entry.allocatedBytes,
                                                     lastAccess: Double(meta.lastAccess), complete: meta.isComplete,
-                                                    pinned: meta.pinned)
+                                                    pinned: meta.pinned, scanOnly: meta.scanOnly && !meta.pinned)
         } else if let error = entry.unreadable {
             index.unmounted[entry.directory] = .unknown(url: nil, error: error, allocated: entry.allocatedBytes)
         } else {

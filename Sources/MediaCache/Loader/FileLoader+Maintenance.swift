@@ -196,6 +196,7 @@ extension FileLoader {
             guard let info = state.info else { return }
             let owner = preloadOwner
             // Asked for by a user: a player's bytes.
+            if state.scanOnly { state.dirty = true }
             state.scanOnly = false
             cancelTransfers(of: owner, except: nil, in: &state)
             let end = min(limit ?? info.length, info.length)

@@ -112,7 +112,9 @@ public final class FileLoader: TransferDelegate, Sendable {
             state.lastAccess = Double(meta.lastAccess)
             state.lastValidated = meta.lastValidated
             state.pinned = meta.pinned
-            state.scanOnly = context.settings.readClasses && meta.present.isEmpty
+            // Kept in the metadata: a remount goes on evicting a scan's
+            // bytes first, and a player's never for them.
+            state.scanOnly = context.settings.readClasses && (meta.present.isEmpty || meta.scanOnly)
             state.hasEntry = true
         }
         lock = ConditionLocked(state)
@@ -314,7 +316,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         state.scanOnly = settings.readClasses
     }
 
-    /// Its record said only scans read it (the class is not in the metadata).
+    /// Its record said only scans read it (a class its metadata may not hold yet).
     func markScanOnly() {
         lock.withLock { $0.scanOnly = true }
     }
@@ -413,7 +415,8 @@ public final class FileLoader: TransferDelegate, Sendable {
             try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
                              readClass: pattern.readClass, streams: pattern.streams, info: info,
                              attempts: &attempts, state: &scope.state)
-            readAhead(from: wanted.upperBound, window: window, owner: owner, info: info, in: &scope.state)
+            readAhead(from: wanted.upperBound, window: window, owner: owner, readClass: pattern.readClass, info: info,
+                      in: &scope.state)
             while !available.contains(wanted) {
                 let retryAt = scope.state.retryAt
                 let wake = retryAt > now() ? deadline.earlier(Deadline(at: retryAt, clock: settings.clock)) : deadline
@@ -453,14 +456,19 @@ public final class FileLoader: TransferDelegate, Sendable {
         state.lastAccess = wallNow()
         state.lastReadOffset = wanted.lowerBound
         // A player's read makes the whole entry a player's.
-        if pattern.readClass == .play { state.scanOnly = false }
+        if pattern.readClass == .play && state.scanOnly {
+            state.scanOnly = false
+            // Saved, or a remount would take the player's bytes for a scan's.
+            state.dirty = true
+        }
         guard state.present.contains(wanted) else { return nil }
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
         let fetching = state.transfers.values.contains(where: { $0.owner == owner })
             || state.yielded.remove(owner) != nil
         if fetching {
-            readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, info: info, in: &state)
+            readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, readClass: pattern.readClass,
+                      info: info, in: &state)
         }
         // Only a stream that is not fetching reads ahead from the disk.
         let streaming = pattern.window > 0 && !fetching
@@ -548,8 +556,10 @@ public final class FileLoader: TransferDelegate, Sendable {
 
     /// Keeps at least half a window of bytes present or on their way past
     /// `offset`, topping up a whole window at a time so transfers stay large.
-    func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, info: ContentInfo,
-                   in state: inout LoaderState) {
+    /// A scan's readahead (a one-frame extraction's) is a scan's bytes, in
+    /// its budget, at a scan's place in the network's queue.
+    func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, readClass: ReadClass,
+                   info: ContentInfo, in state: inout LoaderState) {
         // Bytes read ahead while the cache cannot be written would be lost.
         guard window > 0, offset < info.length, statistics.cacheWritable, info.acceptsRanges else { return }
         // A long transfer of this stream (its hold at or past the read,
@@ -585,9 +595,11 @@ public final class FileLoader: TransferDelegate, Sendable {
             if lead - offset >= window / 2 { return }
         }
         if lead < info.length {
-            let long = holdsTransfers(info)
+            // A scan's runs are short (a thumbnail's frames): never a long transfer.
+            let long = readClass == .play && holdsTransfers(info)
             startTransfer(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
-                          owner: owner, info: info, priority: .readahead, in: &state)
+                          owner: owner, info: info, priority: readClass == .scan ? .scan : .readahead,
+                          readClass: readClass, in: &state)
         }
     }
 
@@ -900,7 +912,8 @@ public final class FileLoader: TransferDelegate, Sendable {
             file = opened
         }
         return (EntryMeta(url: key, info: info, present: state.present, lastAccess: Int64(state.lastAccess),
-                          lastValidated: state.lastValidated, pinned: state.pinned), file)
+                          lastValidated: state.lastValidated, pinned: state.pinned,
+                          scanOnly: state.scanOnly && !state.present.isEmpty), file)
     }
 
     /// Makes the claimed bytes durable, then the metadata that claims them.

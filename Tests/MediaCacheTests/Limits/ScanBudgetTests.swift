@@ -184,6 +184,23 @@ final class ScanBudgetTests: XCTestCase {
         XCTAssertEqual(fetcher.gets.filter { $0.request.url == urls[1] }.count, 1, "read from the cache, not fetched again")
     }
 
+    func testTheClassOutlivesTheMount_andAPlayersReadIsSavedAsAPlayers() throws {
+        let scanned = makeLoader(urls[1])
+        try fill(scanned, as: .scan)
+        let played = makeLoader(urls[2])
+        try fill(played, as: .scan)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        _ = try buffer.withUnsafeMutableBytes { try played.read(into: $0, at: 0, pattern: ReadPattern(readClass: .play)) }
+        played.flush()
+        XCTAssertEqual(store.loadMeta(forKey: urls[1])?.scanOnly, true)
+        XCTAssertEqual(store.loadMeta(forKey: urls[2])?.scanOnly, false, "the player's read was saved")
+        // The next mount: new loaders and records from the same cache.
+        XCTAssertTrue(makeLoader(urls[1]).usage().isScanOnly, "still a scan's: evicted first")
+        XCTAssertFalse(makeLoader(urls[2]).usage().isScanOnly)
+        XCTAssertTrue(EntryRecord(meta: store.loadMeta(forKey: urls[1]), store: store).isScanOnly)
+        XCTAssertFalse(EntryRecord(meta: store.loadMeta(forKey: urls[2]), store: store).isScanOnly)
+    }
+
     func testWithoutReadClassesEveryEntryIsAPlayers() throws {
         var settings = LoaderSettings()
         settings.timeout = 5

@@ -86,6 +86,39 @@ final class RoundTripTests: XCTestCase {
                        "the first read past the lookup's bytes was not sized to the link")
     }
 
+    func testAFrameExtractionsLinkSizedFetches_areAScansBytes_atAScansPlace() throws {
+        // Seen in the media-server bench: a thumbnail's readahead went out
+        // as a player's, 274 MB of it outside the scan budget.
+        let source = addContent(count: 8 << 20)
+        let far = HeaderRewritingFetcher(fetcher) { _, head in
+            Thread.sleep(forTimeInterval: 0.03)
+            return head
+        }
+        var settings = LoaderSettings()
+        settings.timeout = 5
+        settings.link = LinkEstimate()
+        settings.readClasses = true
+        let statistics = Statistics()
+        let loader = FileLoader(source: Source(name: "video.mp4", url: url), store: store, fetcher: far,
+                                settings: settings, statistics: statistics)
+        let pattern = ReadPattern(.frameExtraction)
+        // A slow body: reads come while transfers are on their way, and top them up.
+        fetcher.setChunkDelay(0.002)
+        // The kernel's reads of a handle that reads ahead: 128 KiB.
+        let start: Int64 = 3 << 20, chunk = 128 * Self.kib
+        for offset in stride(from: start, to: start + (3 << 20), by: Int(chunk)) {
+            var buffer = [UInt8](repeating: 0, count: Int(chunk))
+            let n = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: offset, pattern: pattern) }
+            XCTAssertEqual(Array(buffer[..<n]), Array(source[Int(offset)..<Int(offset + chunk)]))
+        }
+        XCTAssertTrue(fetcher.waitUntil { $0.allRecords.allSatisfy(\.finished) })
+        let reads = fetcher.gets.filter { ($0.request.range?.lowerBound ?? 0) >= start }
+        XCTAssertTrue(reads.contains { ($0.request.range?.count ?? 0) > Int(chunk) }, "it read ahead: \(reads.map(\.request.range))")
+        XCTAssertEqual(Set(reads.map(\.priority)), [.scan], "every fetch at a scan's place")
+        XCTAssertEqual(statistics.snapshot.fetchedByClass[ReadClass.play.rawValue], 0, "no byte fetched as a player's")
+        XCTAssertTrue(loader.usage().isScanOnly)
+    }
+
     func testBackgroundProbe_ofAListingsEntry_isAHead() throws {
         _ = addContent(count: 1 << 20)
         let loader = makeLoader()

@@ -89,6 +89,21 @@ final class MetaFormatTests: XCTestCase {
         XCTAssertEqual(try MetaFormat.decode(unpinned).pinned, false)
     }
 
+    func testAScanOnlyEntry_roundTrips_andMetadataWithoutTheLineIsAPlayers() throws {
+        var m = pinnedEntry
+        m.pinned = false
+        m.scanOnly = true
+        let text = String(decoding: MetaFormat.encode(m), as: UTF8.self)
+        XCTAssertTrue(text.contains("\nscan-only 1\n"), text)
+        XCTAssertEqual(try MetaFormat.decode(MetaFormat.encode(m)), m)
+        XCTAssertFalse(try MetaFormat.decode(Array(pinnedEntryBytes.utf8)).scanOnly)
+        XCTAssertFalse(pinnedEntryBytes.contains("scan-only"), "a player's entry is encoded as before")
+        let damaged = Self.resealed(text.replacingOccurrences(of: "scan-only 1", with: "scan-only 2"))
+        XCTAssertThrowsError(try MetaFormat.decode(damaged)) { error in
+            XCTAssertTrue("\(error)".contains("scan-only"), "\(error)")
+        }
+    }
+
     func testRoundTrip_withAllOptionalFields_preservesEntry() throws {
         XCTAssertEqual(try MetaFormat.decode(MetaFormat.encode(full)), full)
     }
