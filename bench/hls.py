@@ -299,12 +299,7 @@ class HlsBench:
                               W.secs(mount) if mount is not None else "-",
                               self.cell(kind, key, "local/replay"), self.cell(kind, key, "mediafs/replay"),
                               f"{mr / lo:.2f}" if lo and mr is not None else "-"])
-        widths = [max(len(r[i]) for r in table + [headers]) for i in range(len(headers))]
-        line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
-        print(line(headers))
-        print("-+-".join("-" * w for w in widths))
-        for cells in table:
-            print(line(cells))
+        B.print_table(headers, table)
         for kind in self.media:
             self.report_goals(kind)
 

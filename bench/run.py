@@ -46,6 +46,16 @@ def log(msg):
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def print_table(headers, table):
+    """Rows of cells under their headers, each column as wide as its widest cell."""
+    widths = [max(len(str(r[i])) for r in table + [headers]) for i in range(len(headers))]
+    line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    print(line(headers))
+    print("-+-".join("-" * w for w in widths))
+    for cells in table:
+        print(line(cells))
+
+
 def human(n):
     if n is None:
         return "-"

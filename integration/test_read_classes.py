@@ -255,19 +255,26 @@ JELLYFIN_PROBE = ["ffprobe", "-analyzeduration", "200M", "-probesize", "1G", "-t
                   "-print_format", "json", "-show_streams", "-show_chapters", "-show_format", "-i"]
 
 
+def mount_played_film(mount, srv, clip, count, seed, extra):
+    """A 12 MiB film and `count` copies of `clip` (ep00.mkv, ...) served and
+    mounted with `extra`; the film read through by cat. Returns (mount,
+    film data, names)."""
+    film = data_of(12 * MiB, seed)
+    srv.add("film.bin", film)
+    names = [f"ep{i:02}.mkv" for i in range(count)]
+    for name in names:
+        srv.add(name, clip, content_type="video/x-matroska")
+    m = mount(srv.url("film.bin"), *[srv.url(n) for n in names], extra=(*extra, "--no-passthrough"))
+    subprocess.run(["cat", m.path("film.bin")], stdout=subprocess.DEVNULL, check=True, timeout=120)
+    return m, film, names
+
+
 def play_film_then_scan(mount, srv, media_file, extra):
     """A 12 MiB film read through by cat, then Jellyfin's probe of 48 other
     files under a 24 MiB cache: ffprobe reads about 560 KB of each (the
     streams' parameters are known early), 26 MB in all, more than twice
     the room left beside the film. Returns (mount, film data)."""
-    film = data_of(12 * MiB, 3)
-    srv.add("film.bin", film)
-    names = [f"ep{i:02}.mkv" for i in range(48)]
-    for name in names:
-        srv.add(name, media_file, content_type="video/x-matroska")
-    m = mount(srv.url("film.bin"), *[srv.url(n) for n in names],
-              extra=("--cache-max-size", "24M", "--no-passthrough", *extra))
-    subprocess.run(["cat", m.path("film.bin")], stdout=subprocess.DEVNULL, check=True, timeout=120)
+    m, film, names = mount_played_film(mount, srv, media_file, 48, 3, ("--cache-max-size", "24M", *extra))
     assert int(xget(m.path("film.bin"), "cached_bytes")) == len(film)
     for name in names:
         probe = subprocess.run([*JELLYFIN_PROBE, m.path(name)], capture_output=True, text=True, timeout=120)
@@ -340,14 +347,8 @@ def test_a_thumbnail_extraction_is_a_scan_and_a_rescan_finds_every_probe_range_c
     frees the thumbnails' bytes between each file's probe ranges before it
     evicts any file whole, so a rescan of the unchanged files (the probe
     alone; scans' handles bypass the page cache) sends no request."""
-    film = data_of(12 * MiB, 5)
-    srv.add("film.bin", film)
-    names = [f"ep{i:02}.mkv" for i in range(12)]
-    for name in names:
-        srv.add(name, long_clip, content_type="video/x-matroska")
-    m = mount(srv.url("film.bin"), *[srv.url(n) for n in names],
-              extra=("--cache-max-size", "64M", "--scan-cache-size", "10M", "--no-passthrough"))
-    subprocess.run(["cat", m.path("film.bin")], stdout=subprocess.DEVNULL, check=True, timeout=120)
+    m, film, names = mount_played_film(mount, srv, long_clip, 12, 5,
+                                       ("--cache-max-size", "64M", "--scan-cache-size", "10M"))
     assert int(xget(m.path("film.bin"), "cached_bytes")) == len(film)
     span = 2 * MiB
     middle = range(span, len(long_clip) - span)

@@ -86,16 +86,9 @@ extension FileLoader {
                 doomed.insert(part)
                 excess -= count
             }
-            for part in doomed.ranges {
-                state.present.remove(part)
-                state.trimming.insert(part)
-            }
-            if !doomed.isEmpty { state.dirty = true }
-            return doomed
+            return Self.markTrimmed(doomed, in: &state)
         }
-        guard !doomed.isEmpty else { return }
-        finishFreeing()
-        Log.info("dropped \(doomed.byteCount) bytes of \(source.displayURL) to keep the cache within its limit")
+        freeTrimmed(doomed, why: "to keep the cache within its limit")
     }
 
     /// How far into a file, from its start and from its end, a library
@@ -124,16 +117,26 @@ extension FileLoader {
                 let part = max(range.lowerBound, middle.lowerBound)..<min(range.upperBound, middle.upperBound)
                 if !state.isWaitedOn(part) { doomed.insert(part) }
             }
-            for part in doomed.ranges {
-                state.present.remove(part)
-                state.trimming.insert(part)
-            }
-            if !doomed.isEmpty { state.dirty = true }
-            return doomed
+            return Self.markTrimmed(doomed, in: &state)
         }
+        freeTrimmed(doomed, why: "a scan read, keeping its probe ranges")
+    }
+
+    /// Step 1 of a trim: `doomed` unclaimed and marked; returns it.
+    private static func markTrimmed(_ doomed: ByteRangeSet, in state: inout LoaderState) -> ByteRangeSet {
+        for part in doomed.ranges {
+            state.present.remove(part)
+            state.trimming.insert(part)
+        }
+        if !doomed.isEmpty { state.dirty = true }
+        return doomed
+    }
+
+    /// Steps 2-4 of a trim marked with `markTrimmed`, and its log line.
+    private func freeTrimmed(_ doomed: ByteRangeSet, why: String) {
         guard !doomed.isEmpty else { return }
         finishFreeing()
-        Log.info("dropped \(doomed.byteCount) bytes a scan read of \(source.displayURL), keeping its probe ranges")
+        Log.info("dropped \(doomed.byteCount) bytes of \(source.displayURL) \(why)")
     }
 
     /// Steps 2–4 for every freeing marked so far. Returns at once when none
