@@ -210,6 +210,20 @@ def test_a_vod_playlist_is_one_file_equal_to_its_segments_in_order(mount, hls, f
     assert all(e.range.startswith("bytes=") for e in segment_requests(hls) if e.method == "GET" and e.sent > 1)
 
 
+def test_a_stat_by_name_alone_asks_only_for_the_lengths(mount, hls, fixtures):
+    """The bench's stat: a lookup with no listing before it. Its loader is
+    made from the name and URL alone; it fetched the file's first 512 KiB
+    beside the lengths (a GET more than one per part)."""
+    playlist = fixtures / "ts" / "index.m3u8"
+    m = mount(hls.url("ts/index.m3u8"), extra=MOUNT_ARGS)
+    assert os.stat(m.path("index.ts")).st_size == len(b"".join(playlist_parts(playlist)))
+    m.unmount()
+    hls.wait_quiet(quiet=0.5)
+    probes = segment_requests(hls)
+    assert len(probes) <= len(segment_names(playlist)), f"one request per part at most: {probes}"
+    assert all(e.sent <= 1 for e in probes), f"a stat fetches none of the file's bytes: {probes}"
+
+
 def segment_names(playlist):
     names = []
     for line in playlist.read_text().splitlines():

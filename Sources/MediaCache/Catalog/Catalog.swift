@@ -128,7 +128,8 @@ public final class Catalog: @unchecked Sendable {
         let budget = limits.map { _ in CacheBudget { flusher.wake() } }
         self.budget = budget
         let context = LoaderContext(store: store, fetcher: fetcher, settings: settings, statistics: statistics,
-                                    budget: budget, openFiles: OpenDataFiles(capacity: OpenDataFiles.defaultCapacity))
+                                    budget: budget, openFiles: OpenDataFiles(capacity: OpenDataFiles.defaultCapacity),
+                                    segmentedURLs: Set(sources.filter { $0.vod != nil }.map(\.url)))
         // Every loader that comes to stand for a URL has its changes reach
         // the kernel under every name of it.
         let changeHandler = self.changeHandler
