@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -468,3 +469,79 @@ def test_a_dynamic_mpd_is_refused_as_live(hls, fixtures, tmp_path):
     status, out = refused(tmp_path, hls.url("dash/live.mpd"))
     assert status == 1, out
     assert "live" in out and "live.mpd" in out, out
+
+
+def served_vod(srv, sizes):
+    """A VOD of MPEG-TS segments of `sizes` bytes (made-up bytes: mediafs
+    never parses a segment) on the test's FaultServer; returns the file's
+    bytes and its parts' offsets."""
+    lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:2", "#EXT-X-PLAYLIST-TYPE:VOD"]
+    parts, offsets = [], [0]
+    for i, size in enumerate(sizes):
+        data = harness.data_of(size, seed=100 + i)
+        srv.add(f"seg{i}.ts", data, content_type="video/mp2t")
+        parts.append(data)
+        offsets.append(offsets[-1] + size)
+        lines += ["#EXTINF:2.0,", f"seg{i}.ts"]
+    lines.append("#EXT-X-ENDLIST")
+    srv.add("vod.m3u8", ("\n".join(lines) + "\n").encode(), content_type="application/vnd.apple.mpegurl")
+    return b"".join(parts), offsets
+
+
+def test_a_read_across_a_segment_boundary_asks_for_both_segments_at_once(mount, srv):
+    """Each part is its own request: a read that ends in the next segment
+    does not wait for the first segment's bytes before asking for the
+    next's (one round trip, not one per segment). The server holds the
+    first segment's answer: the second's request must come all the same."""
+    data, offsets = served_vod(srv, [300_000, 300_000, 300_000])
+    m = mount(srv.url("vod.m3u8"), extra=MOUNT_ARGS)
+    path = m.path("vod.ts")
+    assert os.stat(path).st_size == len(data)
+    srv.set_fault("seg0.ts", "hold")
+    srv.clear_log()
+    start = offsets[1] - 20_000
+    result = {}
+    reader = threading.Thread(target=lambda: result.update(got=read_range(path, start, 40_000)))
+    reader.start()
+    try:
+        srv.wait_for(lambda _: srv.held("seg0.ts") >= 1, timeout=10)
+        asked = srv.wait_for(lambda reqs: [r for r in reqs if r.method == "GET" and r.name == "seg1.ts"],
+                             timeout=10)
+        assert asked, "seg1's request waited for seg0's held answer"
+    finally:
+        srv.release("seg0.ts")
+        reader.join(30)
+    assert result.get("got") == data[start:start + 40_000]
+
+
+def test_a_walk_from_segment_start_to_segment_start_fetches_the_next_heads_ahead(mount, srv):
+    """A reader that jumps from inside one segment to the start of the next
+    walks the segments (the MP4 demuxer indexing a fragmented MP4): the
+    heads of the following segments are asked for before it reads them,
+    each about the size of its read, never a segment whole."""
+    sizes = [400_000] * 8
+    data, offsets = served_vod(srv, sizes)
+    m = mount(srv.url("vod.m3u8"), extra=MOUNT_ARGS)
+    path = m.path("vod.ts")
+    assert os.stat(path).st_size == len(data)
+    srv.clear_log()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        assert os.pread(fd, 32768, 0) == data[:32768]
+        assert os.pread(fd, 32768, offsets[1]) == data[offsets[1]:offsets[1] + 32768]
+        ahead = srv.wait_for(lambda reqs: {r.name for r in reqs if r.method == "GET"} >= {"seg2.ts", "seg7.ts"},
+                             timeout=10)
+        assert ahead, f"no head fetched ahead of the walk: {[(r.name, r.range) for r in srv.requests]}"
+    finally:
+        os.close(fd)
+    srv.wait_idle()
+    for r in srv.requests:
+        if r.method == "GET" and r.name not in ("seg0.ts", "seg1.ts"):
+            first, last = (int(x) for x in r.range[len("bytes="):].split("-"))
+            # A head, or the end of the page that holds the next one's start.
+            head = first == 0 and last < 200_000
+            page = last == sizes[0] - 1 and last - first < 4096
+            assert head or page, f"a head, not a segment: {r.name} {r.range}"
+    # What was fetched ahead is what the walk's next reads get.
+    assert read_range(path, offsets[2], 32768) == data[offsets[2]:offsets[2] + 32768]

@@ -84,6 +84,13 @@ public protocol Fetching: AnyObject, Sendable {
     /// with `FetchError.yielded`: what it delivered stands, and the next
     /// read asks again.
     func holdsTransfers(of url: String) -> Bool
+    /// Where the file at `url` is made of other resources (a segmented
+    /// VOD's parts), once their lengths are known: the offsets at which its
+    /// parts begin, ascending, the first 0, then the file's length. Nil for
+    /// a file of one resource. A request crossing a part's start is served
+    /// as requests one after another, each a round trip; asked for part by
+    /// part, they run at once.
+    func partOffsets(of url: String) -> [Int64]?
     /// Ends every transfer (their delegates hear of it) and stops.
     func shutdown()
     /// Where the mount's counters are kept, for those that time requests.
@@ -99,6 +106,7 @@ public enum FetchError {
 extension Fetching {
     public var statistics: Statistics? { nil }
     public func holdsTransfers(of url: String) -> Bool { false }
+    public func partOffsets(of url: String) -> [Int64]? { nil }
     public func allow(_ id: TransferID, through bytes: Int64) {}
 
     /// A fetcher without priorities between read and background runs a

@@ -405,7 +405,8 @@ public final class FileLoader: TransferDelegate, Sendable {
             if let cached = beginCachedRead(wanted, info: info, pattern: pattern, in: &scope.state) { return cached }
             // A reader that looks sequential fetches at least a round trip's worth
             // of the link: less leaves it idle while the reader comes back for more.
-            let window = pattern.fetchWindow(bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
+            let (window, ahead) = partWindows(wanted, window: pattern.fetchWindow(
+                bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0), pattern: pattern)
             var attempts = Attempts(stops: scope.state.stops)
             let wait = scope.state.nextWait
             scope.state.nextWait += 1
@@ -415,7 +416,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
                              readClass: pattern.readClass, streams: pattern.streams, info: info,
                              attempts: &attempts, state: &scope.state)
-            readAhead(from: wanted.upperBound, window: window, owner: owner, readClass: pattern.readClass, info: info,
+            readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass, info: info,
                       in: &scope.state)
             while !available.contains(wanted) {
                 let retryAt = scope.state.retryAt
@@ -450,9 +451,11 @@ public final class FileLoader: TransferDelegate, Sendable {
             if !state.lingering.isEmpty { resumeLingering(pattern, at: wanted.lowerBound, in: &state) }
             if !pattern.hasRead, state.fresh.count < Self.maxLingering { state.fresh[owner] = pattern }
         }
+        let previousEnd = pattern.lastReadEnd
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
             cancelTransfers(of: owner, except: wanted.lowerBound, in: &state)
         }
+        notePartStep(wanted, after: previousEnd, pattern: pattern, info: info, in: &state)
         state.lastAccess = wallNow()
         state.lastReadOffset = wanted.lowerBound
         // A player's read makes the whole entry a player's.
@@ -546,9 +549,9 @@ public final class FileLoader: TransferDelegate, Sendable {
                 // A player that streams asks for the rest of the file once,
                 // held at `reach` until it reads on.
                 let long = window > 0 && streams && holdsTransfers(info)
-                point = startTransfer(at: start, end: long ? info.length : reach, hold: long ? reach : nil,
-                                      owner: owner, info: info, priority: priority, readClass: readClass,
-                                      mustReach: hole.upperBound, in: &state)
+                point = startPartTransfers(at: start, end: long ? info.length : reach, hold: long ? reach : nil,
+                                           owner: owner, info: info, priority: priority, readClass: readClass,
+                                           mustReach: hole.upperBound, in: &state)
                 attempts.asked.insert(start..<point)
             }
         }
@@ -597,9 +600,9 @@ public final class FileLoader: TransferDelegate, Sendable {
         if lead < info.length {
             // A scan's runs are short (a thumbnail's frames): never a long transfer.
             let long = readClass == .play && holdsTransfers(info)
-            startTransfer(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
-                          owner: owner, info: info, priority: readClass == .scan ? .scan : .readahead,
-                          readClass: readClass, in: &state)
+            _ = startPartTransfers(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
+                                   owner: owner, info: info, priority: readClass == .scan ? .scan : .readahead,
+                                   readClass: readClass, in: &state)
         }
     }
 

@@ -52,6 +52,12 @@ public final class ReadPattern: @unchecked Sendable {
     /// stream, whose fetches may be long ones (not a single large read,
     /// which a random reader's reads can each be).
     var streams: Bool { readClass == .play && streakReads > 1 }
+    /// Where the last read recorded ended (-1: none yet).
+    private(set) var lastReadEnd: Int64 = -1
+    /// How the last read stepped from the one before it through a file of
+    /// parts (FileLoader+Parts.swift).
+    enum PartStep { case other, contiguous, walk }
+    var partStep = PartStep.other
     private(set) var window: Int64 = 0
     /// A link-sized fetch of a fresh streak (after a seek, at the start)
     /// reaches this far at most, and more only as the streak grows: a round
@@ -134,6 +140,7 @@ public final class ReadPattern: @unchecked Sendable {
             current = Stream(nextOffset: end, streakBytes: end - offset, streakReads: 1)
         }
         updateWindow()
+        lastReadEnd = end
         return !follows && !switches && offset != 0
     }
 

@@ -71,6 +71,12 @@ public final class SegmentedFetcher: Fetching, Sendable {
         sizers[url] == nil && base.holdsTransfers(of: url)
     }
 
+    /// A VOD's parts' offsets once its sizer settled them; never before
+    /// (asking does not start the sizing).
+    public func partOffsets(of url: String) -> [Int64]? {
+        sizers[url]?.layout?.offsets
+    }
+
     public func allow(_ id: TransferID, through bytes: Int64) {
         guard id & Self.ownBit == 0 else { return }
         base.allow(id, through: bytes)

@@ -126,6 +126,27 @@ final class SegmentedFetcherTests: XCTestCase {
         XCTAssertEqual(fake.gets.map(\.range), [200..<1500, 0..<200])
     }
 
+    func testPartOffsets_areTheLayoutsOnceSized_andNoneForOtherURLs() throws {
+        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)])
+        XCTAssertNil(fetcher.partOffsets(of: url), "not sized yet, and asking does not size")
+        XCTAssertEqual(fake.heads.count, 0)
+        _ = fetch(fetcher, FetchRequest(url: url, method: .head))
+        XCTAssertEqual(fetcher.partOffsets(of: url), [0, 1000, 2500, 3200])
+        XCTAssertNil(fetcher.partOffsets(of: "http://h.example/v/all.ts"))
+    }
+
+    func testThePartHoldingAnOffset_isFoundByItsStart() {
+        let offsets: [Int64] = [0, 1000, 2500, 2500, 3200]
+        XCTAssertEqual(FileLoader.part(containing: 0, in: offsets), 0)
+        XCTAssertEqual(FileLoader.part(containing: 999, in: offsets), 0)
+        XCTAssertEqual(FileLoader.part(containing: 1000, in: offsets), 1)
+        XCTAssertEqual(FileLoader.part(containing: 2499, in: offsets), 1)
+        // An empty part holds nothing: 2500 is the next one's.
+        XCTAssertEqual(FileLoader.part(containing: 2500, in: offsets), 3)
+        XCTAssertEqual(FileLoader.part(containing: 3199, in: offsets), 3)
+        XCTAssertEqual(FileLoader.part(containing: 5000, in: offsets), 3, "past the end: the last")
+    }
+
     func testAStaleIfRange_isAnsweredWithTheWholeFile_andARangePastTheEndWith416() throws {
         let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
         let stale = fetch(fetcher, FetchRequest(url: url, range: 100..<200, ifRange: "\"old\""))
