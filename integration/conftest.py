@@ -176,9 +176,10 @@ class LogEntry:
 class Nginx:
     """nginx in the foreground (daemon off, no master), stopped by pid."""
 
-    def __init__(self, workdir, root):
+    def __init__(self, workdir, root, autoindex=False):
         self.workdir = Path(workdir)
         self.root = Path(root)
+        self.autoindex = autoindex
         self.port = harness.free_port()
         self.conf = self.workdir / "nginx.conf"
         self.access_log = self.workdir / "access.log"
@@ -221,7 +222,7 @@ http {{
     server {{
         listen 127.0.0.1:{self.port};
         root {self.root};
-        location / {{ }}
+        location / {{ {"autoindex on; " if self.autoindex else ""}}}
     }}
 }}
 """)
@@ -280,9 +281,9 @@ http {{
         return self
 
     @classmethod
-    def serving(cls, workdir, root):
+    def serving(cls, workdir, root, autoindex=False):
         """A started nginx for a fixture to yield; stopped whatever happens."""
-        server = cls(workdir, root)
+        server = cls(workdir, root, autoindex)
         server.start()
         try:
             yield server

@@ -253,6 +253,12 @@ def xset(path, key, value):
     os.setxattr(str(path), XATTR_PREFIX + key, value.encode() if isinstance(value, str) else value)
 
 
+def index_html(names):
+    """An nginx-style index page of /media/ linking `names`."""
+    rows = "\n".join(f'<a href="{n}">{n}</a>' for n in names)
+    return f"<html><body><h1>Index of /media/</h1><pre><a href=\"../\">../</a>\n{rows}\n</pre></body></html>\n"
+
+
 def gets(srv, name=None):
     """A FaultServer's GET requests (of `name` only, when given)."""
     return [r for r in srv.requests if r.method == "GET" and (name is None or r.name == name)]

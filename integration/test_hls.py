@@ -20,7 +20,7 @@ import pytest
 
 import harness
 from conftest import Nginx, _video_codec
-from harness import read_range, read_whole, run
+from harness import index_html, read_range, read_whole, run, xset
 
 MOUNT_ARGS = ("--timeout", "10")
 SECONDS = 40
@@ -115,7 +115,8 @@ def aes_cbc(key, iv, data, *, encrypt):
 
 @pytest.fixture(scope="module")
 def media_server(tmp_path_factory, fixtures):
-    yield from Nginx.serving(tmp_path_factory.mktemp("hls-nginx"), fixtures)
+    # Directories listed, as a library's are: a VOD found in one is its file.
+    yield from Nginx.serving(tmp_path_factory.mktemp("hls-nginx"), fixtures, autoindex=True)
 
 
 @pytest.fixture
@@ -471,20 +472,21 @@ def test_a_dynamic_mpd_is_refused_as_live(hls, fixtures, tmp_path):
     assert "live" in out and "live.mpd" in out, out
 
 
-def served_vod(srv, sizes):
+def served_vod(srv, sizes, prefix="", name="vod", seed=100):
     """A VOD of MPEG-TS segments of `sizes` bytes (made-up bytes: mediafs
-    never parses a segment) on the test's FaultServer; returns the file's
-    bytes and its parts' offsets."""
+    never parses a segment) on the test's FaultServer, as
+    `{prefix}{name}.m3u8` and its `{prefix}{name}-seg{i}.ts`; returns the
+    file's bytes and its parts' offsets."""
     lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:2", "#EXT-X-PLAYLIST-TYPE:VOD"]
     parts, offsets = [], [0]
     for i, size in enumerate(sizes):
-        data = harness.data_of(size, seed=100 + i)
-        srv.add(f"seg{i}.ts", data, content_type="video/mp2t")
+        data = harness.data_of(size, seed=seed + i)
+        srv.add(f"{prefix}{name}-seg{i}.ts", data, content_type="video/mp2t")
         parts.append(data)
         offsets.append(offsets[-1] + size)
-        lines += ["#EXTINF:2.0,", f"seg{i}.ts"]
+        lines += ["#EXTINF:2.0,", f"{name}-seg{i}.ts"]
     lines.append("#EXT-X-ENDLIST")
-    srv.add("vod.m3u8", ("\n".join(lines) + "\n").encode(), content_type="application/vnd.apple.mpegurl")
+    srv.add(f"{prefix}{name}.m3u8", ("\n".join(lines) + "\n").encode(), content_type="application/vnd.apple.mpegurl")
     return b"".join(parts), offsets
 
 
@@ -497,19 +499,19 @@ def test_a_read_across_a_segment_boundary_asks_for_both_segments_at_once(mount, 
     m = mount(srv.url("vod.m3u8"), extra=MOUNT_ARGS)
     path = m.path("vod.ts")
     assert os.stat(path).st_size == len(data)
-    srv.set_fault("seg0.ts", "hold")
+    srv.set_fault("vod-seg0.ts", "hold")
     srv.clear_log()
     start = offsets[1] - 20_000
     result = {}
     reader = threading.Thread(target=lambda: result.update(got=read_range(path, start, 40_000)))
     reader.start()
     try:
-        srv.wait_for(lambda _: srv.held("seg0.ts") >= 1, timeout=10)
-        asked = srv.wait_for(lambda reqs: [r for r in reqs if r.method == "GET" and r.name == "seg1.ts"],
+        srv.wait_for(lambda _: srv.held("vod-seg0.ts") >= 1, timeout=10)
+        asked = srv.wait_for(lambda reqs: [r for r in reqs if r.method == "GET" and r.name == "vod-seg1.ts"],
                              timeout=10)
         assert asked, "seg1's request waited for seg0's held answer"
     finally:
-        srv.release("seg0.ts")
+        srv.release("vod-seg0.ts")
         reader.join(30)
     assert result.get("got") == data[start:start + 40_000]
 
@@ -530,14 +532,14 @@ def test_a_walk_from_segment_start_to_segment_start_fetches_the_next_heads_ahead
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
         assert os.pread(fd, 32768, 0) == data[:32768]
         assert os.pread(fd, 32768, offsets[1]) == data[offsets[1]:offsets[1] + 32768]
-        ahead = srv.wait_for(lambda reqs: {r.name for r in reqs if r.method == "GET"} >= {"seg2.ts", "seg7.ts"},
+        ahead = srv.wait_for(lambda reqs: {r.name for r in reqs if r.method == "GET"} >= {"vod-seg2.ts", "vod-seg7.ts"},
                              timeout=10)
         assert ahead, f"no head fetched ahead of the walk: {[(r.name, r.range) for r in srv.requests]}"
     finally:
         os.close(fd)
     srv.wait_idle()
     for r in srv.requests:
-        if r.method == "GET" and r.name not in ("seg0.ts", "seg1.ts"):
+        if r.method == "GET" and r.name not in ("vod-seg0.ts", "vod-seg1.ts"):
             first, last = (int(x) for x in r.range[len("bytes="):].split("-"))
             # A head, or the end of the page that holds the next one's start.
             head = first == 0 and last < 200_000
@@ -545,3 +547,60 @@ def test_a_walk_from_segment_start_to_segment_start_fetches_the_next_heads_ahead
             assert head or page, f"a head, not a segment: {r.name} {r.range}"
     # What was fetched ahead is what the walk's next reads get.
     assert read_range(path, offsets[2], 32768) == data[offsets[2]:offsets[2] + 32768]
+
+
+def test_a_vod_found_in_a_directory_listing_is_its_file_and_a_refresh_brings_its_new_version(mount, srv):
+    """A listed directory's HLS playlist is its VOD's one file, beside the
+    listing's other files; an M3U of files and a live playlist stay the
+    plain files the listing shows. A refresh that finds the playlist
+    changed serves the new version whole, never a byte of the old one."""
+    data, _ = served_vod(srv, [200_000, 150_000, 100_000], prefix="media/", name="talk")
+    notes = harness.data_of(5_000, seed=7)
+    srv.add("media/notes.bin", notes)
+    srv.add("media/songs.m3u", b"#EXTM3U\n#EXTINF:3,One\nnotes.bin\n")
+    live = b"#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\ntalk-seg0.ts\n"
+    srv.add("media/live.m3u8", live)
+    listed = ["live.m3u8", "notes.bin", "songs.m3u", "talk-seg0.ts", "talk-seg1.ts", "talk-seg2.ts", "talk.m3u8"]
+    srv.add("media/", index_html(listed).encode(), content_type="text/html")
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    names = sorted(os.listdir(m.path("media")))
+    assert names == sorted(["talk.ts", *[n for n in listed if n != "talk.m3u8"]]), m.stderr()
+    assert os.stat(m.path("media/talk.ts")).st_size == len(data)
+    assert read_whole(m.path("media/talk.ts")) == data
+    assert read_whole(m.path("media/notes.bin")) == notes
+    assert read_whole(m.path("media/live.m3u8")) == live
+    assert "live HLS playlist" in m.stderr(), m.stderr()
+    srv.wait_idle()
+    asked = {r.name for r in srv.requests if r.method == "GET" and r.range}
+    assert {"media/talk-seg0.ts", "media/talk-seg1.ts", "media/talk-seg2.ts"} <= asked, asked
+    # The playlist changes: other segments, other lengths.
+    new, _ = served_vod(srv, [120_000, 90_000], prefix="media/", name="talk", seed=300)
+    srv.clear_log()
+    xset(m.path("media"), "refresh", "1")
+    assert os.stat(m.path("media/talk.ts")).st_size == len(new)
+    assert read_whole(m.path("media/talk.ts")) == new
+    srv.wait_idle()
+    assert all(r.name != "media/talk-seg2.ts" for r in srv.requests), "the old version's segment was asked for"
+
+
+def test_vods_in_an_nginx_library_are_their_files_beside_its_segments(mount, hls, fixtures):
+    """nginx's own autoindex of a library of VODs: each HLS playlist and
+    DASH MPD in a listed directory is its VOD's file, ffprobe reads them
+    through the mount, and the segments stay the plain files listed."""
+    m = mount(hls.url(""), extra=MOUNT_ARGS)
+    root = os.listdir(m.mountpoint)
+    assert len(root) == 1, root
+    library = Path(m.mountpoint) / root[0]
+    ts = sorted(os.listdir(library / "ts"))
+    assert "index.ts" in ts and "index.m3u8" not in ts and "seg000.ts" in ts, (ts, m.stderr())
+    expected = b"".join(playlist_parts(fixtures / "ts" / "index.m3u8"))
+    assert read_whole(library / "ts" / "index.ts") == expected
+    dash = sorted(os.listdir(library / "dash"))
+    assert {"number.mp4", "number.audio-1.mp4", "time.mp4", "duration.mp4"} <= set(dash), (dash, m.stderr())
+    # (A refused MPD another test wrote here stays its plain file.)
+    assert not {"number.mpd", "time.mpd", "duration.mpd"} & set(dash), dash
+    for path in (library / "ts" / "index.ts", library / "dash" / "number.mp4"):
+        probed = ffprobe(str(path))
+        assert abs(float(probed["format"]["duration"]) - SECONDS) < 0.5, (path, probed)
+    master = sorted(os.listdir(library / "master"))
+    assert "master.ts" in master and "master.audio-en.ts" in master, (master, m.stderr())

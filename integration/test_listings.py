@@ -17,15 +17,10 @@ import time
 
 import pytest
 
-from harness import data_of, guarded, mediafs, read_whole, xget, xset
+from harness import data_of, guarded, index_html, mediafs, read_whole, xget, xset
 
 WAIT = 30.0
 MOUNT_ARGS = ["--timeout", "10"]
-
-
-def index_html(names):
-    rows = "\n".join(f'<a href="{n}">{n}</a>' for n in names)
-    return f"<html><body><h1>Index of /media/</h1><pre><a href=\"../\">../</a>\n{rows}\n</pre></body></html>\n"
 
 
 def serve_listing(srv, files):

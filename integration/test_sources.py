@@ -257,8 +257,7 @@ def test_nginx_autoindex_listing(mount, tmp_path):
         (root / rel).write_bytes(data)
     work = tmp_path / "nginx"
     work.mkdir()
-    nginx = Nginx(work, root)
-    nginx.conf.write_text(nginx.conf.read_text().replace("location / { }", "location / { autoindex on; }"))
+    nginx = Nginx(work, root, autoindex=True)
     nginx.start()
     try:
         m = mount(nginx.url("shows") + "/", extra=MOUNT_ARGS)

@@ -385,16 +385,18 @@ struct MountCommand {
         let preloadNext = self.preloadNext
         let revalidateAfter = self.revalidateAfter
         let dirCacheTime = self.dirCacheTime
+        let hlsVariant = self.hlsVariant
         let fs = MediaFS(options: options) {
             // Runs in the daemon: the pid that took the lock has exited.
             lock.recordHolder()
             let network = CurlFetcher(options: http, statistics: statistics,
                                       limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
-            // Segmented VODs' files are served from their segments' URLs.
-            let fetcher: Fetching = vods.isEmpty ? network : SegmentedFetcher(base: network, vods: vods)
+            // Segmented VODs' files are served from their segments' URLs:
+            // the arguments' now, those listings find once found.
+            let fetcher = SegmentedFetcher(base: network, vods: vods)
             return Catalog(sources: parsed, store: store, fetcher: fetcher, settings: settings, http: http,
                            preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
-                           dirCacheTime: dirCacheTime, statistics: statistics)
+                           dirCacheTime: dirCacheTime, statistics: statistics, hlsVariant: hlsVariant)
         }
         // The lock is held until the process exits, after the last flush.
         try withExtendedLifetime(lock) {

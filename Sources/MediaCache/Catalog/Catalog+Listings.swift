@@ -46,9 +46,12 @@ extension Catalog {
             Log.error("listing \(listing.origin): \(failure.message)" + (listed ? "; serving its last listing" : ""))
             throw failure
         }
-        guard let (result, unsaved) = relist(directory, with: sources, believedFor: dirCacheTime) else { return }
+        // What it lists is saved; its VODs are shown as their files.
+        let (shown, changedVODs) = withVODs(sources, of: listing)
+        guard let (result, unsaved) = relist(directory, with: shown, believedFor: dirCacheTime) else { return }
         settle(result.dropped)
         let changes = applyChanges(result.changed)
+        revalidateChanged(changedVODs)
         if listing.refreshes { save(sources, of: directory) }
         // What the listing said of its files waits to be saved.
         if unsaved >= Self.saveBatch { flusher.wake() }
@@ -60,7 +63,7 @@ extension Catalog {
             // 100,000 S3 objects and its copy held 30 MiB).
             if listing.refreshes { listingSaves.submit { mediafs_malloc_trim() } }
         }
-        Log.debug("listed \(listing.origin): \(sources.count) entries"
+        Log.debug("listed \(listing.origin): \(shown.count) entries"
                   + (result.dropped.isEmpty ? "" : ", \(result.dropped.count) files gone")
                   + (changes == 0 ? "" : ", \(changes) files changed"))
     }
@@ -91,11 +94,13 @@ extension Catalog {
     }
 
     /// Lists a directory from the listing saved in the cache, due for a
-    /// refresh at once; false when none was saved.
+    /// refresh at once; false when none was saved. Its VODs' playlists are
+    /// left out until that refresh reads them: their files are made of
+    /// what the playlists say, which is not saved.
     private func listSaved(_ directory: Directory) -> Bool {
         guard let listing = directory.listing, listing.refreshes, let url = directory.url,
               let saved = store.loadListing(url: url) else { return false }
-        let sources = saved.entries.map { entry in
+        let sources = saved.entries.filter { $0.isDirectory || !Self.namesVOD($0.url) }.map { entry in
             Source(name: entry.name, url: entry.url,
                    kind: entry.isDirectory ? .directory(listing.subdirectory(at: entry.url)) : .file(entry.info))
         }

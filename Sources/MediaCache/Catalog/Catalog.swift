@@ -114,12 +114,15 @@ public final class Catalog: @unchecked Sendable {
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                 http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
                 revalidateAfter: Double? = 60, dirCacheTime: Double = Catalog.defaultDirCacheTime,
-                statistics: Statistics = Statistics()) {
+                statistics: Statistics = Statistics(), hlsVariant: HLSListing.VariantChoice = .highest) {
         self.statistics = statistics
         self.store = store
         self.fetcher = fetcher
         self.settings = settings
-        listingContext = ListingContext(http: http, timeout: Int(settings.timeout))
+        var listingContext = ListingContext(http: http, timeout: Int(settings.timeout))
+        // A VOD a listing finds is chosen as the arguments' are.
+        listingContext.hlsVariant = hlsVariant
+        self.listingContext = listingContext
         self.preloadNext = preloadNext
         self.revalidateAfter = revalidateAfter
         self.dirCacheTime = dirCacheTime
@@ -129,7 +132,7 @@ public final class Catalog: @unchecked Sendable {
         self.budget = budget
         let context = LoaderContext(store: store, fetcher: fetcher, settings: settings, statistics: statistics,
                                     budget: budget, openFiles: OpenDataFiles(capacity: OpenDataFiles.defaultCapacity),
-                                    segmentedURLs: Set(sources.filter { $0.vod != nil }.map(\.url)))
+                                    segmented: fetcher as? SegmentedFetcher)
         // Every loader that comes to stand for a URL has its changes reach
         // the kernel under every name of it.
         let changeHandler = self.changeHandler

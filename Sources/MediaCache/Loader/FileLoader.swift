@@ -234,7 +234,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// What a lookup's probe fetches of the file: none for a segmented VOD,
     /// whose size its parts' lengths give (a stat then sends one request
     /// per part at most, and its first bytes wait for a read).
-    private var firstBytesOfLookup: Int64 { context.segmentedURLs.contains(source.url) ? 0 : settings.probeFirstBytes }
+    private var firstBytesOfLookup: Int64 { context.segmented?.serves(source.url) == true ? 0 : settings.probeFirstBytes }
 
     func startProbe(_ state: inout LoaderState, priority: FetchRequest.Priority = .read,
                     then settled: (@Sendable () -> Void)? = nil) {

@@ -13,21 +13,21 @@ public final class LoaderContext: @unchecked Sendable {
     let budget: CacheBudget?
     /// The mount's table of open data files (a few hundred at most).
     let openFiles: OpenDataFiles
-    /// The URLs of segmented VODs (the SegmentedFetcher's): their size is
-    /// their parts' lengths, so a lookup fetches none of their bytes. Kept
-    /// here, not in each loader's Source: a loader made for a stat knows
-    /// only its name and URL.
-    let segmentedURLs: Set<String>
+    /// The mount's segmented VODs: their size is their parts' lengths, so
+    /// a lookup fetches none of their bytes. Asked here, not of each
+    /// loader's Source: a loader made for a stat knows only its name and
+    /// URL, and a listing may find a VOD after the loader was made.
+    let segmented: SegmentedFetcher?
 
     public init(store: CacheStore, fetcher: Fetching, settings: LoaderSettings, statistics: Statistics = Statistics(),
                 budget: CacheBudget? = nil, openFiles: OpenDataFiles = OpenDataFiles(),
-                segmentedURLs: Set<String> = []) {
+                segmented: SegmentedFetcher? = nil) {
         self.store = store
         self.fetcher = fetcher
         self.settings = settings
         self.statistics = statistics
         self.budget = budget
         self.openFiles = openFiles
-        self.segmentedURLs = segmentedURLs
+        self.segmented = segmented
     }
 }

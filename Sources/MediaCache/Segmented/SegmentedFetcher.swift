@@ -14,8 +14,9 @@ public final class SegmentedFetcher: Fetching, Sendable {
     private static let ownBit: TransferID = 1 << 63
 
     private let base: Fetching
-    /// By URL; fixed at mount.
-    private let sizers: [String: SegmentSizer]
+    /// By URL: the mount's own VODs, and those its listings find (a
+    /// refresh registers each again; see `register`).
+    private let sizers: Locked<[String: SegmentSizer]>
     private let transfers = Locked<(next: TransferID, running: [TransferID: SegmentedTransfer])>((ownBit, [:]))
     /// Answers made up without a request (a HEAD, a 416): off the caller's
     /// thread, as the fetcher beneath answers.
@@ -25,14 +26,40 @@ public final class SegmentedFetcher: Fetching, Sendable {
         self.base = base
         var sizers: [String: SegmentSizer] = [:]
         for vod in vods { sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base) }
-        self.sizers = sizers
+        self.sizers = Locked(sizers)
+    }
+
+    /// Serves `vod`'s URL from its parts from now on. A VOD already served
+    /// with the same parts keeps its sizer (and the lengths it learned);
+    /// one whose parts changed gets a new one: its layout, and so its
+    /// validator, is then another version's, which the cache's own
+    /// validation takes care of. Transfers under way keep the sizer they
+    /// started with. Returns whether it replaced a VOD of other parts.
+    @discardableResult
+    public func register(_ vod: SegmentedVOD) -> Bool {
+        let base = self.base
+        return sizers.withLock { sizers in
+            let known = sizers[vod.url]
+            if let known, known.vod.partsDigest == vod.partsDigest { return false }
+            sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base)
+            return known != nil
+        }
+    }
+
+    /// Whether `url` is a VOD's, served from its parts.
+    public func serves(_ url: String) -> Bool {
+        sizer(of: url) != nil
+    }
+
+    private func sizer(of url: String) -> SegmentSizer? {
+        sizers.withLock { $0[url] }
     }
 
     public var statistics: Statistics? { base.statistics }
 
     @discardableResult
     public func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID {
-        guard let sizer = sizers[request.url] else { return base.start(request, delegate: delegate) }
+        guard let sizer = sizer(of: request.url) else { return base.start(request, delegate: delegate) }
         let answers = self.answers
         let transfer = transfers.withLock { state -> SegmentedTransfer in
             let id = state.next
@@ -68,13 +95,13 @@ public final class SegmentedFetcher: Fetching, Sendable {
     /// A VOD's transfers are cut into segments' requests, never held; other
     /// files' are the fetcher beneath's.
     public func holdsTransfers(of url: String) -> Bool {
-        sizers[url] == nil && base.holdsTransfers(of: url)
+        sizer(of: url) == nil && base.holdsTransfers(of: url)
     }
 
     /// A VOD's parts' offsets once its sizer settled them; never before
     /// (asking does not start the sizing).
     public func partOffsets(of url: String) -> [Int64]? {
-        sizers[url]?.layout?.offsets
+        sizer(of: url)?.layout?.offsets
     }
 
     public func allow(_ id: TransferID, through bytes: Int64) {

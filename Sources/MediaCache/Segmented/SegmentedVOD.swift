@@ -22,7 +22,7 @@ public final class SegmentedVOD: Sendable {
     /// What the validator is made of besides the lengths: the parts' URLs,
     /// ranges, key URLs and IVs (a playlist that changes them is another
     /// version); never a key.
-    private let partsDigest: String
+    let partsDigest: String
     /// AES-128 keys by key URL, 16 bytes each.
     let keys: [String: [UInt8]]
 

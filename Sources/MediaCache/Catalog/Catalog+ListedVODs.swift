@@ -1,0 +1,81 @@
+// VODs a listing shows: an http(s) entry whose name ends in `.m3u8` or
+// `.m3u` and whose text is an HLS playlist, or whose name ends in `.mpd`,
+// becomes its VOD's files, as the same URL given on the command line does
+// (`talk.m3u8` beside `notes.bin` is `talk.ts`, or `talk.mp4` and its audio
+// renditions' files). The mount's SegmentedFetcher serves each from then on.
+// Each refresh reads the playlists again (one GET each, more for a master
+// playlist): a playlist that changed is another version of its file. One
+// that cannot be read, or is not HLS, stays the plain file the listing
+// shows, with a warning naming it.
+import Foundation
+
+extension Catalog {
+    /// `sources` with each VOD among them replaced by its files, and the
+    /// URLs of the VODs whose playlists changed since the last listing.
+    func withVODs(_ sources: [Source], of listing: any Listing) -> (shown: [Source], changed: [String]) {
+        guard let segmented = fetcher as? SegmentedFetcher,
+              sources.contains(where: { !$0.isDirectory && Self.namesVOD($0.url) }) else { return (sources, []) }
+        var shown: [Source] = []
+        var changed: [String] = []
+        shown.reserveCapacity(sources.count)
+        for source in sources {
+            guard !source.isDirectory, Self.namesVOD(source.url) else {
+                shown.append(source)
+                continue
+            }
+            do {
+                guard let files = try vodFiles(of: source) else {
+                    shown.append(source)
+                    continue
+                }
+                // Registered only once the whole presentation was read.
+                for vod in files.compactMap(\.vod) where segmented.register(vod) { changed.append(vod.url) }
+                shown += files.map { file in
+                    var safe = file
+                    safe.name = FileNaming.safe(file.name)
+                    return safe
+                }
+            } catch {
+                let message = (error as? MediaError)?.message ?? "\(error)"
+                Log.warning("\(listing.origin): \(source.name): \(message); shown as the playlist file itself")
+                shown.append(source)
+            }
+        }
+        return (shown, changed)
+    }
+
+    /// Has the loaders of VODs whose playlists changed check their version
+    /// now (their length and validator are their parts'): a file whose
+    /// listing gives no lengths would else go on being the old version
+    /// until its next revalidation. The check asks the new parts' lengths.
+    func revalidateChanged(_ urls: [String]) {
+        for url in urls {
+            guard let loader = state.withLock({ $0.loaders[url] }) else { continue }
+            if loader.revalidate(olderThan: 0) { Log.info("\(MediaError.redacted(url)): its playlist changed") }
+        }
+    }
+
+    /// The files of the VOD at `source`'s URL; nil when it is a playlist
+    /// of files, not of a presentation (an M3U of songs).
+    private func vodFiles(of source: Source) throws -> [Source]? {
+        if DASHListing.isMPD(source.url) {
+            return try DASHListing(url: source.url, name: source.name).list(in: listingContext)
+        }
+        let text: String
+        do {
+            text = try listingContext.fetchText(source.url)
+        } catch let error as MediaError {
+            throw MediaError(error.errno, "playlist \(error.message)")
+        }
+        guard HLSPlaylist.isHLS(text) else { return nil }
+        return try HLSListing.sources(url: source.url, text: text, name: source.name, in: listingContext)
+    }
+
+    /// Whether a listed file's URL may be a VOD's: an http(s) HLS playlist
+    /// or DASH MPD, by its path's extension.
+    static func namesVOD(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return false }
+        return Playlist.isPlaylist(url) || DASHListing.isMPD(url)
+    }
+}
