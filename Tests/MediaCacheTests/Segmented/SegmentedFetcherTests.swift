@@ -135,6 +135,26 @@ final class SegmentedFetcherTests: XCTestCase {
         XCTAssertNil(fetcher.partOffsets(of: "http://h.example/v/all.ts"))
     }
 
+    func testAVODAListingFinds_isServedOnceRegistered_keepingItsLengthsWhileItsPartsStayTheSame() throws {
+        let fetcher = SegmentedFetcher(base: fake, vods: [])
+        XCTAssertFalse(fetcher.serves(url))
+        XCTAssertFalse(fetcher.register(vod(byteRanges: false)), "new: nothing replaced")
+        XCTAssertTrue(fetcher.serves(url))
+        let head = fetch(fetcher, FetchRequest(url: url, method: .head))
+        XCTAssertEqual(head.heads.first?.contentLength, 3200)
+        XCTAssertEqual(fake.heads.count, 3)
+        XCTAssertFalse(fetcher.register(vod(byteRanges: false)), "the same parts again")
+        XCTAssertEqual(fetcher.partOffsets(of: url), [0, 1000, 2500, 3200], "its lengths are kept")
+        // Other parts: another version, sized anew, under another validator.
+        let changed = SegmentedVOD(url: url, parts: [.init(url: "http://h.example/v/s2.ts", range: nil)],
+                                   contentType: "video/mp2t")
+        XCTAssertTrue(fetcher.register(changed))
+        XCTAssertNil(fetcher.partOffsets(of: url))
+        let again = fetch(fetcher, FetchRequest(url: url, method: .head))
+        XCTAssertEqual(again.heads.first?.contentLength, 700)
+        XCTAssertNotEqual(again.heads.first?.etag, head.heads.first?.etag)
+    }
+
     func testThePartHoldingAnOffset_isFoundByItsStart() {
         let offsets: [Int64] = [0, 1000, 2500, 2500, 3200]
         XCTAssertEqual(FileLoader.part(containing: 0, in: offsets), 0)
