@@ -252,3 +252,24 @@ def test_fstab_keys_set_the_endpoint_and_region(s3, s3_mount):
     m = s3_mount("s3://media/shows/a/", endpoint=False, extra=["-o", f"s3_endpoint={s3.url},s3_region={REGION}"])
     assert sorted(os.listdir(m.path("a"))) == ["ep1.bin", "ep2.bin"]
     assert s3.requests(list_only=True)[0].query["prefix"] == "shows/a/"
+
+
+def test_an_hls_playlist_in_a_bucket_is_its_vod_file_from_signed_requests(s3, s3_mount):
+    """A VOD found in an S3 listing: its playlist, its segments' lengths and
+    their bytes are all fetched with the mount's signature."""
+    segments = [data_of(150_000, 601), data_of(90_000, 602)]
+    playlist = ["#EXTM3U", "#EXT-X-TARGETDURATION:2", "#EXT-X-PLAYLIST-TYPE:VOD"]
+    for i, data in enumerate(segments):
+        s3.backend.put_object(Bucket="media", Key=f"lectures/talk-{i}.ts", Body=data)
+        playlist += ["#EXTINF:2.0,", f"talk-{i}.ts"]
+    s3.backend.put_object(Bucket="media", Key="lectures/talk.m3u8",
+                          Body=("\n".join([*playlist, "#EXT-X-ENDLIST", ""])).encode())
+    m = s3_mount("s3://media/lectures/")
+    assert sorted(os.listdir(m.path("lectures"))) == ["talk-0.ts", "talk-1.ts", "talk.ts"], m.stderr()
+    assert os.stat(m.path("lectures/talk.ts")).st_size == sum(map(len, segments))
+    assert read_whole(m.path("lectures/talk.ts")) == b"".join(segments)
+    asked = s3.requests(list_only=False)
+    assert {r.path for r in asked} >= {"/media/lectures/talk.m3u8", "/media/lectures/talk-0.ts",
+                                       "/media/lectures/talk-1.ts"}, [(r.method, r.path) for r in asked]
+    assert all(r.signed for r in asked), [(r.method, r.path) for r in asked if not r.signed]
+    assert all(r.range.startswith("bytes=") for r in asked if r.method == "GET" and r.path.endswith(".ts"))
