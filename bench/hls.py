@@ -1,6 +1,7 @@
 """The bench's HLS scenario (`--only hls`): issue 25's rows for a 2-minute
 HLS VOD of 2-second segments, once with MPEG-TS segments and once with fMP4,
-behind bench/linkem.py at 100 ms / 50 Mbit/s.
+behind bench/linkem.py at 100 ms / 50 Mbit/s; each over plain http
+(HTTP/1.1) and over https with HTTP/2 (nginx's ALPN, as CDNs serve HLS).
 
 - hls: ffprobe/ffmpeg's own HLS client on the playlist URL through the link;
 - mediafs: a mount of the playlist URL through the link, the command on its
@@ -36,6 +37,10 @@ ROWS = (("probe", "ffprobe -show_format -show_streams", W.ffprobe),
         ("first3s", "decode the first 3 s", W.first3s),
         ("seek", "seek to 90 s, decode 1 s", W.seek))
 RUNS = W.RUNS
+# transport -> (scheme, label suffix): the same tree from nginx's two servers.
+# ffmpeg's HLS client speaks HTTP/1.1 on both (it has no HTTP/2); mediafs
+# (libcurl) negotiates HTTP/2 over TLS and multiplexes one connection.
+TRANSPORTS = {"http": ("http", ""), "h2": ("https", " h2")}
 # (tool, phase) cells of each row: the HLS client has no cache (every run of
 # it is cold); the local file is the replay's reference.
 CELLS = (("hls", "cold"), ("mediafs", "cold"), ("local", "replay"), ("mediafs", "replay"))
@@ -114,9 +119,12 @@ class HlsBench:
         self.link = f"{RTT_MS} ms / {MBIT} Mbit/s"
         self.settle = 0.3 + RTT_MS / 1000
         self.media = {}    # kind -> {"segments", "parts", "bytes", "name"}
-        self.results = {}  # kind -> row -> "tool/phase" -> median run {"s", "requests", "bytes", "log", ...}
-        self.stat = {}     # kind -> {"fresh": run, "remount": run}
-        self.floor = {}    # kind -> {"s": median, "runs_s": [...]}: every part's length, 8 at a time (curl)
+        # Below, keyed by variant: the kind and its transport's suffix ("ts", "ts h2", ...).
+        self.results = {}  # variant -> row -> "tool/phase" -> median run {"s", "requests", "bytes", "log", ...}
+        self.stat = {}     # variant -> {"fresh": run, "remount": run}
+        self.floor = {}    # variant -> {"s": median, "runs_s": [...]}: every part's length (curl)
+        self.ems = {}      # transport -> its LinkEmulator
+        self.transport = "http"
 
     def run(self):
         ensure_media()
@@ -128,15 +136,28 @@ class HlsBench:
             self.media[kind] = {"parts": len(ps), "segments": sum(not p.endswith("init.mp4") for p in ps),
                                 "bytes": size, "name": PLAYLIST[:-len(".m3u8")] + "." + KINDS[kind][2]}
         B.log(f"hls: link {self.link}")
-        with W.LinkEmulator(self.b.nginx.port, RTT_MS, MBIT) as em:
-            self.em = em
-            for kind in KINDS:
-                self.b.guarded(f"hls {kind} stat", "mediafs", lambda: self.stat_rows(kind))
-                self.b.guarded(f"hls {kind} sizing floor", "curl", lambda: self.sizing_floor(kind))
-                for key, _, argv in ROWS:
-                    self.b.guarded(f"hls {kind} {key}", "mediafs", lambda: self.row(kind, key, argv))
+        with W.LinkEmulator(self.b.nginx.port, RTT_MS, MBIT) as plain, \
+                W.LinkEmulator(self.b.nginx.tls_port, RTT_MS, MBIT, scheme="https") as tls:
+            self.ems = {"http": plain, "h2": tls}
+            for transport in TRANSPORTS:
+                if transport not in self.b.args.hls_transports.split(","):
+                    continue
+                self.transport = transport
+                for kind in KINDS:
+                    v = self.variant(kind)
+                    self.b.guarded(f"hls {v} stat", "mediafs", lambda: self.stat_rows(kind))
+                    self.b.guarded(f"hls {v} sizing floor", "curl", lambda: self.sizing_floor(kind))
+                    for key, _, argv in ROWS:
+                        self.b.guarded(f"hls {v} {key}", "mediafs", lambda: self.row(kind, key, argv))
 
     # -- helpers
+    def variant(self, kind, transport=None):
+        return kind + TRANSPORTS[transport or self.transport][1]
+
+    @property
+    def em(self):
+        return self.ems[self.transport]
+
     def url(self, kind):
         return self.em.base() + f"hls-{kind}/{PLAYLIST}"
 
@@ -159,6 +180,8 @@ class HlsBench:
     def mount(self, kind, cache, tag):
         mp = self.b.mountpoint("mediafs")
         argv = [self.b.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30", self.url(kind), mp]
+        if self.transport == "h2":
+            argv[3:3] = ["--cacert", self.b.nginx.cert]
         return B.Mount("mediafs", argv, mp, f"mediafs-hls-{kind}-{tag}.log", self.b)
 
     def counted(self, run, entries):
@@ -202,18 +225,22 @@ class HlsBench:
             self.drop()
             again.append(stat_once(cache, f"restat{i}"))
             shutil.rmtree(cache, ignore_errors=True)
-        self.stat[kind] = {"fresh": median_run(fresh), "remount": median_run(again),
+        self.stat[self.variant(kind)] = {"fresh": median_run(fresh), "remount": median_run(again),
                            "fresh_segment_requests_max": max(r["segment_requests"] for r in fresh),
                            "remount_segment_requests_max": max(r["segment_requests"] for r in again),
                            "sizes": sorted({r["size"] for r in fresh + again})}
 
     # -- the limit: what learning every part's length costs through the link
     def sizing_floor(self, kind):
-        """`curl --parallel --parallel-max 8 -I` on every part, fresh connections: the least time a
-        client that gives the file its exact size before the first read needs, with HTTP/1.1 and an
-        origin's 8 connections (mediafs's bound), for a playlist without byte ranges."""
+        """`curl --parallel -I` on every part, fresh connections: the least time a client that gives
+        the file its exact size before the first read needs, for a playlist without byte ranges:
+        over HTTP/1.1 8 at a time (an origin's 8 connections, mediafs's bound); over HTTP/2 64 at a
+        time on one connection (mediafs's bound for an origin that multiplexes)."""
         base = self.em.base() + f"hls-{kind}/"
-        argv = ["curl", "-s", "-f", "--parallel", "--parallel-max", "8", "-I"]
+        width = "64" if self.transport == "h2" else "8"
+        argv = ["curl", "-s", "-f", "--parallel", "--parallel-max", width, "-I"]
+        if self.transport == "h2":
+            argv += ["--http2", "--cacert", self.b.nginx.cert]
         for p in parts(kind):
             argv += ["-o", "/dev/null", base + os.path.basename(p)]
         runs = []
@@ -222,7 +249,8 @@ class HlsBench:
             t0 = time.perf_counter()
             subprocess.run(argv, check=True, timeout=120)
             runs.append(time.perf_counter() - t0)
-        self.floor[kind] = {"s": sorted(runs)[len(runs) // 2], "runs_s": runs, "parts": len(parts(kind))}
+        self.floor[self.variant(kind)] = {"s": sorted(runs)[len(runs) // 2], "runs_s": runs,
+                                          "parts": len(parts(kind)), "width": int(width)}
 
     # -- one row: each cell RUNS times, interleaved so drift hits every cell alike
     def row(self, kind, key, argv):
@@ -254,9 +282,14 @@ class HlsBench:
             cell["runs_s"] = [r["s"] for r in rs]
             if tool == "mediafs":
                 cell["mount_s_median"] = sorted(r["mount_s"] for r in rs)[len(rs) // 2]
-            self.results.setdefault(kind, {}).setdefault(key, {})[f"{tool}/{phase}"] = cell
+            self.results.setdefault(self.variant(kind), {}).setdefault(key, {})[f"{tool}/{phase}"] = cell
 
     # -- report
+    def variants(self):
+        """(variant, kind) of each kind and transport measured, http first."""
+        return [(self.variant(k, t), k) for t in TRANSPORTS for k in self.media
+                if self.variant(k, t) in self.results or self.variant(k, t) in self.stat]
+
     def seconds(self, kind, key, cell):
         return self.results.get(kind, {}).get(key, {}).get(cell, {}).get("s")
 
@@ -289,7 +322,7 @@ class HlsBench:
         headers = ["format", "row", "hls cold", "mediafs cold", "÷ hls", "mount", "local", "mediafs replay",
                    "÷ local"]
         table = []
-        for kind in self.media:
+        for kind, _ in self.variants():
             for key, label, _ in ROWS:
                 h, mc = self.seconds(kind, key, "hls/cold"), self.seconds(kind, key, "mediafs/cold")
                 lo, mr = self.seconds(kind, key, "local/replay"), self.seconds(kind, key, "mediafs/replay")
@@ -300,11 +333,11 @@ class HlsBench:
                               self.cell(kind, key, "local/replay"), self.cell(kind, key, "mediafs/replay"),
                               f"{mr / lo:.2f}" if lo and mr is not None else "-"])
         B.print_table(headers, table)
-        for kind in self.media:
-            self.report_goals(kind)
+        for variant, kind in self.variants():
+            self.report_goals(variant, kind)
 
-    def report_goals(self, kind):
-        m = self.media[kind]
+    def report_goals(self, kind, media_kind):
+        m = self.media[media_kind]
         print(f"  {kind}:")
         st = self.stat.get(kind)
         if st:
@@ -341,7 +374,8 @@ class HlsBench:
         if fl:
             probe = self.seconds(kind, "probe", "hls/cold")
             versus = f"; the HLS client's whole probe took {probe:.2f} s" if probe else ""
-            print(f"    limits: the lengths of all {fl['parts']} parts, 8 at a time (curl --parallel-max 8 -I): "
+            print(f"    limits: the lengths of all {fl['parts']} parts, {fl['width']} at a time "
+                  f"(curl --parallel-max {fl['width']} -I): "
                   f"{fl['s']:.2f} s (median of {RUNS}){versus}: a cold command through mediafs waits for them "
                   f"before its first read (the file's exact size), the HLS client never asks")
         rep = [(self.seconds(kind, k, "mediafs/replay"), self.seconds(kind, k, "local/replay"), k) for k in keys]
@@ -355,7 +389,8 @@ class HlsBench:
         """kind -> goal -> PASS/MISS, for the JSON."""
         out = {}
         keys = [k for k, _, _ in ROWS]
-        for kind, m in self.media.items():
+        for kind, media_kind in self.variants():
+            m = self.media[media_kind]
             g = out.setdefault(kind, {})
             st = self.stat.get(kind)
             if st:

@@ -151,8 +151,14 @@ def drop_caches():
 
 # -------------------------------------------------------------------- nginx
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class Nginx:
-    FIELDS = ("msec", "method", "uri", "range", "status", "bytes", "conn", "rtime")
+    FIELDS = ("msec", "method", "uri", "range", "status", "bytes", "conn", "rtime", "proto")
 
     def __init__(self, root, work):
         self.root, self.work = root, work
@@ -160,10 +166,16 @@ class Nginx:
         self.log_path = os.path.join(work, "access.log")
 
     def start(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port, self.tls_port = free_port(), free_port()
         w = self.work
+        # The same tree over https with HTTP/2 (ALPN), as CDNs serve media:
+        # a self-signed certificate for 127.0.0.1, made per run; clients
+        # trust it with `--cacert` (mediafs, curl) or do not verify (ffmpeg).
+        self.cert, key = os.path.join(w, "tls-cert.pem"), os.path.join(w, "tls-key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", key, "-out", self.cert], check=True, timeout=60,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for d in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
             os.makedirs(os.path.join(w, "tmp", d), exist_ok=True)
         conf = f"""
@@ -175,7 +187,7 @@ pid {w}/nginx.pid;
 error_log {w}/nginx-error.log warn;
 events {{ worker_connections 1024; }}
 http {{
-    log_format bench '$msec $request_method $uri "$http_range" $status $body_bytes_sent $connection $request_time';
+    log_format bench '$msec $request_method $uri "$http_range" $status $body_bytes_sent $connection $request_time $server_protocol';
     access_log {self.log_path} bench;
     client_body_temp_path {w}/tmp/client_body;
     proxy_temp_path {w}/tmp/proxy;
@@ -191,6 +203,13 @@ http {{
     default_type application/octet-stream;
     server {{
         listen 127.0.0.1:{self.port};
+        root {self.root};
+        autoindex on;
+    }}
+    server {{
+        listen 127.0.0.1:{self.tls_port} ssl http2;
+        ssl_certificate {self.cert};
+        ssl_certificate_key {key};
         root {self.root};
         autoindex on;
     }}
@@ -229,15 +248,15 @@ http {{
             data = f.read().decode(errors="replace")
         out = []
         for line in data.splitlines():
-            # msec method uri "range" status bytes conn rtime
+            # msec method uri "range" status bytes conn rtime proto
             try:
                 head, rng, tail = line.split('"', 2)
                 msec, method, uri = head.split()
-                status, nbytes, conn, rtime = tail.split()
+                status, nbytes, conn, rtime, proto = tail.split()
                 out.append({"msec": float(msec), "method": method, "uri": uri,
                             "range": None if rng in ("", "-") else rng,
                             "status": int(status), "bytes": int(nbytes),
-                            "conn": int(conn), "rtime": float(rtime)})
+                            "conn": int(conn), "rtime": float(rtime), "proto": proto})
             except ValueError:
                 out.append({"raw": line, "bytes": 0})
         return out
@@ -1312,6 +1331,9 @@ def main():
     p.add_argument("--mediaserver-quick", action="store_true",
                    help="media-server scenario: mediafs alone, with the scan and with read classes off only "
                         "(default: also the frame extraction named as a scanner, and rclone alone and with the scan)")
+    p.add_argument("--hls-transports", default="http,h2", metavar="T,T",
+                   help="HLS scenario: transports to measure, of http (HTTP/1.1) and h2 (https, HTTP/2) "
+                        "(default: both)")
     p.add_argument("--skip-rclone", action="store_true", help="do not run the rclone column")
     p.add_argument("--size-mib", type=int, default=1024, help="size of the random file (default 1024)")
     p.add_argument("--scale-entries", default="10000,100000", metavar="N,N",
@@ -1321,6 +1343,8 @@ def main():
     args = p.parse_args()
     if args.size_mib < 1:
         p.error("--size-mib must be ≥ 1")
+    if not args.hls_transports or set(args.hls_transports.split(",")) - {"http", "h2"}:
+        p.error("--hls-transports takes http, h2 or both")
     Bench(args).run()
 
 

@@ -59,7 +59,8 @@ class LinkEmulator:
     """bench/linkem.py in front of nginx; stopped by its pid, and by itself if
     the bench dies (it exits when its stdin closes, or after an hour)."""
 
-    def __init__(self, upstream_port, rtt_ms, mbit):
+    def __init__(self, upstream_port, rtt_ms, mbit, scheme="http"):
+        self.scheme = scheme
         self.argv = [sys.executable, LINKEM, "--upstream", f"127.0.0.1:{upstream_port}",
                      "--delay-ms", str(rtt_ms / 2), "--rate-mbit", str(mbit), "--lifetime", "3600",
                      "--stdin-watch"]
@@ -74,7 +75,7 @@ class LinkEmulator:
         return self
 
     def base(self):
-        return f"http://127.0.0.1:{self.port}/"
+        return f"{self.scheme}://127.0.0.1:{self.port}/"
 
     def __exit__(self, *exc):
         if self.proc.poll() is None:

@@ -10,6 +10,9 @@
 // from its write callback and resumed by this thread when its share is due.
 // A long transfer holds the same way once it delivered what its reader was
 // allowed, and gives its connection up when a read of its origin waits.
+// libcurl negotiates HTTP/2 over TLS (ALPN); an origin that answered so
+// takes many transfers at once as streams of one connection (PIPEWAIT: a
+// wave of them waits for that connection instead of opening sixteen).
 import CCurl
 #if canImport(Glibc)
 import Glibc
@@ -19,6 +22,9 @@ import MediaSupport
 public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// Transfers running at once per origin (scheme, host, port); more queue here.
     public static let maxConnectionsPerHost = 8
+    /// Transfers running at once per origin that speaks HTTP/2: streams of
+    /// one connection, within the 100 libcurl and 128 nginx allow at once.
+    public static let maxStreamsPerMultiplexedHost = 64
     public static let maxConnections = 16
     /// Readahead and preload transfers running at once; the rest queue.
     public static let maxBackgroundTransfers = 4
@@ -53,7 +59,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private var waiting: [TransferID: CurlTransfer] = [:]
     private let admission = TransferAdmission(
         perOrigin: CurlFetcher.maxConnectionsPerHost, readReserve: CurlFetcher.readReserve,
-        maxProbes: CurlFetcher.maxBackgroundProbes, maxBackground: CurlFetcher.maxBackgroundTransfers)
+        maxProbes: CurlFetcher.maxBackgroundProbes, maxBackground: CurlFetcher.maxBackgroundTransfers,
+        perMultiplexedOrigin: CurlFetcher.maxStreamsPerMultiplexedHost)
     private var thread: pthread_t?
 
     private let options: HTTPOptions
@@ -176,6 +183,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                 var raw: UnsafeMutableRawPointer?
                 _ = mediafs_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &raw)
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(raw!).takeUnretainedValue()
+                if code == CURLE_OK { learnProtocol(of: easy) }
                 do {
                     if let next = try transfer.redirect(after: code) {
                         // Out of the multi before the next hop replaces (and frees) the handle.
@@ -225,9 +233,22 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         }
     }
 
+    /// Tells the admission whether the origin that answered on `easy`
+    /// multiplexes (its answer came over HTTP/2 or later).
+    private func learnProtocol(of easy: UnsafeMutableRawPointer) {
+        var version = 0
+        var url: UnsafeMutablePointer<CChar>?
+        guard mediafs_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK, version != 0,
+              mediafs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url else { return }
+        admission.learned(HTTPOrigin(url: String(cString: url)), multiplexes: version >= Int(CURL_HTTP_VERSION_2_0))
+    }
+
     private func admit(_ transfer: CurlTransfer) {
         do {
             let easy = try transfer.begin()
+            if admission.multiplexes(HTTPOrigin(url: transfer.request.url)) {
+                _ = mediafs_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+            }
             active[transfer.id] = transfer
             curl_multi_add_handle(multi, easy)
         } catch {

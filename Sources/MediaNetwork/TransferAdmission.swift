@@ -5,6 +5,10 @@
 // scan's reads and preload, get only what reads leave (probes, readahead
 // and preload under caps of their own for the whole mount; a scan's reads,
 // which someone waits on, only under the origin's).
+// An origin that answered over HTTP/2 multiplexes: its transfers are
+// streams of one connection, not connections, so it takes
+// `perMultiplexedOrigin` at once (a VOD's 60 length probes in one round
+// trip, not eight); an HTTP/1 answer takes that back.
 // Bookkeeping only, on the network thread: O(1) amortized per transfer, no
 // scan of what waits. One origin's queue never holds another origin's back.
 import MediaSupport
@@ -14,6 +18,8 @@ public final class TransferAdmission {
 
     /// Transfers running at once per origin.
     public let perOrigin: Int
+    /// Transfers running at once per origin that multiplexes (HTTP/2 streams).
+    public let perMultiplexedOrigin: Int
     /// Places per origin that probes and background transfers leave to reads.
     public let readReserve: Int
     /// Probes running at once, all origins together.
@@ -47,6 +53,8 @@ public final class TransferAdmission {
     }
 
     private final class Origin {
+        /// Its transfers are streams of one connection (HTTP/2).
+        var multiplexed = false
         var running = 0
         /// Players' reads and readahead running here, and started here so far.
         var runningPlay = 0
@@ -91,9 +99,15 @@ public final class TransferAdmission {
     /// Scan reads that waited for a place while players' reads or readahead
     /// ran or waited at their origin, since the caller last took the count.
     public var scansDelayed = 0
+    /// Origins whose last answer came over HTTP/2; kept while they are idle
+    /// (an idle origin's entry is dropped), bounded by forgetting them all.
+    private var multiplexing = Set<HTTPOrigin?>()
+    static let maxMultiplexingOrigins = 4096
 
-    public init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int) {
+    public init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int,
+                perMultiplexedOrigin: Int? = nil) {
         self.perOrigin = perOrigin
+        self.perMultiplexedOrigin = max(perMultiplexedOrigin ?? perOrigin, perOrigin)
         self.readReserve = readReserve
         self.maxProbes = maxProbes
         self.maxBackground = maxBackground
@@ -102,9 +116,31 @@ public final class TransferAdmission {
     /// Origins with a transfer running or waiting (the rest are forgotten).
     public var originCount: Int { origins.count }
 
+    /// Whether `key`'s last answer came over a multiplexing protocol.
+    public func multiplexes(_ key: HTTPOrigin?) -> Bool { multiplexing.contains(key) }
+
+    /// An answer from `key` came over HTTP/2 (`multiplexes`) or HTTP/1:
+    /// its place count follows the newest answer.
+    public func learned(_ key: HTTPOrigin?, multiplexes: Bool) {
+        guard key != nil, multiplexes != multiplexing.contains(key) else { return }
+        if multiplexes {
+            if multiplexing.count >= Self.maxMultiplexingOrigins { multiplexing = [] }
+            multiplexing.insert(key)
+        } else {
+            multiplexing.remove(key)
+        }
+        guard let origin = origins[key] else { return }
+        origin.multiplexed = multiplexes
+        markDirty(key, origin)
+    }
+
+    /// Transfers that may run at once at `origin`.
+    private func places(_ origin: Origin) -> Int { origin.multiplexed ? perMultiplexedOrigin : perOrigin }
+
     public func enqueue(_ id: TransferID, origin key: HTTPOrigin?, group: String, priority: Priority) {
         let origin = origins[key] ?? {
             let made = Origin()
+            made.multiplexed = multiplexing.contains(key)
             origins[key] = made
             return made
         }()
@@ -184,10 +220,10 @@ public final class TransferAdmission {
     /// preload, which wait behind playback.
     public func waitsForRoom(at key: HTTPOrigin?, behind priority: Priority) -> Bool {
         guard let origin = origins[key] else { return false }
-        if origin.waitingReads > 0 && origin.running >= perOrigin { return true }
+        if origin.waitingReads > 0 && origin.running >= places(origin) { return true }
         guard Self.isPlay(priority), waitingReadahead > 0 else { return false }
         let readahead = Priority.readahead.rawValue
-        if origin.waitingBackground[readahead] > 0 && origin.running >= perOrigin - readReserve { return true }
+        if origin.waitingBackground[readahead] > 0 && origin.running >= places(origin) - readReserve { return true }
         return priority == .readahead && !hasRoomUnderCap(.readahead)
     }
 
@@ -199,7 +235,7 @@ public final class TransferAdmission {
         while let key = dirty.popFirst() {
             guard let origin = origins[key] else { continue }
             origin.dirty = false
-            while origin.running < perOrigin, let id = nextRead(at: origin) {
+            while origin.running < places(origin), let id = nextRead(at: origin) {
                 start(id, at: origin, into: &started)
             }
             for p in Self.backgroundPriorities.map(\.rawValue)
@@ -311,7 +347,7 @@ public final class TransferAdmission {
     }
 
     private func hasBackgroundRoom(_ origin: Origin) -> Bool {
-        origin.waitingReads == 0 && origin.running < perOrigin - readReserve
+        origin.waitingReads == 0 && origin.running < places(origin) - readReserve
     }
 
     private func hasRoomUnderCap(_ priority: Priority) -> Bool {

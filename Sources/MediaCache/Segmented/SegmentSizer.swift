@@ -15,8 +15,11 @@ import MediaSupport
 final class SegmentSizer: Sendable {
     typealias Done = @Sendable (Result<SegmentedVOD.Layout, MediaError>) -> Void
 
-    /// Probes in flight at once for one VOD.
-    static let maxParallel = 8
+    /// Probes asked of the fetcher at once for one VOD. Its admission bounds
+    /// what runs: 8 per HTTP/1 origin, 64 streams on an HTTP/2 one (a
+    /// 2-minute VOD's lengths in one round trip); waiting there costs a
+    /// request's few words, so this only bounds a long VOD's queue.
+    static let maxParallel = 64
 
     private struct State {
         var lengths: [Int64?]

@@ -36,6 +36,29 @@ final class TransferAdmissionTests: XCTestCase {
         XCTAssertEqual(admission.admit(), [])
     }
 
+    func testAnOriginThatAnsweredOverHTTP2TakesItsStreamsAtOnceAndAnHTTP1AnswerTakesThatBack() {
+        let admission = TransferAdmission(perOrigin: 8, readReserve: 2, maxProbes: 6, maxBackground: 4,
+                                          perMultiplexedOrigin: 64)
+        let first = enqueue(admission, a, "A", count: 70)
+        XCTAssertEqual(admission.admit(), Array(first.prefix(8)), "not known to multiplex: 8 at once")
+        admission.learned(a, multiplexes: true)
+        XCTAssertTrue(admission.multiplexes(a))
+        XCTAssertFalse(admission.multiplexes(b), "another port is another origin")
+        XCTAssertEqual(admission.admit(), Array(first[8..<64]), "a waiting wave gets the streams at once")
+        for id in first.prefix(64) { admission.remove(id) }
+        XCTAssertEqual(admission.admit(), Array(first[64...]))
+        for id in first[64...] { admission.remove(id) }
+        XCTAssertEqual(admission.admit(), [])
+        XCTAssertEqual(admission.originCount, 0, "an idle origin is forgotten")
+        let second = enqueue(admission, a, "A", count: 70)
+        XCTAssertEqual(admission.admit(), Array(second.prefix(64)), "what it learned outlives its idle time")
+        admission.learned(a, multiplexes: false)
+        for id in second.prefix(60) { admission.remove(id) }
+        XCTAssertEqual(admission.admit(), Array(second[64..<68]), "an HTTP/1 answer: 8 at once again")
+        let probes = enqueue(admission, b, "B", .probe, count: 8)
+        XCTAssertEqual(admission.admit(), Array(probes.prefix(6)), "probes keep their own cap")
+    }
+
     func testAReadOfAnotherFileTakesTheNextFreePlaceBeforeTheDeepQueue() {
         let admission = makeAdmission()
         let fileA = enqueue(admission, a, "A", count: 24)
