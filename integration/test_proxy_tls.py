@@ -1,7 +1,8 @@
 """How requests reach the server: through `--proxy` or the proxy the
 environment names (--proxy wins), with the proxy's password for the proxy
 alone; and https from a private CA, trusted with `--cacert` and refused
-without it.
+without it; and an https origin that speaks HTTP/2, whose requests go as
+streams of one connection, many at once.
 
 The proxy is integration/forwardproxy.py (plain HTTP, absolute-form, no CONNECT),
 which marks what it forwards, so the FaultServer behind it tells proxied
@@ -14,6 +15,8 @@ import errno
 import os
 import socket
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -131,10 +134,12 @@ def test_a_bad_proxy_is_refused_before_mounting_without_showing_its_password(tmp
 
 class TLSNginx:
     """nginx serving `root` over https on 127.0.0.1 with a self-signed
-    certificate for that address, stopped by pid."""
+    certificate for that address, stopped by pid; with `http2`, HTTP/2 by
+    ALPN and an access log (`log()`)."""
 
-    def __init__(self, workdir, root):
+    def __init__(self, workdir, root, http2=False):
         self.workdir = workdir
+        self.access_log = workdir / "access.log"
         self.port = harness.free_port()
         self.cert = workdir / "ca.pem"
         key = workdir / "key.pem"
@@ -153,11 +158,12 @@ pid {workdir}/nginx.pid;
 error_log {workdir}/error.log info;
 events {{ worker_connections 64; }}
 http {{
-    access_log off;
+    log_format timed "$msec $request_method $uri $connection $server_protocol";
+    access_log {self.access_log if http2 else "off"}{" timed" if http2 else ""};
     client_body_temp_path {workdir}/temp/body;
     proxy_temp_path {workdir}/temp/proxy;
     server {{
-        listen 127.0.0.1:{self.port} ssl;
+        listen 127.0.0.1:{self.port} ssl{" http2" if http2 else ""};
         ssl_certificate {self.cert};
         ssl_certificate_key {key};
         root {root};
@@ -171,22 +177,64 @@ http {{
     def url(self, name):
         return f"https://127.0.0.1:{self.port}/{name}"
 
+    def log(self):
+        """(seconds, method, uri, connection, protocol) of each request logged."""
+        if not self.access_log.exists():
+            return []
+        out = []
+        for line in self.access_log.read_text().splitlines():
+            msec, method, uri, conn, proto = line.split()
+            out.append((float(msec), method, uri, int(conn), proto))
+        return out
+
     def stop(self):
         harness.stop_popen(self.proc, timeout=0)
 
 
-@pytest.fixture
-def tls(tmp_path):
+def _tls_server(tmp_path, http2):
     root = tmp_path / "tls-root"
     root.mkdir()
     workdir = tmp_path / "tls-nginx"
     workdir.mkdir()
-    server = TLSNginx(workdir, root)
+    server = TLSNginx(workdir, root, http2=http2)
     try:
         harness.wait_until(lambda: _listening(server.port), "the https nginx to listen", timeout=10)
         yield server, root
     finally:
         server.stop()
+
+
+@pytest.fixture
+def tls(tmp_path):
+    yield from _tls_server(tmp_path, http2=False)
+
+
+@pytest.fixture
+def tls_h2(tmp_path):
+    yield from _tls_server(tmp_path, http2=True)
+
+
+LINKEM = Path(__file__).resolve().parent.parent / "bench" / "linkem.py"
+
+
+@pytest.fixture
+def delayed():
+    """delayed(port, delay_ms) -> the port of bench/linkem.py in front of
+    127.0.0.1:port, adding delay_ms each way; stopped by pid."""
+    started = []
+
+    def start(upstream_port, delay_ms):
+        proc = subprocess.Popen([sys.executable, str(LINKEM), "--upstream", f"127.0.0.1:{upstream_port}",
+                                 "--delay-ms", str(delay_ms), "--lifetime", "300", "--stdin-watch"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        started.append(proc)
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), f"linkem printed {line!r}, rc={proc.poll()}"
+        return int(line)
+    yield start
+    for proc in started:
+        proc.terminate()
+        harness.stop_popen(proc, timeout=5)
 
 
 def _listening(port):
@@ -245,3 +293,45 @@ def test_a_missing_or_unusable_cacert_is_refused_before_mounting(tmp_path):
         assert r.returncode != 0
         assert f"--cacert {path}" in r.stderr and why in r.stderr, r.stderr
         assert not harness.is_mounted(mnt)
+
+
+def rounds(times, gap):
+    """Arrival times grouped into rounds: a new round after a pause of more than `gap` s."""
+    out = []
+    for t in sorted(times):
+        if out and t - out[-1][-1] <= gap:
+            out[-1].append(t)
+        else:
+            out.append([t])
+    return out
+
+
+def test_an_http2_origin_takes_a_vods_length_probes_as_streams_of_one_connection(mount, tls_h2, delayed,
+                                                                                  clean_env):
+    """A VOD's 40 segment lengths from an origin that answers over HTTP/2
+    (nginx, ALPN): once it answered so, the rest go at once as streams of
+    one connection. Over HTTP/1 they went 8 connections at a time, 5
+    rounds at this link's 300 ms round trip; here 2: the first 8, before
+    the protocol is known, then the other 32 together."""
+    server, root = tls_h2
+    sizes = [20_000 + 37 * i for i in range(40)]
+    lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:2", "#EXT-X-PLAYLIST-TYPE:VOD"]
+    whole = b""
+    for i, size in enumerate(sizes):
+        part = data_of(size, 300 + i)
+        (root / f"seg{i:02d}.ts").write_bytes(part)
+        whole += part
+        lines += ["#EXTINF:2.0,", f"seg{i:02d}.ts"]
+    (root / "vod.m3u8").write_text("\n".join(lines + ["#EXT-X-ENDLIST", ""]))
+    port = delayed(server.port, 150)
+    m = mount(f"https://127.0.0.1:{port}/vod.m3u8", extra=(*MOUNT_ARGS, "--timeout", "30", "--cacert", server.cert))
+    assert os.stat(m.path("vod.ts")).st_size == len(whole)
+    heads = [r for r in server.log() if r[1] == "HEAD"]
+    assert sorted(r[2] for r in heads) == [f"/seg{i:02d}.ts" for i in range(40)], heads
+    assert {r[4] for r in server.log()} == {"HTTP/2.0"}, server.log()
+    waves = rounds([r[0] for r in heads], gap=0.15)
+    assert len(waves) <= 2, f"the lengths came in {len(waves)} rounds of {[len(w) for w in waves]}"
+    last = [r for r in heads if r[0] >= waves[-1][0]]
+    assert len({r[3] for r in last}) == 1, f"the last round used connections {sorted({r[3] for r in last})}"
+    assert read_whole(m.path("vod.ts")) == whole
+    assert {r[4] for r in server.log()} == {"HTTP/2.0"}

@@ -28,6 +28,9 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     public static let maxConnections = 16
     /// Readahead and preload transfers running at once; the rest queue.
     public static let maxBackgroundTransfers = 4
+    /// The same at origins that speak HTTP/2: a walk through a VOD's parts
+    /// keeps 16 heads ahead, each with the page of the part before it.
+    public static let maxMultiplexedBackgroundTransfers = 32
     /// Places per origin that probes, readahead and preload leave to reads.
     public static let readReserve = 2
     /// Background probes (a listing's entries) running at once: enough to
@@ -60,7 +63,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private let admission = TransferAdmission(
         perOrigin: CurlFetcher.maxConnectionsPerHost, readReserve: CurlFetcher.readReserve,
         maxProbes: CurlFetcher.maxBackgroundProbes, maxBackground: CurlFetcher.maxBackgroundTransfers,
-        perMultiplexedOrigin: CurlFetcher.maxStreamsPerMultiplexedHost)
+        perMultiplexedOrigin: CurlFetcher.maxStreamsPerMultiplexedHost,
+        maxMultiplexedBackground: CurlFetcher.maxMultiplexedBackgroundTransfers)
     private var thread: pthread_t?
 
     private let options: HTTPOptions

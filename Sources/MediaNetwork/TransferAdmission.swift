@@ -8,7 +8,9 @@
 // An origin that answered over HTTP/2 multiplexes: its transfers are
 // streams of one connection, not connections, so it takes
 // `perMultiplexedOrigin` at once (a VOD's 60 length probes in one round
-// trip, not eight); an HTTP/1 answer takes that back.
+// trip, not eight), and its readahead and preload count against a cap of
+// their own (`maxMultiplexedBackground`: a walk's 16 part heads ahead in
+// one round trip, not four a round); an HTTP/1 answer takes that back.
 // Bookkeeping only, on the network thread: O(1) amortized per transfer, no
 // scan of what waits. One origin's queue never holds another origin's back.
 import MediaSupport
@@ -26,12 +28,17 @@ public final class TransferAdmission {
     public let maxProbes: Int
     /// Readahead and preload transfers running at once, all origins together.
     public let maxBackground: Int
+    /// The same at origins that multiplex (streams, not connections; each
+    /// still holds a receive buffer, so they are bounded too).
+    public let maxMultiplexedBackground: Int
 
     private struct Entry {
         let origin: HTTPOrigin?
         let group: String
         var priority: Priority
         var running = false
+        /// Counted in `runningMultiplexedBackground` while it runs.
+        var multiplexedBackground = false
         /// The admission pass after which it was asked for, whether
         /// players' transfers ran or waited at its origin then, and how
         /// many of theirs had started there: a scan read that waits while
@@ -91,6 +98,9 @@ public final class TransferAdmission {
     /// and comes back when it is dirty again, so a pass costs what it admits.
     private var rings = [FIFO<HTTPOrigin?>](repeating: FIFO(), count: Priority.allCases.count)
     private var runningByPriority = [Int](repeating: 0, count: Priority.allCases.count)
+    /// Readahead and preload running at multiplexing origins (not in the
+    /// readahead and preload counts of `runningByPriority`).
+    private var runningMultiplexedBackground = 0
     /// Readahead transfers waiting, all origins together.
     private var waitingReadahead = 0
     /// Passes of `admit` so far: a transfer started in the first pass after
@@ -105,9 +115,10 @@ public final class TransferAdmission {
     static let maxMultiplexingOrigins = 4096
 
     public init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int,
-                perMultiplexedOrigin: Int? = nil) {
+                perMultiplexedOrigin: Int? = nil, maxMultiplexedBackground: Int? = nil) {
         self.perOrigin = perOrigin
         self.perMultiplexedOrigin = max(perMultiplexedOrigin ?? perOrigin, perOrigin)
+        self.maxMultiplexedBackground = max(maxMultiplexedBackground ?? maxBackground, maxBackground)
         self.readReserve = readReserve
         self.maxProbes = maxProbes
         self.maxBackground = maxBackground
@@ -167,8 +178,10 @@ public final class TransferAdmission {
         entry.priority = priority
         entries[id] = entry
         if entry.running {
-            runningByPriority[was] -= 1
-            runningByPriority[priority.rawValue] += 1
+            uncount(&entry, was)
+            entries[id] = entry
+            count(&entry, priority.rawValue, at: origin)
+            entries[id] = entry
             if Self.isPlay(priority) && !Self.isPlay(FetchRequest.Priority(rawValue: was)!) { origin.runningPlay += 1 }
         } else {
             countWaiting(origin, was, -1)
@@ -194,7 +207,8 @@ public final class TransferAdmission {
         if entry.running {
             origin.running -= 1
             group?.running -= 1
-            runningByPriority[p] -= 1
+            var entry = entry
+            uncount(&entry, p)
             if Self.isPlay(entry.priority) { origin.runningPlay -= 1 }
         } else if entry.priority == .read {
             origin.waitingReads -= 1
@@ -224,7 +238,7 @@ public final class TransferAdmission {
         guard Self.isPlay(priority), waitingReadahead > 0 else { return false }
         let readahead = Priority.readahead.rawValue
         if origin.waitingBackground[readahead] > 0 && origin.running >= places(origin) - readReserve { return true }
-        return priority == .readahead && !hasRoomUnderCap(.readahead)
+        return priority == .readahead && !hasRoomUnderCap(.readahead, multiplexed: origin.multiplexed)
     }
 
     /// The transfers that may start now, in order; they count as running
@@ -247,8 +261,15 @@ public final class TransferAdmission {
         }
         for priority in Self.backgroundPriorities {
             let p = priority.rawValue
-            while hasRoomUnderCap(priority), let key = rings[p].popFirst() {
+            // Origins whose pool (multiplexing or not) is full keep their turn.
+            var full: [HTTPOrigin?] = []
+            while hasRoomUnderCap(priority, multiplexed: false) || hasRoomUnderCap(priority, multiplexed: true),
+                  let key = rings[p].popFirst() {
                 guard let origin = origins[key] else { continue }
+                guard hasRoomUnderCap(priority, multiplexed: origin.multiplexed) else {
+                    full.append(key)
+                    continue
+                }
                 origin.inRing[p] = false
                 if hasBackgroundRoom(origin), let id = nextBackground(priority, at: origin) {
                     start(id, at: origin, into: &started)
@@ -259,6 +280,7 @@ public final class TransferAdmission {
                 }
                 if origin.idle { origins[key] = nil }
             }
+            for key in full { rings[p].append(key) }
         }
         return started
     }
@@ -328,7 +350,8 @@ public final class TransferAdmission {
         } else {
             countWaiting(origin, entry.priority.rawValue, -1)
         }
-        runningByPriority[entry.priority.rawValue] += 1
+        count(&entry, entry.priority.rawValue, at: origin)
+        entries[id] = entry
         started.append(id)
     }
 
@@ -350,12 +373,37 @@ public final class TransferAdmission {
         origin.waitingReads == 0 && origin.running < places(origin) - readReserve
     }
 
-    private func hasRoomUnderCap(_ priority: Priority) -> Bool {
+    private func hasRoomUnderCap(_ priority: Priority, multiplexed: Bool) -> Bool {
         if priority == .probe { return runningByPriority[Priority.probe.rawValue] < maxProbes }
         // A scan's reader waits on it: only its origin's places bound it.
         if priority == .scan { return true }
+        if multiplexed { return runningMultiplexedBackground < maxMultiplexedBackground }
         let background = runningByPriority[Priority.readahead.rawValue] + runningByPriority[Priority.preload.rawValue]
         return background < maxBackground
+    }
+
+    private static func isCapped(_ p: Int) -> Bool {
+        p == Priority.readahead.rawValue || p == Priority.preload.rawValue
+    }
+
+    /// Counts a transfer that starts running at `origin` at priority `p`.
+    private func count(_ entry: inout Entry, _ p: Int, at origin: Origin) {
+        entry.multiplexedBackground = Self.isCapped(p) && origin.multiplexed
+        if entry.multiplexedBackground {
+            runningMultiplexedBackground += 1
+        } else {
+            runningByPriority[p] += 1
+        }
+    }
+
+    /// Takes back what `count` counted for a running transfer at priority `p`.
+    private func uncount(_ entry: inout Entry, _ p: Int) {
+        if entry.multiplexedBackground {
+            runningMultiplexedBackground -= 1
+            entry.multiplexedBackground = false
+        } else {
+            runningByPriority[p] -= 1
+        }
     }
 
     /// Drops dead ids once they outnumber the live ones: memory stays

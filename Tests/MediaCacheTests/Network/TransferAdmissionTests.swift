@@ -59,6 +59,28 @@ final class TransferAdmissionTests: XCTestCase {
         XCTAssertEqual(admission.admit(), Array(probes.prefix(6)), "probes keep their own cap")
     }
 
+    func testReadaheadAtAMultiplexingOriginHasItsOwnCapAndLeavesThePlainOnesTheirs() {
+        let admission = TransferAdmission(perOrigin: 8, readReserve: 2, maxProbes: 6, maxBackground: 4,
+                                          perMultiplexedOrigin: 64, maxMultiplexedBackground: 32)
+        admission.learned(a, multiplexes: true)
+        let ahead = enqueue(admission, a, "A", .readahead, count: 40)
+        let plain = enqueue(admission, b, "B", .readahead, count: 6)
+        let started = admission.admit()
+        XCTAssertEqual(started.filter(ahead.contains), Array(ahead.prefix(32)), "streams: 32 at once")
+        XCTAssertEqual(started.filter(plain.contains), Array(plain.prefix(4)), "the plain origin keeps its 4")
+        admission.remove(plain[0])
+        XCTAssertEqual(admission.admit(), [plain[4]], "a plain place freed goes to the plain origin")
+        admission.remove(ahead[0])
+        admission.remove(ahead[1])
+        XCTAssertEqual(admission.admit(), [ahead[32], ahead[33]])
+        // A running readahead that a reader joins leaves the pool.
+        admission.promote(ahead[2])
+        XCTAssertEqual(admission.admit(), [ahead[34]])
+        admission.learned(a, multiplexes: false)
+        for id in ahead[3..<35] { admission.remove(id) }
+        XCTAssertEqual(admission.admit(), [], "HTTP/1 again: the plain cap, which B's four fill")
+    }
+
     func testAReadOfAnotherFileTakesTheNextFreePlaceBeforeTheDeepQueue() {
         let admission = makeAdmission()
         let fileA = enqueue(admission, a, "A", count: 24)
