@@ -202,7 +202,7 @@ class HlsBench:
 
     def timed(self, argv, target):
         t0 = time.perf_counter()
-        subprocess.run(argv(target), check=True, timeout=300, stdout=subprocess.DEVNULL)
+        B.run_waited(argv(target), stdout=subprocess.DEVNULL)
         return time.perf_counter() - t0
 
     # -- the stat of a fresh mount, then of a remount on its cache
@@ -238,7 +238,7 @@ class HlsBench:
         time on one connection (mediafs's bound for an origin that multiplexes)."""
         base = self.em.base() + f"hls-{kind}/"
         width = "64" if self.transport == "h2" else "8"
-        argv = ["curl", "-s", "-f", "--parallel", "--parallel-max", width, "-I"]
+        argv = ["curl", "-s", "-f", "--no-progress-meter", "--parallel", "--parallel-max", width, "-I"]
         if self.transport == "h2":
             argv += ["--http2", "--cacert", self.b.nginx.cert]
         for p in parts(kind):
@@ -247,7 +247,7 @@ class HlsBench:
         for _ in range(RUNS):
             self.cold_start(kind)
             t0 = time.perf_counter()
-            subprocess.run(argv, check=True, timeout=120)
+            B.run_waited(argv, timeout=120)
             runs.append(time.perf_counter() - t0)
         self.floor[self.variant(kind)] = {"s": sorted(runs)[len(runs) // 2], "runs_s": runs,
                                           "parts": len(parts(kind)), "width": int(width)}

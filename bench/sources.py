@@ -229,9 +229,9 @@ class SourcesBench:
             subprocess.run(["sync"], check=True)
             proxy.clear()
             t0 = time.perf_counter()
-            subprocess.run(["curl", "-sf", "-o", stored, "--aws-sigv4", f"aws:amz:{REGION}:s3",
-                            "--user", f"{KEY_ID}:{SECRET}", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", url],
-                           check=True, timeout=600, env=clean_env())
+            B.run_waited(["curl", "-sf", "-o", stored, "--aws-sigv4", f"aws:amz:{REGION}:s3",
+                          "--user", f"{KEY_ID}:{SECRET}", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", url],
+                         timeout=600, env=clean_env())
             dt = time.perf_counter() - t0
             if os.path.getsize(stored) != size:
                 raise RuntimeError("curl stored a short file: " + ", ".join(r.refused for r in proxy.requests()))

@@ -115,21 +115,20 @@ class WanBench:
         t0 = time.perf_counter()
         if how == "seq":
             if url:
-                subprocess.run(["curl", "-sf", "-o", "/dev/null", target], check=True, timeout=300)
+                B.run_waited(["curl", "-sf", "-o", "/dev/null", target])
             else:
                 n, _ = B.read_local(target)
                 if n != SEQ_BYTES:
                     raise RuntimeError(f"read {n} bytes of {target}, expected {SEQ_BYTES}")
         elif how == "head":
             if url:
-                subprocess.run(["curl", "-sf", "-r", f"0-{HEAD_BYTES - 1}", "-o", "/dev/null", target],
-                               check=True, timeout=300)
+                B.run_waited(["curl", "-sf", "-r", f"0-{HEAD_BYTES - 1}", "-o", "/dev/null", target])
             else:
                 with open(target, "rb", buffering=0) as f:
                     if len(f.read(HEAD_BYTES)) != HEAD_BYTES:
                         raise RuntimeError(f"short read of {target}")
         else:
-            subprocess.run(how(target), check=True, timeout=300, stdout=subprocess.DEVNULL)
+            B.run_waited(how(target), stdout=subprocess.DEVNULL)
         return time.perf_counter() - t0
 
     def put(self, link, row, tool, phase, seconds, entries):
