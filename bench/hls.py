@@ -37,6 +37,11 @@ ROWS = (("probe", "ffprobe -show_format -show_streams", W.ffprobe),
         ("first3s", "decode the first 3 s", W.first3s),
         ("seek", "seek to 90 s, decode 1 s", W.seek))
 RUNS = W.RUNS
+# Replay pairs (local file, then mediafs remounted) after each cold run: a
+# replayed command takes 0.1-0.3 s, and on this shared machine the same
+# command on the local file varies by ±30 ms run to run, so three samples
+# could not tell 10% apart.
+REPLAYS_PER_RUN = 3
 # transport -> (scheme, label suffix): the same tree from nginx's two servers.
 # ffmpeg's HLS client speaks HTTP/1.1 on both (it has no HTTP/2); mediafs
 # (libcurl) negotiates HTTP/2 over TLS and multiplexes one connection.
@@ -109,7 +114,7 @@ def ensure_media():
 
 
 def median_run(runs):
-    """The median run by time (RUNS is odd), with everything measured in it."""
+    """The median run by time (an odd count), with everything measured in it."""
     return sorted(runs, key=lambda r: r["s"])[len(runs) // 2]
 
 
@@ -252,7 +257,8 @@ class HlsBench:
         self.floor[self.variant(kind)] = {"s": sorted(runs)[len(runs) // 2], "runs_s": runs,
                                           "parts": len(parts(kind)), "width": int(width)}
 
-    # -- one row: each cell RUNS times, interleaved so drift hits every cell alike
+    # -- one row: each cell RUNS times (the replay pair REPLAYS_PER_RUN times
+    # after each cold run), interleaved so drift hits every cell alike
     def row(self, kind, key, argv):
         name = self.media[kind]["name"]
         runs = {cell: [] for cell in CELLS}
@@ -262,19 +268,21 @@ class HlsBench:
             dt = self.timed(argv, self.url(kind))
             runs[("hls", "cold")].append(self.counted({"s": dt}, self.b.nginx.since(m, settle=self.settle)))
 
-            self.drop()
-            runs[("local", "replay")].append({"s": self.timed(argv, concat_path(kind))})
-
             cache = self.b.fresh_dir(f"cache-hls-{kind}")
-            for phase in ("cold", "replay"):
-                if phase == "cold":
-                    self.cold_start(kind)
-                else:
-                    self.drop()   # the disk cache stays: a new mount on it
+            self.cold_start(kind)
+            m = self.b.nginx.mark()
+            with self.mount(kind, cache, f"{key}-cold{i}") as mnt:
+                dt = self.timed(argv, os.path.join(mnt.mp, name))
+            runs[("mediafs", "cold")].append(
+                self.counted({"s": dt, "mount_s": mnt.mount_s}, self.b.nginx.since(m, settle=self.settle)))
+            for j in range(REPLAYS_PER_RUN):
+                self.drop()
+                runs[("local", "replay")].append({"s": self.timed(argv, concat_path(kind))})
+                self.drop()   # the disk cache stays: a new mount on it
                 m = self.b.nginx.mark()
-                with self.mount(kind, cache, f"{key}-{phase}{i}") as mnt:
+                with self.mount(kind, cache, f"{key}-replay{i}.{j}") as mnt:
                     dt = self.timed(argv, os.path.join(mnt.mp, name))
-                runs[("mediafs", phase)].append(
+                runs[("mediafs", "replay")].append(
                     self.counted({"s": dt, "mount_s": mnt.mount_s}, self.b.nginx.since(m, settle=self.settle)))
             shutil.rmtree(cache, ignore_errors=True)
         for (tool, phase), rs in runs.items():
@@ -316,7 +324,8 @@ class HlsBench:
               "cold); local = the same command on the segments concatenated into one file on local disk.")
         print("cold = page cache dropped (ffmpeg's own libraries loaded back), nginx serving from RAM, mediafs on "
               "a fresh cache; replayed = the same drop, mediafs remounted on the cold run's cache.")
-        print(f"cells: median seconds of {RUNS} runs (requests, bytes at nginx in that run, the playlist "
+        print(f"cells: median seconds of {RUNS} runs cold, {RUNS * REPLAYS_PER_RUN} replayed (each replayed pair, "
+              "local then mediafs, right after the other) (requests, bytes at nginx in that run, the playlist "
               "included); mediafs's time is the command's alone: its mount (the playlist fetch) is not timed "
               "but its requests are counted, and its median is the column 'mount'.")
         headers = ["format", "row", "hls cold", "mediafs cold", "÷ hls", "mount", "local", "mediafs replay",

@@ -86,6 +86,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         // origins may get up to twice the per-origin number.
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, Self.maxConnections)
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, Self.maxConnections)
+        // What the mount's own fetches (its playlists, listings) learned.
+        for origin in OriginProtocols.known { admission.learned(origin, multiplexes: true) }
         var tid = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
         pthread_create(&tid, nil, { arg in
@@ -240,11 +242,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// Tells the admission whether the origin that answered on `easy`
     /// multiplexes (its answer came over HTTP/2 or later).
     private func learnProtocol(of easy: UnsafeMutableRawPointer) {
-        var version = 0
-        var url: UnsafeMutablePointer<CChar>?
-        guard mediafs_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK, version != 0,
-              mediafs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url else { return }
-        admission.learned(HTTPOrigin(url: String(cString: url)), multiplexes: version >= Int(CURL_HTTP_VERSION_2_0))
+        guard let (origin, multiplexes) = OriginProtocols.note(answerOn: easy) else { return }
+        admission.learned(origin, multiplexes: multiplexes)
     }
 
     private func admit(_ transfer: CurlTransfer) {

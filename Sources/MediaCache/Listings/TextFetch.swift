@@ -79,6 +79,9 @@ public enum TextFetch {
                                                   count: length))
             return length
         }
-        return curl_easy_perform(easy)
+        let code = curl_easy_perform(easy)
+        // Whether the origin multiplexes: the daemon's fetcher starts from it.
+        if code == CURLE_OK { OriginProtocols.note(answerOn: easy) }
+        return code
     }
 }

@@ -1,0 +1,39 @@
+// Which origins answered over HTTP/2 or later (they multiplex), as this
+// process learned from any answer. The mount's playlist and listings are
+// fetched (TextFetch) before the daemon's fetcher exists; what they learned
+// seeds its admission, so the first wave of transfers to such an origin (a
+// VOD's length probes, right after the mount) goes as streams of one
+// connection, not 8 connections first. The newest answer of an origin wins.
+import CCurl
+import MediaSupport
+
+public enum OriginProtocols {
+    /// Bounded: past this many origins the set starts again.
+    static let maxOrigins = 4096
+    private static let multiplexing = Locked(Set<HTTPOrigin>())
+
+    /// The origin that answered on `easy` (a finished transfer) and whether
+    /// its answer came over a multiplexing protocol; recorded. nil when
+    /// libcurl knows no answer or URL.
+    @discardableResult
+    public static func note(answerOn easy: UnsafeMutableRawPointer) -> (origin: HTTPOrigin, multiplexes: Bool)? {
+        var version = 0
+        var url: UnsafeMutablePointer<CChar>?
+        guard mediafs_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK, version != 0,
+              mediafs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url,
+              let origin = HTTPOrigin(url: String(cString: url)) else { return nil }
+        let multiplexes = version >= Int(CURL_HTTP_VERSION_2_0)
+        multiplexing.withLock { known in
+            if multiplexes {
+                if known.count >= maxOrigins { known = [] }
+                known.insert(origin)
+            } else {
+                known.remove(origin)
+            }
+        }
+        return (origin, multiplexes)
+    }
+
+    /// The origins whose last answer came over HTTP/2 or later.
+    public static var known: Set<HTTPOrigin> { multiplexing.withLock { $0 } }
+}
