@@ -11,10 +11,10 @@
 //   parts: the MP4 demuxer indexing a fragmented MP4 (a moof at each
 //   segment's start, then a jump past its mdat). Its read fetches only
 //   what it asks for, and the heads of the next parts, each the size of
-//   that read, are fetched at once (at an HTTP/2 origin in one round trip;
-//   over HTTP/1 a few at a time, in the places readahead has): one round trip per fragment made the
-//   probe of 60 segments 9.5 s, and a player's link-sized fetches made its
-//   walk fetch the whole file.
+//   that read, are fetched at once (at an HTTP/2 origin in one round
+//   trip; over HTTP/1 a few at a time, in the places readahead has): one
+//   round trip per fragment made the probe of 60 segments 9.5 s, and a
+//   player's link-sized fetches made its walk fetch the whole file.
 import MediaNetwork
 import MediaSupport
 
