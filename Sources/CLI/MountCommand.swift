@@ -342,6 +342,15 @@ struct MountCommand {
 
     func run() throws {
         Log.configure(level: debug ? .debug : .info, sink: .stderr)
+        // Without -f: this process starts the daemon and waits for its
+        // mount (DaemonStart says why it does not fork).
+        let readyDescriptor = foreground ? nil : DaemonStart.takeReadyDescriptor()
+        if !foreground && readyDescriptor == nil {
+            let absolute = mountpoint.hasPrefix("/") ? mountpoint
+                : FileManager.default.currentDirectoryPath + "/" + mountpoint
+            exit(DaemonStart.spawnAndWait(arguments: Array(CommandLine.arguments.dropFirst()),
+                                          mountpoint: absolute, timeout: timeout))
+        }
         Self.raiseDescriptorLimit()
         mediafs_malloc_tune()
         var withS3 = self.http
@@ -367,7 +376,9 @@ struct MountCommand {
         settings.handleGrace = handleGrace
         var options = MediaFS.Options(mountpoint: mountpoint.hasPrefix("/") ? mountpoint
                                       : FileManager.default.currentDirectoryPath + "/" + mountpoint)
-        options.foreground = foreground
+        if let readyDescriptor {
+            options.onMounted = { DaemonStart.detach(readyDescriptor: readyDescriptor) }
+        }
         options.fuseOptions = fuseOptions
         options.passthrough = passthrough
         options.scanners = scanners
@@ -387,8 +398,6 @@ struct MountCommand {
         let dirCacheTime = self.dirCacheTime
         let hlsVariant = self.hlsVariant
         let fs = MediaFS(options: options) {
-            // Runs in the daemon: the pid that took the lock has exited.
-            lock.recordHolder()
             let network = CurlFetcher(options: http, statistics: statistics,
                                       limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
             // Segmented VODs' files are served from their segments' URLs:

@@ -1,7 +1,9 @@
-// The mount's life, in libfuse's setup order: new, mount, daemonize, signal
-// handlers, loop; then unwound in reverse. Threads (the network thread, the
-// flusher, the metrics responder) start only after daemonizing, since fork
-// keeps just one thread, and are all joined after the loop, before `fuse_destroy`.
+// The mount's life: the catalog first (loading a large cache's records takes
+// seconds, and no mount exists meanwhile for an access to block on), then
+// libfuse's order: new, mount, signal handlers, loop; then unwound in
+// reverse. The process never forks (the command starts the daemon anew,
+// DaemonStart), so threads may run from the start; all are joined after the
+// loop, before `fuse_destroy`.
 import CFuse
 import Foundation
 import MediaCache
@@ -12,7 +14,9 @@ import Glibc
 public final class MediaFS: @unchecked Sendable {
     public struct Options: Sendable {
         public var mountpoint: String
-        public var foreground = false
+        /// Called once the mount is up, just before requests are served:
+        /// a daemon lets go of its terminal there and tells its starter.
+        public var onMounted: (@Sendable () -> Void)?
         /// Extra `-o` options for FUSE, each "key" or "key=value".
         public var fuseOptions: [String] = []
         /// Max threads serving FUSE requests. A read waiting for bytes holds
@@ -83,8 +87,7 @@ public final class MediaFS: @unchecked Sendable {
 
     var catalog: Catalog { started! }
 
-    /// `makeCatalog` runs after the daemon has detached, so whatever starts
-    /// threads belongs in it.
+    /// `makeCatalog` runs first in `run`, before anything is mounted.
     public init(options: Options, makeCatalog: @escaping () -> Catalog) {
         self.options = options
         classifier = ProcessClassifier(scanners: options.scanners)
@@ -105,6 +108,11 @@ public final class MediaFS: @unchecked Sendable {
         }
     }
 
+    /// Whether a file system is mounted at `path` (the mount table says).
+    public static func isMounted(at path: String) -> Bool {
+        MountTable.entry(at: path) != nil
+    }
+
     /// Mounts, serves until unmounted or signalled, and cleans up. Returns
     /// once the mount ends (in the daemon when not in the foreground).
     public func run() throws {
@@ -117,6 +125,15 @@ public final class MediaFS: @unchecked Sendable {
         defer { argv.forEach { free($0) } }
         var cArgv: [UnsafeMutablePointer<CChar>?] = argv.map { $0 } + [nil]
         var fuseArgs = fuse_args(argc: Int32(argv.count), argv: nil, allocated: 0)
+
+        // Made before mounting: the kernel queues every access to a mount
+        // until its loop answers, so a catalog loaded after it held every
+        // stat of the mount for as long as it took.
+        let catalog = makeCatalog!()
+        makeCatalog = nil
+        started = catalog
+        var serving = false
+        defer { if !serving { catalog.stop() } }
 
         try cArgv.withUnsafeMutableBufferPointer { buffer in
             fuseArgs.argv = buffer.baseAddress
@@ -131,10 +148,8 @@ public final class MediaFS: @unchecked Sendable {
                 throw MediaError(EIO, "cannot mount at \(options.mountpoint)")
             }
             defer { fuse_unmount(fuse) }
-            guard fuse_daemonize(options.foreground ? 1 : 0) == 0 else {
-                throw MediaError(EIO, "cannot detach from the terminal")
-            }
-            if !options.foreground { Log.configure(level: Log.isDebug ? .debug : .info, sink: .syslog) }
+            // In the foreground: it only changes to "/", as a daemon does.
+            _ = fuse_daemonize(1)
             let session = fuse_get_session(fuse)
             guard fuse_set_signal_handlers(session) == 0 else {
                 throw MediaError(EIO, "cannot install signal handlers")
@@ -142,12 +157,11 @@ public final class MediaFS: @unchecked Sendable {
             defer { fuse_remove_signal_handlers(session) }
             if options.passthrough { Passthrough.install(on: session!) }
 
-            let catalog = makeCatalog!()
-            makeCatalog = nil
-            started = catalog
+            serving = true
             catalog.start { [weak self] url, done in self?.invalidate(urls: [url], then: done) ?? false }
             options.metrics?.start(serving: catalog)
             Log.info("mounted \(catalog.names.count) files at \(options.mountpoint)")
+            options.onMounted?()
 
             let loopConfig = fuse_loop_cfg_create()
             defer { fuse_loop_cfg_destroy(loopConfig) }

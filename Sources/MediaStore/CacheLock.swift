@@ -67,9 +67,8 @@ public final class CacheLock: Sendable {
         close(fd)
     }
 
-    /// Writes this process's pid into the lock file. Call again in the
-    /// daemon after fuse_daemonize: the pid that took the lock has exited.
-    public func recordHolder() {
+    /// Writes this process's pid into the lock file.
+    private func recordHolder() {
         let text = Array("\(getpid())\n".utf8)
         guard (try? FileIO.truncate(fd: fd, to: 0)) != nil else { return }
         try? FileIO.writeFully(fd: fd, from: text, at: 0)

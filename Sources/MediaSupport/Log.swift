@@ -4,6 +4,7 @@ import CCurl
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 public enum Log {
     public enum Level: Int, Sendable { case error = 0, warning, info, debug }
@@ -11,15 +12,23 @@ public enum Log {
     public enum Sink: Sendable { case stderr, syslog }
 
     nonisolated(unsafe) private static var level: Level = .info
-    nonisolated(unsafe) private static var sink: Sink = .stderr
+    /// Whether lines go to syslog: atomic, since the daemon switches to it
+    /// once mounted (`detachToSyslog`), while its other threads log.
+    private static let toSyslog = Atomic<Bool>(false)
     /// The lines written while a test captures them (`capturing`), else nil.
     private static let captured = Locked<[(level: Level, message: String)]?>(nil)
 
     /// Set once at start-up, before any other thread runs.
     public static func configure(level: Level, sink: Sink) {
         Log.level = level
-        Log.sink = sink
-        if sink == .syslog { openlog("mediafs", LOG_PID, LOG_DAEMON) }
+        if sink == .syslog { detachToSyslog() }
+    }
+
+    /// From now on, lines go to syslog (the daemon's stderr is about to
+    /// become /dev/null). Safe while other threads log.
+    public static func detachToSyslog() {
+        openlog("mediafs", LOG_PID, LOG_DAEMON)
+        toSyslog.store(true, ordering: .releasing)
     }
 
     public static var isDebug: Bool { level == .debug }
@@ -44,7 +53,7 @@ public enum Log {
     private static func write(_ l: Level, _ message: String) {
         guard l.rawValue <= level.rawValue else { return }
         captured.withLock { $0?.append((l, message)) }
-        switch sink {
+        switch toSyslog.load(ordering: .acquiring) ? Sink.syslog : Sink.stderr {
         case .stderr:
             let tag = ["error", "warning", "info", "debug"][l.rawValue]
             let line = "mediafs: \(tag): \(message)\n"

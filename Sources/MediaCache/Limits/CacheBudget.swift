@@ -3,8 +3,13 @@
 // A transfer reserves room for its bytes when it starts; a read that must
 // fetch first waits (for one eviction pass at most) until there is room for
 // it; readahead and preload only fetch what fits. Bytes that find no room
-// still reach their readers, uncached. The evictor is woken when the room
-// runs low, so it frees older bytes before writes find none.
+// still reach their readers, uncached, unless a read waits on them: those
+// are cached past the room (`overdraw`), since dropping them would leave
+// the newest file short while older ones stay, and the pass they wake makes
+// up for them (a read that finds the room overdrawn waits for that pass
+// first, so the overdraft is a few reads' worth).
+// The evictor is woken when the room runs low, so it frees older bytes
+// before writes find none.
 //
 // The evictor measures the room on each pass; bytes reserved, or written
 // while it measured, are taken off, so a measurement can only err low.
@@ -130,6 +135,22 @@ public final class CacheBudget: @unchecked Sendable {
         }
         if wake { onPressure() }
         return fits
+    }
+
+    /// Takes room for bytes a read waits on, past what is left if need be
+    /// (the room goes below zero), and wakes the evictor when it ran low.
+    func overdraw(_ count: Int64, for readClass: ReadClass = .play) {
+        let wake = locked { state -> Bool in
+            let short = Self.room(state, readClass) < count
+            state.room -= count
+            state.written &+= count
+            if readClass == .scan {
+                state.scanRoom -= count
+                state.scanWritten &+= count
+            }
+            return Self.press(&state, short: short, readClass)
+        }
+        if wake { onPressure() }
     }
 
     /// Waits until `count` bytes fit, for one eviction pass and `timeout`

@@ -295,8 +295,9 @@ public struct CacheEvictor: Sendable {
             }
         }
         // What is left is in use: a file larger than the cache plays on with
-        // its played bytes dropped.
-        for item in survivors.reversed() where need > 0 && !item.pinned {
+        // its played bytes dropped. Least recently used first, as above: a
+        // busy older file gives its bytes before the newest does.
+        for item in survivors where need > 0 && !item.pinned {
             guard let loader = item.loader else { continue }
             let before = loader.usage().allocatedBytes
             loader.trim(to: max(loader.status().cachedBytes - need, 0))

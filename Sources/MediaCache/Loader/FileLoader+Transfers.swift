@@ -186,6 +186,12 @@ extension FileLoader {
             } else if budget.take(Int64(count) - transfer.reserved, for: readClass) {
                 budget.consume(transfer.reserved, for: readClass)
                 state.transfers[id]!.reserved = 0
+            } else if state.isWaitedOn(chunk) {
+                // A read's own bytes are kept: the pass this wakes frees
+                // older ones (the file read now is the newest).
+                budget.overdraw(Int64(count) - transfer.reserved, for: readClass)
+                budget.consume(transfer.reserved, for: readClass)
+                state.transfers[id]!.reserved = 0
             } else {
                 file = nil
             }
