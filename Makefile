@@ -15,7 +15,7 @@ SWIFT_FLAGS := --scratch-path $(BUILD_DIR)
 BIN         := $(BUILD_DIR)/release/mediafs
 export MEDIAFS_BIN := $(abspath $(BIN))
 
-.PHONY: all build deps test tsan demo bench install clean
+.PHONY: all build deps test tsan demo bench install clean stress-suite stress-start
 
 all: build
 
@@ -35,6 +35,22 @@ test: deps
 # (a sanitized build cannot share objects with the plain one).
 tsan:
 	swift test --sanitize=thread --disable-swift-testing --scratch-path .build-tsan
+
+# The flake hunt: the integration suite RUNS times in a row (default 20),
+# stopping at the first run that fails; `make stress-suite RUNS=5`.
+RUNS ?= 20
+stress-suite: deps
+	$(MAKE) build
+	for run in $$(seq 1 $(RUNS)); do \
+	  echo "== stress-suite: run $$run of $(RUNS)"; \
+	  python3 -m pytest -q $(PYTEST_ARGS) integration/ || { echo "== stress-suite: run $$run FAILED"; exit 1; }; \
+	done; echo "== stress-suite: $(RUNS) runs passed"
+
+# Start-up that cannot hang, at full size: a 100,000-entry cache remounted
+# in daemon mode 50 times, each answering a stat at once.
+stress-start: deps
+	$(MAKE) build
+	MEDIAFS_START_ENTRIES=100000 MEDIAFS_START_REMOUNTS=50 python3 -m pytest -v integration/test_daemon_start.py
 
 demo: deps
 	$(MAKE) build
