@@ -62,6 +62,12 @@ def test_remounts_of_a_large_cache_in_daemon_mode_each_answer_at_once(fuse, medi
             size = harness.guarded(lambda: os.stat(mnt / last).st_size, deadline=STAT_DEADLINE, what="stat")
             assert size == len(expected), f"remount {run}"
             assert server.log() == [], f"remount {run}: a remount's stat needs no request"
+            if run == 0:
+                # Started anew, not forked: its first environment names the pipe.
+                daemons = harness.mediafs_pids(with_arg=str(mnt))
+                assert len(daemons) == 1, daemons
+                with open(f"/proc/{daemons[0]}/environ", "rb") as f:
+                    assert b"MEDIAFS_DAEMON_READY_FD=" in f.read(), "the daemon is a fork of the command"
             stop_daemons(mnt)
     finally:
         stop_daemons(mnt)
