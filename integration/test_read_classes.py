@@ -197,10 +197,12 @@ def test_a_scans_plain_reads_fetch_what_they_read_and_no_kernel_readahead(mount,
     assert sent_play > len(offsets) * piece, describe(srv.requests)
 
 
-def test_a_scan_gets_no_readahead_a_player_does(mount, srv, scanner):
-    """The same 8 MiB read in 1 MiB preads on one handle: each GET of the
-    scanner's is one of its reads; a player's earn a readahead window (and
-    so fewer, longer GETs)."""
+def test_a_scan_reading_on_fetches_half_its_run_ahead_and_a_player_a_window(mount, srv, scanner):
+    """The same 8 MiB read in 1 MiB preads on one handle: a scanner that
+    reads on fetches, with each read that misses, half of what it has read
+    in a row (a demuxer's reads cost log1.5 round trips, not one each: 141
+    GETs for ffprobe of a TS before), and at most half more than it reads;
+    a player's earn a readahead window (and so fewer, longer GETs)."""
     size = 32 * MiB
     scanned, played = data_of(size, 7), data_of(size, 8)
     srv.add("scanned.bin", scanned)
@@ -233,12 +235,17 @@ def test_a_scan_gets_no_readahead_a_player_does(mount, srv, scanner):
     def ranges(name):
         return [tuple(int(x) for x in r.range.split("=")[1].split("-")) for r in gets(srv, name)]
 
-    # Each of the scan's GETs is one of its reads, no more.
-    assert ranges("scanned.bin") == [(k * MiB, (k + 1) * MiB - 1) for k in range(reads)], describe(srv.requests)
+    # The first read fetches itself; each later miss half the run more.
+    scan_gets = ranges("scanned.bin")
+    assert scan_gets[0] == (0, MiB - 1), describe(srv.requests)
+    assert len(scan_gets) <= 4, describe(srv.requests)
+    fetched = sum(end + 1 - start for start, end in scan_gets)
+    assert fetched <= reads * MiB * 3 // 2, describe(srv.requests)
     # The player's window grew past its reads once it had read 4 MiB in a row.
     assert max(end + 1 - start for start, end in ranges("played.bin")) > MiB, describe(srv.requests)
     assert len(ranges("played.bin")) < reads, describe(srv.requests)
-    assert sum(r.bytes_sent for r in gets(srv, "scanned.bin")) == reads * MiB, describe(srv.requests)
+    sent = sum(r.bytes_sent for r in gets(srv, "scanned.bin"))
+    assert reads * MiB <= sent <= reads * MiB * 3 // 2, describe(srv.requests)
 
 
 @pytest.fixture(scope="module")

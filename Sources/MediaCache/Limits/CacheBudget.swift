@@ -41,6 +41,9 @@ public final class CacheBudget: @unchecked Sendable {
         var scanPressed = false
         /// Measurements so far: a reader waits for one pass at most.
         var passes = 0
+        /// Whether the last pass could free bytes for an overdraft: not
+        /// while pinned bytes alone fill the limit (new bytes pass uncached).
+        var mayOverdraw = true
     }
 
     /// Guards `state`; readers waiting for room wait on it.
@@ -139,18 +142,22 @@ public final class CacheBudget: @unchecked Sendable {
 
     /// Takes room for bytes a read waits on, past what is left if need be
     /// (the room goes below zero), and wakes the evictor when it ran low.
-    func overdraw(_ count: Int64, for readClass: ReadClass = .play) {
-        let wake = locked { state -> Bool in
+    /// False (nothing taken) while pinned bytes alone fill the limit.
+    @discardableResult
+    func overdraw(_ count: Int64, for readClass: ReadClass = .play) -> Bool {
+        let (taken, wake) = locked { state -> (Bool, Bool) in
             let short = Self.room(state, readClass) < count
+            guard state.mayOverdraw || !short else { return (false, Self.press(&state, short: true, readClass)) }
             state.room -= count
             state.written &+= count
             if readClass == .scan {
                 state.scanRoom -= count
                 state.scanWritten &+= count
             }
-            return Self.press(&state, short: short, readClass)
+            return (true, Self.press(&state, short: short, readClass))
         }
         if wake { onPressure() }
+        return taken
     }
 
     /// Waits until `count` bytes fit, for one eviction pass and `timeout`
@@ -190,8 +197,9 @@ public final class CacheBudget: @unchecked Sendable {
     /// `lowWater` is left. `scan`: the same of the scan budget (nil: scans
     /// take any room).
     public func measured(room: Int64, since mark: Int64, lowWater: Int64,
-                         scan: (room: Int64, since: Int64, lowWater: Int64)? = nil) {
+                         scan: (room: Int64, since: Int64, lowWater: Int64)? = nil, mayOverdraw: Bool = true) {
         locked { state in
+            state.mayOverdraw = mayOverdraw
             state.room = max(room - state.committed - (state.written &- mark), 0)
             state.lowWater = lowWater
             state.pressed = false

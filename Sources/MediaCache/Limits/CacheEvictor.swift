@@ -314,7 +314,8 @@ public struct CacheEvictor: Sendable {
             let room = min(limits.maxSize - used, free.addingSaturating(freed) - limits.minFree)
             let scanRoom = min(room, limits.scanLimit - scanUsed)
             budget.measured(room: max(room, 0), since: mark, lowWater: headroom / 2,
-                            scan: (room: max(scanRoom, 0), since: scanMark, lowWater: scanHeadroom / 2))
+                            scan: (room: max(scanRoom, 0), since: scanMark, lowWater: scanHeadroom / 2),
+                            mayOverdraw: !report.pinnedOverLimit)
             Log.debug("cache limits: \(used) bytes used, \(max(room, 0)) bytes of room, \(freed) bytes freed")
         }
         return report

@@ -186,10 +186,9 @@ extension FileLoader {
             } else if budget.take(Int64(count) - transfer.reserved, for: readClass) {
                 budget.consume(transfer.reserved, for: readClass)
                 state.transfers[id]!.reserved = 0
-            } else if state.isWaitedOn(chunk) {
+            } else if state.isWaitedOn(chunk), budget.overdraw(Int64(count) - transfer.reserved, for: readClass) {
                 // A read's own bytes are kept: the pass this wakes frees
                 // older ones (the file read now is the newest).
-                budget.overdraw(Int64(count) - transfer.reserved, for: readClass)
                 budget.consume(transfer.reserved, for: readClass)
                 state.transfers[id]!.reserved = 0
             } else {

@@ -95,14 +95,21 @@ public final class ReadPattern: @unchecked Sendable {
     /// A scan's handle has no readahead, so a demuxer reading on (ffprobe
     /// of an MPEG-TS reads its head 32 KiB at a time) cost a round trip a
     /// read: 141 GETs and 15 s through a 100 ms link for 4.6 MB. A scan
-    /// that reads on fetches, with a read that misses, half of what its
-    /// streak has read, up to `scanWindowMax`: log1.5 round trips, and at
-    /// most a third of what it fetched is not read.
+    /// that reads on fetches, with a read that misses, that read and half
+    /// of what its run has read past it, up to `scanWindowMax`: log1.5
+    /// round trips, and at most a third of what it fetched is not read.
     public static let scanWindowMax: Int64 = 8 << 20
     private var scanWindow: Int64 {
-        guard readClass == .scan, streakReads > 1 else { return 0 }
-        return min(streakBytes / 2, Self.scanWindowMax)
+        guard readClass == .scan, contiguousReads > 1 else { return 0 }
+        // Measured from the read's start: the read, and half the run past it.
+        return min(lastReadSize + contiguousBytes / 2, Self.scanWindowMax)
     }
+    private var lastReadSize: Int64 = 0
+    /// The run of reads each starting where the last ended, exactly (a
+    /// scan's handle is direct I/O: its reads come as the program made
+    /// them). A scanner's reads at places a few MiB apart are no run.
+    private var contiguousBytes: Int64 = 0
+    private var contiguousReads = 0
 
     /// Whether the handle has read anything yet.
     var hasRead: Bool { nextOffset >= 0 }
@@ -152,7 +159,14 @@ public final class ReadPattern: @unchecked Sendable {
             current = Stream(nextOffset: end, streakBytes: end - offset, streakReads: 1)
         }
         updateWindow()
+        if offset == lastReadEnd {
+            contiguousBytes += end - offset
+            contiguousReads += 1
+        } else {
+            (contiguousBytes, contiguousReads) = (end - offset, 1)
+        }
         lastReadEnd = end
+        lastReadSize = end - offset
         return !follows && !switches && offset != 0
     }
 
