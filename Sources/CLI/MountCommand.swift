@@ -106,7 +106,7 @@ struct MountCommand {
                                whole mount, e.g. 8M (K/M/G: 1024); reads go
                                first, then readahead, then preload
           --scanners NAME[,NAME...]  processes whose reads are a library scan
-                               (no readahead, behind players for the network,
+                               (no kernel readahead, behind players for the network,
                                in --scan-cache-size), besides ffprobe,
                                mediainfo, exiftool, Plex Media Scanner, Plex
                                Media Fingerprinter, mediascanner (and any

@@ -67,8 +67,8 @@ public final class ReadPattern: @unchecked Sendable {
     public static let linkStart: Int64 = 1 << 20
 
     /// Who the handle reads for, decided at its open: a scan's reads
-    /// fetch only what they ask for (no window, no link-sized fetch),
-    /// unless it `readsAhead` (a one-frame extraction: a link-sized fetch
+    /// fetch only what they ask for (no window, no link-sized fetch) but
+    /// for half a run they read on (`scanWindow`), unless it `readsAhead` (a one-frame extraction: a link-sized fetch
     /// as a player gets, never a window or a long transfer).
     public let readClass: ReadClass
     public let readsAhead: Bool

@@ -1,6 +1,7 @@
 // Who a handle reads for: a player (anything not known to be a scanner)
 // or a library scan (ffprobe, mediainfo, a media server's scanner). A scan
-// gets no readahead, waits behind playback for the origin's connections
+// gets no kernel readahead and only half a run it reads on from mediafs
+// (ReadPattern), waits behind playback for the origin's connections
 // and lives in a cache budget of its own; a player's bytes are never
 // pushed out to make room for a scan's.
 import MediaNetwork
