@@ -371,6 +371,10 @@ def test_a_thumbnail_extraction_is_a_scan_and_a_rescan_finds_every_probe_range_c
     assert in_middle == set(names), "every thumbnail read the file's middle:\n" + describe(first)
     s = stats(m)
     assert s["play_bytes_fetched"] <= len(film) + 512 * KiB, f"the extractions read as scans: {s}"
+    # A scan that found its budget full had the evictor's pass at once: no
+    # read waited for room until its deadline (the flusher ran passes for
+    # players' pressure only, and each such read waited 2 s).
+    assert s["room_waits_unanswered"] == 0, s
     scanned = sum(r.bytes_sent for r in first)
     assert scanned > 10 * MiB, f"the scan must bring more than its budget: {scanned}"
     # The scan budget's pass after the last extraction (its bytes, and the metadata's blocks).
@@ -383,3 +387,25 @@ def test_a_thumbnail_extraction_is_a_scan_and_a_rescan_finds_every_probe_range_c
         assert probe.returncode == 0, probe.stderr
     assert [r for r in srv.requests if r.method == "GET"] == [], "the rescan fetched:\n" + describe(srv.requests)
     print(f"scan fetched {scanned} for 12 files; rescan: 0 requests; film {len(film)} of {len(film)} cached")
+
+
+def test_a_scan_past_its_full_budget_has_the_evictors_pass_at_once_and_sends_no_more_requests(mount, srv,
+                                                                                              media_file):
+    """40 Jellyfin probes under a scan budget (512 KiB) that the first few
+    fill. A scan that finds no room presses the scan budget alone; the
+    flusher ran passes for players' pressure only, so each such read waited
+    for room until its deadline (2 s): 25 s for what takes 3 s with room,
+    with 9 of those waits. Counted, not timed: no wait for room may end
+    with no pass, and the probes send one GET a file, as with room."""
+    names = {f"ep{i:02d}.mkv": media_file for i in range(40)}
+    m = mount_listed(mount, srv, names, extra=("--cache-max-size", "4M"))
+    for name in names:
+        probe = subprocess.run([*JELLYFIN_PROBE, m.path(name)], capture_output=True, text=True, timeout=120)
+        assert probe.returncode == 0, probe.stderr
+    srv.wait_idle(SERVER_WAIT)
+    s = stats(m)
+    assert s["scan_bytes_fetched"] > 512 * KiB, f"the scans must fill their budget: {s}"
+    assert s["limit_passes"] > 1, s
+    assert s["room_waits_unanswered"] == 0, s
+    assert count_gets(srv.requests) <= len(names) + 2, describe(srv.requests)
+    print(f"40 probes past a full scan budget: {count_gets(srv.requests)} GETs, {s['limit_passes']} passes")

@@ -195,7 +195,11 @@ public final class Catalog: @unchecked Sendable {
             mediafs_malloc_trim()
         }, pass: { [self] due, pressed in
             flushPass(due: due, pressed: pressed)
-        }, isPressed: { budget?.isPressed == true })
+        // A scan that found no room presses only the scan budget; its pass
+        // must run then too: a scan's read that missed waited for room 2 s
+        // (the read's wait for a pass) until the next timed pass, so 40
+        // Jellyfin probes under a full scan budget took 25 s, not 3.
+        }, isPressed: { budget.map { $0.isPressed || $0.isScanPressed } ?? false })
     }
 
     /// Stops and joins the background threads, ends the network, and
@@ -503,7 +507,9 @@ public final class Catalog: @unchecked Sendable {
                           playBytesServed: counters.servedByClass[ReadClass.play.rawValue],
                           scanBytesServed: counters.servedByClass[ReadClass.scan.rawValue],
                           graceResumes: counters.graceResumes, transfersYielded: counters.transfersYielded,
-                          scanReadsDelayed: counters.scanReadsDelayed)
+                          scanReadsDelayed: counters.scanReadsDelayed,
+                          limitPasses: Int64(budget?.counts.passes ?? 0),
+                          roomWaitsUnanswered: Int64(budget?.counts.unansweredWaits ?? 0))
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = .sortedKeys
@@ -525,5 +531,8 @@ public final class Catalog: @unchecked Sendable {
         var transfersYielded: Int64
         /// Scan reads that waited for a place while players' transfers ran or waited.
         var scanReadsDelayed: Int64
+        /// Passes of the cache limits that measured the room (tests wait
+        /// on it), and reads whose wait for room no pass answered.
+        var limitPasses, roomWaitsUnanswered: Int64
     }
 }

@@ -44,6 +44,9 @@ public final class CacheBudget: @unchecked Sendable {
         /// Whether the last pass could free bytes for an overdraft: not
         /// while pinned bytes alone fill the limit (new bytes pass uncached).
         var mayOverdraw = true
+        /// Reads whose wait for room ended at its deadline with no pass:
+        /// each held a read for nothing (`counts`).
+        var unansweredWaits = 0
     }
 
     /// Guards `state`; readers waiting for room wait on it.
@@ -177,8 +180,13 @@ public final class CacheBudget: @unchecked Sendable {
         while Self.room(state, readClass) < count && state.passes <= pass + (wake ? 0 : 1) {
             if !condition.wait(until: deadline) { break }
         }
+        if state.passes == pass { state.unansweredWaits += 1 }
         return Self.room(state, readClass) >= count
     }
+
+    /// Passes measured so far, and reads whose wait for room no pass
+    /// answered (the evictor was not run: a bug, or a stopping mount).
+    public var counts: (passes: Int, unansweredWaits: Int) { locked { ($0.passes, $0.unansweredWaits) } }
 
     /// Whether the room ran low since the last measurement.
     public var isPressed: Bool { locked { $0.pressed } }

@@ -118,6 +118,7 @@ final class CacheBudgetTests: XCTestCase {
         let started = Date()
         XCTAssertFalse(budget.awaitRoom(100, timeout: 0.05))
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.04)
+        XCTAssertEqual(budget.counts.unansweredWaits, 1, "a wait no pass answered is counted")
     }
 
     private func waitUntil(_ condition: () -> Bool) -> Bool {
