@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "MediaNetwork", dependencies: ["MediaSupport", "CCurl"], exclude: ["README.md"]),
         .target(name: "MediaCache", dependencies: ["MediaSupport", "MediaStore", "MediaNetwork", "CCurl", "CSystem"],
                 exclude: ["README.md", "Catalog/README.md", "Listings/README.md", "Loader/README.md",
-                          "Limits/README.md", "Admin/README.md", "Segmented/README.md"]),
+                          "Limits/README.md", "Admin/README.md", "Segmented/README.md", "ReadClasses/README.md"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"], exclude: ["README.md"]),
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"], path: "Sources/CLI", exclude: ["README.md"]),
         .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport", "MediaStore", "MediaNetwork"]),

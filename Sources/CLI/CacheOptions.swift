@@ -55,7 +55,7 @@ struct CacheOptions {
         if path.hasPrefix("/") { return path }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
         guard getcwd(&buffer, buffer.count) != nil else { return path }
-        return String(cString: buffer) + "/" + path
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } + "/" + path
     }
 
     static func defaultDirectory() -> String {

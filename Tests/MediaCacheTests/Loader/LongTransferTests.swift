@@ -174,7 +174,7 @@ final class LongTransferTests: XCTestCase {
         let length = 32 * Self.mib
         let source = content(Int(length))
         let loader = makeLoader()
-        let long = try streamUntilHeld(loader, source, pattern: ReadPattern())
+        _ = try streamUntilHeld(loader, source, pattern: ReadPattern())
         // Another handle far ahead, past the join distance: its own transfer,
         // and the long one may not run on into its bytes.
         let far = 24 * Self.mib
