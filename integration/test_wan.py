@@ -154,3 +154,23 @@ def test_a_cold_ffprobe_of_an_mpeg_ts_reads_on_in_few_requests(mount, srv, tmp_p
     # Fetched ahead for nothing: at most half of what was read, and the
     # lookup's first 512 KiB.
     assert sent <= served * 3 // 2 + PROBE_BYTES, describe(recs)
+
+
+def test_a_cold_ffprobe_of_a_matroska_file_takes_one_request(mount, srv, tmp_path):
+    """ffprobe of a Matroska file (SeekHead at the start, Cues at the end,
+    as ffmpeg writes them) reads its head: the lookup's first bytes hold it,
+    so the probe sends nothing more. One request more fails this."""
+    path = tmp_path / "probe.mkv"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc2=size=1280x720:rate=30", "-t", "20", "-c:v", "libx264", "-preset", "ultrafast",
+                    "-g", "60", str(path)], check=True, timeout=120)
+    data = path.read_bytes()
+    assert data[:4] == b"\x1a\x45\xdf\xa3" and len(data) > 4 * PROBE_BYTES
+    srv.add("probe.mkv", data, content_type="video/x-matroska")
+    m = mount(srv.url("probe.mkv"))
+    out = subprocess.run(["ffprobe", "-v", "error", "-show_format", "-show_streams", str(m.path("probe.mkv"))],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "codec_name=h264" in out.stdout, out.stdout
+    recs = srv.wait_idle(WAIT)
+    assert [(r.method, r.range) for r in recs] == [("GET", f"bytes=0-{PROBE_BYTES - 1}")], describe(recs)
