@@ -128,25 +128,31 @@ def test_a_cold_ffprobe_of_a_moov_at_the_end_mp4_takes_few_requests_and_little(m
     assert sum(r.bytes_sent for r in recs) <= 1 * MiB, describe(recs)
 
 
+def probe_cold(mount, srv, path, content_type):
+    """20 s of 720p H.264 encoded by ffmpeg into `path` (its container by
+    the name), served, mounted cold and ffprobed: its bytes, the mount and
+    what the server was asked."""
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc2=size=1280x720:rate=30", "-t", "20", "-c:v", "libx264", "-preset", "ultrafast",
+                    "-g", "60", str(path)], check=True, timeout=120)
+    data = path.read_bytes()
+    srv.add(path.name, data, content_type=content_type)
+    m = mount(srv.url(path.name))
+    out = subprocess.run(["ffprobe", "-v", "error", "-show_format", "-show_streams", str(m.path(path.name))],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "codec_name=h264" in out.stdout, out.stdout
+    return data, m, srv.wait_idle(WAIT)
+
+
 def test_a_cold_ffprobe_of_an_mpeg_ts_reads_on_in_few_requests(mount, srv, tmp_path):
     """ffprobe (a scanner: its handle has no kernel readahead) reads a TS's
     head 32 KiB at a time, then its tail for the duration. A scan that reads
     on fetches half its run ahead with each miss: 141 GETs and 15 s through
-    a 100 ms link for a 117 MB TS before, 11 now; this one: 8 (on the previous
-    binary: 139). The ceiling is that
-    count with a small margin: one more round trip a read would fail it."""
-    path = tmp_path / "probe.ts"
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
-                    "testsrc2=size=1280x720:rate=30", "-t", "20", "-c:v", "libx264", "-preset", "ultrafast",
-                    "-g", "60", "-f", "mpegts", str(path)], check=True, timeout=120)
-    data = path.read_bytes()
-    srv.add("probe.ts", data, content_type="video/mp2t")
-    m = mount(srv.url("probe.ts"))
-    out = subprocess.run(["ffprobe", "-v", "error", "-show_format", "-show_streams", str(m.path("probe.ts"))],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "codec_name=h264" in out.stdout, out.stdout
-    recs = srv.wait_idle(WAIT)
+    a 100 ms link for a 117 MB TS before, 11 now; this one: 8 (on the
+    previous binary: 139). The ceiling is that count with a small margin:
+    one more round trip a read would fail it."""
+    data, m, recs = probe_cold(mount, srv, tmp_path / "probe.ts", "video/mp2t")
     served = json.loads(xget(m.mountpoint, "stats"))["scan_bytes_served"]
     sent = sum(r.bytes_sent for r in recs)
     print(f"ffprobe of a {len(data)} byte TS: {len(recs)} requests, {sent} bytes sent, {served} read")
@@ -160,17 +166,6 @@ def test_a_cold_ffprobe_of_a_matroska_file_takes_one_request(mount, srv, tmp_pat
     """ffprobe of a Matroska file (SeekHead at the start, Cues at the end,
     as ffmpeg writes them) reads its head: the lookup's first bytes hold it,
     so the probe sends nothing more. One request more fails this."""
-    path = tmp_path / "probe.mkv"
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
-                    "testsrc2=size=1280x720:rate=30", "-t", "20", "-c:v", "libx264", "-preset", "ultrafast",
-                    "-g", "60", str(path)], check=True, timeout=120)
-    data = path.read_bytes()
+    data, m, recs = probe_cold(mount, srv, tmp_path / "probe.mkv", "video/x-matroska")
     assert data[:4] == b"\x1a\x45\xdf\xa3" and len(data) > 4 * PROBE_BYTES
-    srv.add("probe.mkv", data, content_type="video/x-matroska")
-    m = mount(srv.url("probe.mkv"))
-    out = subprocess.run(["ffprobe", "-v", "error", "-show_format", "-show_streams", str(m.path("probe.mkv"))],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "codec_name=h264" in out.stdout, out.stdout
-    recs = srv.wait_idle(WAIT)
     assert [(r.method, r.range) for r in recs] == [("GET", f"bytes=0-{PROBE_BYTES - 1}")], describe(recs)
