@@ -23,10 +23,21 @@ The model (see bench/README.md, "WAN scenarios"):
   socket as on a real link, and nginx's $body_bytes_sent stays honest.
 - Not modelled: TCP slow start, loss, an upstream rate cap, a bounded
   bottleneck queue.
+
+Round trips (--requests-log FILE): each HTTP/1.1 request the client sends
+(a head ending in a blank line; GET and HEAD carry no body) is one JSON line
+when the emulator reads it, and one more when the first byte of its answer
+reaches the client. `rounds()` counts the waves: a request sent after an
+answer of the current wave reached the client may have waited on it, so it
+starts a new wave; one sent before is in the same wave. The count is an
+upper bound on the chain of answers the client waited on, and it does not
+depend on the machine's speed as long as the delay dwarfs its jitter.
 """
 import argparse
 import asyncio
 import collections
+import itertools
+import json
 import os
 import signal
 import sys
@@ -57,10 +68,11 @@ class DelayLine:
     each no earlier than its due time. None is the end of the stream;
     on_done(failed) runs when the line stops."""
 
-    def __init__(self, loop, writer, on_done):
+    def __init__(self, loop, writer, on_done, on_deliver=None):
         self.loop = loop
         self.writer = writer
         self.on_done = on_done
+        self.on_deliver = on_deliver
         self.queue = collections.deque()
         self.queued_bytes = 0
         self.wakeup = asyncio.Event()
@@ -93,6 +105,8 @@ class DelayLine:
                         self.writer.write_eof()
                     break
                 self.writer.write(data)
+                if self.on_deliver:
+                    self.on_deliver(self.loop.time())
                 await self.writer.drain()
                 self.queued_bytes -= len(data)
                 if self.queued_bytes < IN_FLIGHT_CAP:
@@ -103,12 +117,79 @@ class DelayLine:
             self.on_done(failed)
 
 
+class RequestLog:
+    """The requests of one connection as the client sent them, appended to
+    `path` as JSON lines: {"id", "conn", "sent", "line", "range"} when read,
+    {"id", "answered"} when the first byte of the answer reached the client.
+    HTTP/1.1 without pipelining (curl's way): an answer belongs to the last
+    request of its connection."""
+    ids = itertools.count(1)
+
+    def __init__(self, out, conn):
+        self.out = out
+        self.conn = conn
+        self.head = b""
+        self.last = None    # (id, answered?)
+
+    def client_sent(self, now, data):
+        if self.out is None:
+            return
+        self.head += data
+        while b"\r\n\r\n" in self.head:
+            head, _, self.head = self.head.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            rng = next((h.split(":", 1)[1].strip() for h in lines[1:] if h.lower().startswith("range:")), None)
+            rid = next(self.ids)
+            self.last = [rid, False]
+            self.write({"id": rid, "conn": self.conn, "sent": now, "line": lines[0], "range": rng})
+        if len(self.head) > 65536:  # not HTTP: stop looking
+            self.out = None
+
+    def client_got(self, now):
+        if self.last is not None and not self.last[1]:
+            self.last[1] = True
+            self.write({"id": self.last[0], "answered": now})
+
+    def write(self, record):
+        self.out.write(json.dumps(record) + "\n")
+        self.out.flush()
+
+
+def read_requests(path):
+    """The requests a --requests-log holds, each a dict with "answered"
+    (None: no answer reached the client), in the order they were sent."""
+    by_id = {}
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            if "sent" in rec:
+                by_id[rec["id"]] = dict(rec, answered=None)
+            elif rec["id"] in by_id:
+                by_id[rec["id"]]["answered"] = rec["answered"]
+    return sorted(by_id.values(), key=lambda r: r["sent"])
+
+
+def rounds(requests):
+    """The waves of `requests` (read_requests): a request sent after an
+    answer of the current wave had reached the client starts the next."""
+    count, frontier = 0, None
+    for r in sorted(requests, key=lambda r: r["sent"]):
+        answered = r["answered"] if r["answered"] is not None else float("inf")
+        if frontier is None or r["sent"] >= frontier:
+            count, frontier = count + 1, answered
+        else:
+            frontier = min(frontier, answered)
+    return count
+
+
 class Proxy:
-    def __init__(self, upstream, delay_s, rate_bytes_per_s):
+    def __init__(self, upstream, delay_s, rate_bytes_per_s, requests_log=None):
         self.upstream = upstream
         self.delay = delay_s
         self.link = Link(rate_bytes_per_s)
         self.connections = set()
+        self.requests_log = requests_log
+        self.conn_ids = itertools.count(1)
 
     async def handle(self, c_reader, c_writer):
         loop = asyncio.get_running_loop()
@@ -119,14 +200,15 @@ class Proxy:
             c_writer.close()
             return
         done = asyncio.Event()
+        log = RequestLog(self.requests_log, next(self.conn_ids))
         # The client closing ends the exchange once its close has crossed the
         # link (the server then sees a reset, as when a real client closes
         # mid-response); a failed write to the client ends it at once.
         up = DelayLine(loop, s_writer, lambda failed: done.set())
-        down = DelayLine(loop, c_writer, lambda failed: failed and done.set())
+        down = DelayLine(loop, c_writer, lambda failed: failed and done.set(), on_deliver=log.client_got)
         conn = (c_writer, s_writer)
         self.connections.add(conn)
-        pumps = [loop.create_task(self.pump_up(c_reader, up, accepted)),
+        pumps = [loop.create_task(self.pump_up(c_reader, up, accepted, log)),
                  loop.create_task(self.pump_down(s_reader, down))]
         try:
             await done.wait()
@@ -139,13 +221,14 @@ class Proxy:
                 w.transport.abort()
             self.connections.discard(conn)
 
-    async def pump_up(self, reader, line, accepted):
+    async def pump_up(self, reader, line, accepted, log):
         loop = asyncio.get_running_loop()
         # The client's first bytes cannot leave before the handshake's round trip.
         sent_floor = accepted + 2 * self.delay
         try:
             while True:
                 data = await reader.read(CHUNK)
+                log.client_sent(loop.time(), data)
                 line.put(max(loop.time(), sent_floor) + self.delay, data or None)
                 if not data:
                     return
@@ -178,7 +261,8 @@ class Proxy:
 async def serve(args):
     host, _, port = args.upstream.rpartition(":")
     rate = args.rate_mbit * 1e6 / 8 if args.rate_mbit else None
-    proxy = Proxy((host or "127.0.0.1", int(port)), args.delay_ms / 1000, rate)
+    requests_log = open(args.requests_log, "a") if args.requests_log else None
+    proxy = Proxy((host or "127.0.0.1", int(port)), args.delay_ms / 1000, rate, requests_log)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", args.port, backlog=1024)
     print(server.sockets[0].getsockname()[1], flush=True)
     stop = asyncio.Event()
@@ -206,6 +290,8 @@ def main():
     p.add_argument("--port", type=int, default=0, help="port to listen on (0: any free one)")
     p.add_argument("--lifetime", type=float, default=3600.0, help="exit after this many seconds (0: never)")
     p.add_argument("--stdin-watch", action="store_true", help="exit when stdin reaches end of file")
+    p.add_argument("--requests-log", metavar="FILE",
+                   help="append each request and the arrival of its answer as JSON lines (for rounds())")
     args = p.parse_args()
     if args.delay_ms < 0 or args.rate_mbit < 0 or args.lifetime < 0:
         p.error("--delay-ms, --rate-mbit and --lifetime must be ≥ 0")

@@ -29,6 +29,9 @@ public final class Statistics: Sendable {
     /// A library scan's reads that waited for a place at their origin
     /// while players' reads or readahead ran or waited there.
     public let scanReadsDelayed = Atomic<Int64>(0)
+    /// Requests the container lookahead sent: what a file's head said its
+    /// demuxer reads next (an MP4's moov, a Matroska file's Cues, a TS tail).
+    public let lookaheadFetches = Atomic<Int64>(0)
     /// File bytes received from the servers and handed to readers, by read
     /// class (MediaCache's ReadClass: 0 play, 1 scan).
     public static let readClasses = 2
@@ -128,6 +131,7 @@ public final class Statistics: Sendable {
         public var graceResumes: Int64 = 0
         public var transfersYielded: Int64 = 0
         public var scanReadsDelayed: Int64 = 0
+        public var lookaheadFetches: Int64 = 0
         /// By `ResponseClass.rawValue`.
         public var responses: [Int64] = []
         /// By read class (0 play, 1 scan).
@@ -147,6 +151,7 @@ public final class Statistics: Sendable {
                  graceResumes: graceResumes.load(ordering: .relaxed),
                  transfersYielded: transfersYielded.load(ordering: .relaxed),
                  scanReadsDelayed: scanReadsDelayed.load(ordering: .relaxed),
+                 lookaheadFetches: lookaheadFetches.load(ordering: .relaxed),
                  responses: responses.withLock { $0 },
                  fetchedByClass: [playFetched.load(ordering: .relaxed), scanFetched.load(ordering: .relaxed)],
                  servedByClass: [playServed.load(ordering: .relaxed), scanServed.load(ordering: .relaxed)])

@@ -507,7 +507,7 @@ public final class Catalog: @unchecked Sendable {
                           playBytesServed: counters.servedByClass[ReadClass.play.rawValue],
                           scanBytesServed: counters.servedByClass[ReadClass.scan.rawValue],
                           graceResumes: counters.graceResumes, transfersYielded: counters.transfersYielded,
-                          scanReadsDelayed: counters.scanReadsDelayed,
+                          scanReadsDelayed: counters.scanReadsDelayed, lookaheadRequests: counters.lookaheadFetches,
                           limitPasses: Int64(budget?.counts.passes ?? 0),
                           roomWaitsUnanswered: Int64(budget?.counts.unansweredWaits ?? 0))
         let encoder = JSONEncoder()
@@ -531,6 +531,8 @@ public final class Catalog: @unchecked Sendable {
         var transfersYielded: Int64
         /// Scan reads that waited for a place while players' transfers ran or waited.
         var scanReadsDelayed: Int64
+        /// Requests the container lookahead sent (FileLoader+Lookahead.swift).
+        var lookaheadRequests: Int64
         /// Passes of the cache limits that measured the room (tests wait
         /// on it), and reads whose wait for room no pass answered.
         var limitPasses, roomWaitsUnanswered: Int64

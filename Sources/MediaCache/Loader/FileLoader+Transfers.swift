@@ -152,6 +152,10 @@ extension FileLoader {
                 state.waits[key]!.filled.insert(overlap)
             }
             state.transfers[id]!.position = chunk.upperBound
+            if let length = state.info?.length,
+               state.lookahead.take(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: chunk, length: length) {
+                startLookahead(in: &state)
+            }
             // Claimed only if written into the data file that is still current
             // (not replaced meanwhile) and no freeing began meanwhile (it waited for this write and will
             // erase what it wrote).

@@ -51,6 +51,9 @@ public final class FileLoader: TransferDelegate, Sendable {
     var openFiles: OpenDataFiles { context.openFiles }
     /// The owner of preload transfers, as a handle owns its readahead.
     var preloadOwner: ObjectIdentifier { ObjectIdentifier(self) }
+    /// Whose identity owns the container lookahead's transfers.
+    final class Token: Sendable {}
+    let lookaheadToken = Token()
     /// Serialises metadata saves and freeing, so an older snapshot never
     /// lands last and no save can claim bytes a freeing is punching; holds
     /// whether the metadata on disk may claim bytes (while it claims none,
@@ -116,6 +119,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             // bytes first, and a player's never for them.
             state.scanOnly = context.settings.readClasses && (meta.present.isEmpty || meta.scanOnly)
             state.hasEntry = true
+            state.lookahead = ContainerLookahead(cold: meta.present.isEmpty)
         }
         lock = ConditionLocked(state)
         if case .found(let meta) = read { flushLock.withLock { $0 = !meta.present.isEmpty } }
@@ -314,6 +318,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         state.probe = .idle
         state.probeAttempts = 0
         state.scanOnly = settings.readClasses
+        state.lookahead = ContainerLookahead(cold: true)
     }
 
     /// Its record said only scans read it (a class its metadata may not hold yet).
@@ -416,7 +421,8 @@ public final class FileLoader: TransferDelegate, Sendable {
             try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
                              readClass: pattern.readClass, streams: pattern.streams, info: info,
                              attempts: &attempts, state: &scope.state)
-            readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass, info: info,
+            readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass,
+                      streams: pattern.streams, info: info,
                       in: &scope.state)
             while !available.contains(wanted) {
                 let retryAt = scope.state.retryAt
@@ -470,8 +476,8 @@ public final class FileLoader: TransferDelegate, Sendable {
         let fetching = state.transfers.values.contains(where: { $0.owner == owner })
             || state.yielded.remove(owner) != nil
         if fetching {
-            readAhead(from: wanted.upperBound, window: pattern.window, owner: owner, readClass: pattern.readClass,
-                      info: info, in: &state)
+            readAhead(from: wanted.upperBound, window: pattern.cachedReadWindow, owner: owner,
+                      readClass: pattern.readClass, streams: pattern.streams, info: info, in: &state)
         }
         // Only a stream that is not fetching reads ahead from the disk.
         let streaming = pattern.window > 0 && !fetching
@@ -549,7 +555,9 @@ public final class FileLoader: TransferDelegate, Sendable {
                 // A player that streams asks for the rest of the file once,
                 // held at `reach` until it reads on.
                 let long = window > 0 && streams && holdsTransfers(info)
-                point = startPartTransfers(at: start, end: long ? info.length : reach, hold: long ? reach : nil,
+                let longEnd = ReadPattern.longTransferEnd(from: start, window: window, readClass: readClass,
+                                                          length: info.length)
+                point = startPartTransfers(at: start, end: long ? longEnd : reach, hold: long ? reach : nil,
                                            owner: owner, info: info, priority: priority, readClass: readClass,
                                            mustReach: hole.upperBound, in: &state)
                 attempts.asked.insert(start..<point)
@@ -561,7 +569,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// `offset`, topping up a whole window at a time so transfers stay large.
     /// A scan's readahead (a one-frame extraction's) is a scan's bytes, in
     /// its budget, at a scan's place in the network's queue.
-    func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, readClass: ReadClass,
+    func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, readClass: ReadClass, streams: Bool,
                    info: ContentInfo, in state: inout LoaderState) {
         // Bytes read ahead while the cache cannot be written would be lost.
         guard window > 0, offset < info.length, statistics.cacheWritable, info.acceptsRanges else { return }
@@ -597,10 +605,19 @@ public final class FileLoader: TransferDelegate, Sendable {
             }
             if lead - offset >= window / 2 { return }
         }
+        // A scan that reads on has its long transfer's hold let go on above,
+        // never a next one ahead: the server fills the sockets' buffers past
+        // a hold, so a next transfer asked before the scan gets there sent
+        // megabytes it then stopped short of (8 MiB read in 1 MiB preads:
+        // 15 MB sent). Its next miss asks for it, a round trip every 8 MiB.
+        if readClass == .scan && streams { return }
         if lead < info.length {
-            // A scan's runs are short (a thumbnail's frames): never a long transfer.
-            let long = readClass == .play && holdsTransfers(info)
-            _ = startPartTransfers(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
+            // A scan's runs are short (a thumbnail's frames): a long
+            // transfer only once it reads on, exactly (ReadPattern.streams).
+            let long = (readClass == .play || streams) && holdsTransfers(info)
+            let longEnd = ReadPattern.longTransferEnd(from: lead, window: window, readClass: readClass,
+                                                      length: info.length)
+            _ = startPartTransfers(at: lead, end: long ? longEnd : lead + window, hold: long ? lead + window : nil,
                                    owner: owner, info: info, priority: readClass == .scan ? .scan : .readahead,
                                    readClass: readClass, in: &state)
         }
@@ -674,6 +691,8 @@ public final class FileLoader: TransferDelegate, Sendable {
     @discardableResult
     public func attach(_ pattern: ReadPattern, throughPageCache: Bool = true) -> PageCacheUse {
         lock.withLock { state in
+            state.openHandles += 1
+            if state.openHandles == 1 { startLookahead(in: &state) }
             let generation = state.generation
             pattern.generation = generation
             guard throughPageCache else { return .keep }
@@ -698,6 +717,8 @@ public final class FileLoader: TransferDelegate, Sendable {
                 state.pageCacheHandles[opened] = count > 1 ? count - 1 : nil
                 pattern.inPageCache = false
             }
+            state.openHandles = max(0, state.openHandles - 1)
+            if state.openHandles == 0 { stopLookahead(in: &state) }
             endLingering(&state, all: false)
             state.fresh[ObjectIdentifier(pattern)] = nil
             state.yielded.remove(ObjectIdentifier(pattern))

@@ -145,6 +145,11 @@ struct LoaderState {
     /// A 206 of this version was taken: a 200 answered to a later range
     /// request is a change (or ambiguous), not a server that ignores Range.
     var sawPartial = false
+    /// What the head of a cold file says its demuxer reads next.
+    var lookahead = ContainerLookahead(cold: true)
+    /// Handles open on the file (FUSE opens, until their release): the
+    /// lookahead fetches only for a file that is being read.
+    var openHandles = 0
 
     init(clock: Clock) {
         self.clock = clock

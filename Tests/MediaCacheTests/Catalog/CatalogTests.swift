@@ -44,7 +44,8 @@ final class CatalogTests: XCTestCase {
                         "bytes_from_cache", "bytes_from_network", "requests", "transfers_in_flight",
                         "kernel_read_opens", "attribute_requests", "play_bytes_fetched", "scan_bytes_fetched",
                         "play_bytes_served", "scan_bytes_served", "grace_resumes", "transfers_yielded",
-                        "scan_reads_delayed", "limit_passes", "room_waits_unanswered"])
+                        "scan_reads_delayed", "lookahead_requests", "limit_passes",
+                        "room_waits_unanswered"])
         XCTAssertEqual(object?["entries"] as? Int, 1)
         XCTAssertEqual(object?["pinned_over_limit"] as? Bool, false)
     }

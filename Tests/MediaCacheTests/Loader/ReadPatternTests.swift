@@ -47,14 +47,19 @@ final class ReadPatternTests: XCTestCase {
         for pattern in [scanner, extraction] {
             stream(pattern, from: 4 * Self.MiB, count: 8 * Self.MiB, piece: 32 * Self.KiB)
             XCTAssertEqual(pattern.window, 0, "never a window of its own")
-            XCTAssertFalse(pattern.streams, "never a long transfer")
         }
+        // A scan reading on, exactly: one long transfer held half its run
+        // ahead; a frame extraction never has one.
+        XCTAssertTrue(scanner.streams)
+        XCTAssertEqual(scanner.cachedReadWindow, 4 * Self.MiB + 32 * Self.KiB)
+        XCTAssertFalse(extraction.streams, "a thumbnail's frames: never a long transfer")
         // A demuxer reading on: half of its run, so it costs log1.5 round
         // trips, not one a read.
         XCTAssertEqual(scanner.fetchWindow(bytesPerRoundTrip: 625_000), 4 * Self.MiB + 32 * Self.KiB)
         let places = ReadPattern(.scanner)
         for offset in [0, 1, 5, 9].map({ Int64($0) * Self.MiB }) { _ = places.record(offset: offset, end: offset + 4_096) }
         XCTAssertEqual(places.fetchWindow(bytesPerRoundTrip: 625_000), 0, "reads at places: each its own bytes")
+        XCTAssertFalse(places.streams)
         XCTAssertEqual(extraction.fetchWindow(bytesPerRoundTrip: 625_000), 625_000,
                        "a thumbnail's run of frames: a round trip of the link in each fetch")
         XCTAssertEqual(extraction.readClass, .scan)
