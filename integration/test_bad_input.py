@@ -67,6 +67,22 @@ def test_url_without_host_is_rejected(mediafs_bin, good, tmp_path):
     assert_rejected(out, bad, good["mnt"])
 
 
+@pytest.mark.parametrize("suffix, why", [("#t=10", "#fragment"), ("?a=1 2", "a space")])
+def test_url_with_a_fragment_or_a_space_is_refused_naming_it(mediafs_bin, good, tmp_path, suffix, why):
+    """Mounted before, then ENOENT (the fragment never reaches the server)
+    or EIO on read, with nothing in the log."""
+    bad = good["url"] + suffix
+    out = run_mediafs(mediafs_bin, ["--cache-dir", good["cache"], bad, good["mnt"]], good["mnt"], tmp_path)
+    assert_rejected(out, bad, good["mnt"])
+    assert why in out.output, out.output
+
+
+def test_url_with_two_at_signs_in_its_authority_is_refused(mediafs_bin, good, tmp_path):
+    bad = good["url"].replace("http://", "http://user@example.org@")
+    out = run_mediafs(mediafs_bin, ["--cache-dir", good["cache"], bad, good["mnt"]], good["mnt"], tmp_path)
+    assert_rejected(out, "more than one '@'", good["mnt"])
+
+
 def test_list_file_with_bad_line_is_rejected_naming_file_and_line(mediafs_bin, good, tmp_path):
     listing = tmp_path / "media.list"
     listing.write_text(f"# comment\n{good['url']}\nthis is not a url\n")

@@ -127,5 +127,32 @@ public struct Source: Equatable, Sendable {
         guard let host = components.host, !host.isEmpty else {
             throw MediaError(EINVAL, "\(origin): malformed URL '\(MediaError.redacted(url))' (no host)")
         }
+        if let problem = ambiguity(of: url, components) {
+            throw MediaError(EINVAL, "\(origin): refused URL '\(MediaError.redacted(url))': \(problem)")
+        }
+    }
+
+    /// What makes a URL that Foundation parses mean something else to
+    /// another parser (libcurl's connects, a server reads the request
+    /// line), or something the user did not mean: nil when nothing does.
+    /// Credentials go where the parser that connects says the host is
+    /// (invariant 7), so a URL the two could split differently is refused.
+    static func ambiguity(of url: String, _ components: URLComponents) -> String? {
+        if components.fragment != nil {
+            return "it has a #fragment, which is never sent to the server (write '#' in a name as %23)"
+        }
+        if let bad = url.unicodeScalars.first(where: {
+            $0 == " " || $0 == "\\" || $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F
+        }) {
+            let shown = bad == " " ? "a space" : bad == "\\" ? "a backslash" : "U+\(String(bad.value, radix: 16, uppercase: true))"
+            return "it holds \(shown), which parsers read differently (percent-encode it, e.g. %20 for a space)"
+        }
+        // The authority is the user information and the host; Foundation
+        // takes the last '@' as their border, other parsers the first.
+        if let user = components.rangeOfUser, let host = components.rangeOfHost,
+           url[user.lowerBound..<host.lowerBound].filter({ $0 == "@" }).count > 1 {
+            return "its authority has more than one '@' (percent-encode an '@' in a user name or password as %40)"
+        }
+        return nil
     }
 }

@@ -55,6 +55,25 @@ final class SourceTests: XCTestCase {
         assertRejected(["http://bad host/a b.mp4"], mentioning: ["malformed URL"])
     }
 
+    // URLs a user may paste that Foundation takes but means something
+    // else to libcurl or the server: refused, naming the URL and why.
+    func testParse_urlWithAFragment_isRefusedSayingSo() {
+        assertRejected(["http://host.example/film.mkv#t=10"], mentioning: ["#fragment", "http://host.example/film.mkv#t=10"])
+    }
+
+    func testParse_urlWithTwoAtSignsInItsAuthority_isRefused() {
+        assertRejected(["http://user@mail@host.example/a.mp4"], mentioning: ["more than one '@'"])
+        assertRejected(["http://u:p@ss@host.example/a.mp4"], mentioning: ["more than one '@'"])
+        // One '@', and an encoded one in the user name: fine.
+        XCTAssertNoThrow(try Source.parse(arguments: ["http://user%40mail:pw@host.example/a.mp4"]))
+        XCTAssertNoThrow(try Source.parse(arguments: ["http://host.example/a@b.mp4"]))
+    }
+
+    func testParse_urlWithASpaceOrABackslash_isRefused() {
+        assertRejected(["http://host.example/a b.mp4"], mentioning: ["a space", "%20"])
+        assertRejected(["http://host.example/a\\b.mp4"], mentioning: ["backslash"])
+    }
+
     func testParse_missingListFile_saysNeitherUrlNorListFile() {
         assertRejected(["\(base)/nope.txt"], mentioning: ["\(base)/nope.txt", "no such file"])
     }
