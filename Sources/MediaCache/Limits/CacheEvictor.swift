@@ -88,6 +88,8 @@ public struct CacheEvictor: Sendable {
         var pinned: Bool
         /// Only library scans have read it: evicted first.
         var scanOnly = false
+        /// A handle is open on it (a loader's entry only).
+        var open = false
 
         var loader: FileLoader? {
             if case .loader(let loader) = place { return loader }
@@ -210,7 +212,7 @@ public struct CacheEvictor: Sendable {
             guard usage.allocatedBytes > 0 else { continue }
             items.append(Item(place: .loader(loader), allocated: usage.allocatedBytes, lastAccess: usage.lastAccess,
                               complete: usage.isComplete, pinned: usage.isPinned,
-                              scanOnly: usage.isScanOnly && !usage.isPinned))
+                              scanOnly: usage.isScanOnly && !usage.isPinned, open: usage.isOpen))
         }
         for (url, record) in records where record.allocatedBytes > 0 && mounted[url] == nil {
             items.append(Item(place: .record(url), allocated: record.allocatedBytes, lastAccess: record.lastAccess,
@@ -262,7 +264,15 @@ public struct CacheEvictor: Sendable {
         }
         if scanNeed > 0 {
             var left: [Item] = []
-            for item in kept.sorted(by: { ($0.scanOnly ? 0 : 1, $0.lastAccess) < ($1.scanOnly ? 0 : 1, $1.lastAccess) }) {
+            // Within the scan budget the most recently used file goes
+            // first, one no handle has open: a scan walks a library in
+            // the same order each time, and evicting its least recently
+            // scanned file took, at each miss of a rescan, the very file
+            // that rescan asked for next (a library twice the budget: no
+            // hit at all). This way what the first files left stays and
+            // the rescan finds about budget/library of them; a file a
+            // probe has open goes last (it may read it again at once).
+            for item in kept.sorted(by: Self.scanEvictionOrder) {
                 if scanNeed > 0, item.scanOnly, item.allocated > 0, evict(item) {
                     scanNeed -= item.allocated
                     scanUsed -= item.allocated
@@ -319,6 +329,14 @@ public struct CacheEvictor: Sendable {
             Log.debug("cache limits: \(used) bytes used, \(max(room, 0)) bytes of room, \(freed) bytes freed")
         }
         return report
+    }
+
+    /// The order the scan budget evicts in: scan-only entries before any
+    /// other, closed before open, the most recently used first.
+    private static func scanEvictionOrder(_ a: Item, _ b: Item) -> Bool {
+        if a.scanOnly != b.scanOnly { return a.scanOnly }
+        if a.open != b.open { return !a.open }
+        return a.lastAccess > b.lastAccess
     }
 
     /// The first pass: every entry on disk that no file of the mount

@@ -101,8 +101,9 @@ extension FileLoader {
     }
 
     /// For a file only library scans have read: frees its cached bytes
-    /// outside its probe ranges (`probeSpan` at either end): a thumbnail's,
-    /// at a tenth of the film. The scan budget does this to every such file
+    /// outside its probe ranges (`probeSpan` at either end, and within
+    /// them what the scans read, when this mount saw them): a thumbnail's,
+    /// at a tenth of the film, and the lookup's bytes no probe read. The scan budget does this to every such file
     /// before it evicts any whole, so the next scan of an unchanged file
     /// finds what its probe reads. Never the bytes a read waits on.
     public func trimToProbeRanges() {
@@ -111,11 +112,23 @@ extension FileLoader {
             guard state.scanOnly, state.hasEntry, !state.kernelReading, !state.pinned,
                   let length = state.info?.length else { return doomed }
             let span = Self.probeSpan(length: length)
-            guard length > span.addingSaturating(span) else { return doomed }
-            let middle = span..<(length - span)
-            for range in state.present.ranges where range.overlaps(middle) {
-                let part = max(range.lowerBound, middle.lowerBound)..<min(range.upperBound, middle.upperBound)
-                if !state.isWaitedOn(part) { doomed.insert(part) }
+            // Kept: the probe spans at either end; within them, when this
+            // mount saw the scans read, only what they read and the index
+            // the lookahead fetched (whole pages around them), not the
+            // lookup's whole first 512 KiB beside ffprobe's 262 KB. Not
+            // that finer cut while a handle is open: its probe may read on.
+            let known = !state.scanRead.isEmpty && state.openHandles == 0
+            var keep = ByteRangeSet()
+            for end in [0..<min(span, length), max(0, length - span)..<length] {
+                guard known else { keep.insert(end); continue }
+                for read in state.scanRead.ranges where read.overlaps(end) {
+                    let lower = max(read.lowerBound, end.lowerBound) / Self.page * Self.page
+                    let upper = min((min(read.upperBound, end.upperBound) + Self.page - 1) / Self.page * Self.page, length)
+                    keep.insert(lower..<upper)
+                }
+            }
+            for range in state.present.ranges {
+                for part in keep.missing(in: range) where !state.isWaitedOn(part) { doomed.insert(part) }
             }
             return Self.markTrimmed(doomed, in: &state)
         }

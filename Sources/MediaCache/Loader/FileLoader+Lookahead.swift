@@ -25,6 +25,8 @@ extension FileLoader {
             // through the page cache, whole pages (a Cues 1,228 bytes from
             // the end took a request of its own for the page before them).
             let range = range.lowerBound / Self.page * Self.page..<range.upperBound
+            // The container's index: a scan's file keeps it when trimmed.
+            if state.scanOnly { state.scanRead.insert(range) }
             for hole in state.present.missing(in: range) {
                 var point = hole.lowerBound
                 while point < hole.upperBound {

@@ -38,6 +38,8 @@ extension FileLoader {
         public var isPinned: Bool
         /// Only library scans have read it: evicted first, in the scan budget.
         public var isScanOnly = false
+        /// A handle is open on it: a probe may read it again at any moment.
+        public var isOpen = false
     }
 
     public func usage() -> Usage {
@@ -46,7 +48,7 @@ extension FileLoader {
             Usage(allocatedBytes: state.hasEntry ? allocated : 0, lastAccess: state.lastAccess,
                   isComplete: state.info.map { state.present.contains(0..<$0.length) } ?? false,
                   isBusy: !state.transfers.isEmpty || !state.waits.isEmpty || state.kernelReading,
-                  isPinned: state.pinned, isScanOnly: state.scanOnly)
+                  isPinned: state.pinned, isScanOnly: state.scanOnly, isOpen: state.openHandles > 0)
         }
     }
 

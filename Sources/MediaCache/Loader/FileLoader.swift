@@ -464,9 +464,11 @@ public final class FileLoader: TransferDelegate, Sendable {
         notePartStep(wanted, after: previousEnd, pattern: pattern, info: info, in: &state)
         state.lastAccess = wallNow()
         state.lastReadOffset = wanted.lowerBound
+        if state.scanOnly && pattern.readClass == .scan { state.scanRead.insert(wanted) }
         // A player's read makes the whole entry a player's.
         if pattern.readClass == .play && state.scanOnly {
             state.scanOnly = false
+            state.scanRead = ByteRangeSet()
             // Saved, or a remount would take the player's bytes for a scan's.
             state.dirty = true
         }

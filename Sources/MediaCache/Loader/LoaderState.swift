@@ -147,6 +147,13 @@ struct LoaderState {
     var sawPartial = false
     /// What the head of a cold file says its demuxer reads next.
     var lookahead = ContainerLookahead(cold: true)
+    /// What scans read of a scan-only file in this mount's life, with the
+    /// index ranges the lookahead fetched for them: all such a file keeps
+    /// when the scan budget trims it (`trimToProbeRanges`), so it keeps
+    /// what its probe read, not the lookup's whole first 512 KiB beside
+    /// ffprobe's 262 KB. Empty once a player reads, or after a remount
+    /// (then the probe spans at either end are kept).
+    var scanRead = ByteRangeSet()
     /// Handles open on the file (FUSE opens, until their release): the
     /// lookahead fetches only for a file that is being read.
     var openHandles = 0
@@ -169,6 +176,7 @@ struct LoaderState {
     /// file to be emptied (FileLoader+Freeing.swift). Never blocks.
     mutating func markReset() {
         present = ByteRangeSet()
+        scanRead = ByteRangeSet()
         resetsAsked += 1
         dirty = true
     }

@@ -77,13 +77,14 @@ final class ScanBudgetTests: XCTestCase {
         limits.minFree = 0
         let allocated = film.usage().allocatedBytes
         limits.maxSize = allocated * 3
-        // The scan budget holds one entry: the pass frees the two oldest scans.
+        // The scan budget holds one entry: the pass frees the two most
+        // recently used scans (a rescan in the same order finds the rest).
         limits.scanMaxSize = allocated + allocated / 2
         var mounted = [urls[0]: film]
         for (url, loader) in zip(urls.dropFirst(), scans) { mounted[url] = loader }
         let report = CacheEvictor(store: store, limits: limits).run(mounted: mounted, now: Int64(time(nil)) + 10)
         XCTAssertTrue(film.status().isComplete, "the player's film was evicted")
-        XCTAssertEqual(scans.map { $0.status().cachedBytes > 0 }, [false, false, true])
+        XCTAssertEqual(scans.map { $0.status().cachedBytes > 0 }, [true, false, false])
         XCTAssertEqual(report.evictedEntries, 2)
     }
 
@@ -139,12 +140,14 @@ final class ScanBudgetTests: XCTestCase {
         XCTAssertEqual(buffer, reads[1].map { UInt8(truncatingIfNeeded: $0 &* 7) })
         XCTAssertEqual(fetcher.gets.count, gets)
 
-        // Too little room even for the probe ranges: the oldest files go whole.
+        // Too little room even for the probe ranges: files go whole, the
+        // most recently used first (what an earlier scan left stays).
         loaders[0].lock.withLock { $0.lastAccess -= 100 }
         limits.scanMaxSize = probed + (1 << 20)
         let second = CacheEvictor(store: store, limits: limits).run(mounted: mounted, now: Int64(time(nil)) + 10)
         XCTAssertEqual(second.evictedEntries, 2)
-        XCTAssertEqual(loaders[0].status().cachedBytes, 0, "the least recently used went first")
+        XCTAssertEqual(loaders[0].status().cachedBytes, probed, "the least recently used stays")
+        XCTAssertEqual(loaders[1].status().cachedBytes + loaders[2].status().cachedBytes, 0)
     }
 
     func testAScanWithNoRoomUnderAFullCacheEvictsOlderScansNotThePlayers() throws {
@@ -168,9 +171,9 @@ final class ScanBudgetTests: XCTestCase {
         XCTAssertEqual(budget.reserve(upTo: 4096, for: .scan), 0, "no room: the cache is full")
         XCTAssertTrue(budget.isScanPressed)
         let report = evictor.run(mounted: mounted, budget: budget, now: Int64(time(nil)) + 10)
-        XCTAssertEqual(report.evictedEntries, 1, "the oldest scan's entry made the scan's headroom")
+        XCTAssertEqual(report.evictedEntries, 1, "the newest scan's entry made the scan's headroom")
         XCTAssertTrue(film.status().isComplete, "never the player's")
-        XCTAssertEqual(scans.map { $0.status().cachedBytes > 0 }, [false, true, true])
+        XCTAssertEqual(scans.map { $0.status().cachedBytes > 0 }, [true, true, false])
         XCTAssertGreaterThan(budget.reserve(upTo: 4096, for: .scan), 0)
     }
 
