@@ -23,6 +23,9 @@ import threading
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import baseline  # noqa: E402
+
 ROOT = "/tmp/mediafs-bench"
 DATA = os.path.join(ROOT, "data")
 # Engineers sharing a machine share the generated data but each needs a run
@@ -1340,6 +1343,14 @@ class Bench:
         }
         with open(RESULTS, "w") as f:
             json.dump(doc, f, indent=1)
+        # Row by row against the committed baseline: a figure 10% worse is a
+        # REGRESSION line (bench/baseline.py says which figures, and why
+        # a time's is a reason to measure again).
+        if os.path.exists(baseline.BASELINE):
+            with open(baseline.BASELINE) as f:
+                baseline.report(json.load(f), doc)
+        else:
+            print(f"\nno {baseline.BASELINE}: nothing to compare with")
 
 
 def main():
