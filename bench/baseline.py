@@ -5,6 +5,7 @@ REGRESSION line. `make bench` does this after every run (bench/run.py);
 by hand:
 
     python3 bench/baseline.py [RESULTS_JSON] [--baseline bench/baseline.json] [--tolerance 0.10]
+    python3 bench/baseline.py --take [RESULTS_JSON]    # a run's figures become the baseline
 
 Which figures: every number of the run's JSON that is mediafs's (its path
 names mediafs: a row's mediafs column, a WAN cell of mediafs, an HLS or
@@ -46,6 +47,8 @@ def figures(doc):
     def walk(node, path, mine):
         if isinstance(node, dict):
             for key, value in node.items():
+                if key == "log":
+                    continue  # a request list, not a figure
                 walk(value, path + (str(key),), mine or "mediafs" in str(key))
         elif isinstance(node, list):
             for i, value in enumerate(node):
@@ -102,16 +105,34 @@ def report(base, now, tolerance=0.10, out=sys.stdout):
     return regressions
 
 
+# What a baseline keeps of a run: its figures, not its access logs (tens
+# of MB at 100,000 entries).
+KEPT = ("time", "build", "elapsed_s", "binary", "file_bytes", "mp4_bytes", "mkv_bytes", "tools", "rows",
+        "reader_demand", "ceilings", "wan", "sources", "hls", "mediaserver", "notes", "errors")
+
+
+def take(doc):
+    """A run's JSON as a baseline: its figures, without the access logs."""
+    return {k: doc[k] for k in KEPT if k in doc}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("results", nargs="?", default=os.path.join(os.path.dirname(HERE), "results.json"))
+    p.add_argument("results", nargs="?", default="/tmp/mediafs-bench/results.json")
     p.add_argument("--baseline", default=BASELINE)
     p.add_argument("--tolerance", type=float, default=0.10)
+    p.add_argument("--take", action="store_true", help="make RESULTS the baseline (its figures only)")
     args = p.parse_args()
-    with open(args.baseline) as f:
-        base = json.load(f)
     with open(args.results) as f:
         now = json.load(f)
+    if args.take:
+        with open(args.baseline, "w") as f:
+            json.dump(take(now), f, indent=1)
+            f.write("\n")
+        print(f"{args.baseline}: the figures of {args.results} ({now.get('time')}, {now.get('build')})")
+        return
+    with open(args.baseline) as f:
+        base = json.load(f)
     report(base, now, args.tolerance)
 
 

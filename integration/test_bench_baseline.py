@@ -1,0 +1,57 @@
+"""bench/baseline.py, the bench's comparison with its committed baseline:
+which figures it judges, which way is better, and that a figure 10% worse
+is a REGRESSION line. Pure data, no mount."""
+
+import io
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import baseline  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def run(rows=None, wan=None):
+    return {"rows": rows or [], "wan": wan}
+
+
+def row(key, mediafs, curl=1.0):
+    return {"key": key, "values": {"mediafs": mediafs, "curl": curl, "rclone": None}}
+
+
+def cell(s, requests, nbytes):
+    return {"cold": {"s": s, "requests": requests, "bytes": nbytes}}
+
+
+def test_a_figure_ten_percent_worse_either_way_is_a_regression_and_other_tools_are_not_judged():
+    base = run([row("cold_seq_mbps", 1000), row("ffprobe_mp4_s", 1.0), row("random_requests", 100, curl=5)],
+               {"links": {"100ms/50Mbit": {"probe_mkv": {"mediafs": cell(0.6, 4, 1000), "rclone": cell(0.6, 4, 1)}}}})
+    now = run([row("cold_seq_mbps", 850), row("ffprobe_mp4_s", 1.05), row("random_requests", 100, curl=50)],
+              {"links": {"100ms/50Mbit": {"probe_mkv": {"mediafs": cell(0.6, 8, 1000), "rclone": cell(9.0, 99, 1)}}}})
+    regressions, improvements, missing = baseline.compare(base, now)
+    paths = {p for p, *_ in regressions}
+    assert paths == {"rows/cold_seq_mbps/mediafs", "wan/links/100ms/50Mbit/probe_mkv/mediafs/cold/requests"}, regressions
+    assert improvements == [] and missing == []
+    out = io.StringIO()
+    baseline.report(base, now, out=out)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("REGRESSION")]
+    assert len(lines) == 2 and "4 -> 8 (+100% worse)" in out.getvalue(), out.getvalue()
+
+
+def test_better_figures_are_improvements_and_a_figure_in_one_run_only_is_listed_not_judged():
+    base = run([row("cold_seq_mbps", 1000), row("seek_mkv_s", 2.0)])
+    now = run([row("cold_seq_mbps", 1500), row("warm_same_mbps", 9000)])
+    regressions, improvements, missing = baseline.compare(base, now)
+    assert regressions == []
+    assert [p for p, *_ in improvements] == ["rows/cold_seq_mbps/mediafs"]
+    assert missing == ["rows/seek_mkv_s/mediafs", "rows/warm_same_mbps/mediafs"]
+
+
+def test_the_committed_baseline_is_a_bench_run_with_mediafs_figures():
+    doc = json.loads((BENCH / "baseline.json").read_text())
+    figures = baseline.figures(doc)
+    assert len(figures) >= 20, sorted(figures)
+    # Compared with itself: nothing changed.
+    assert baseline.compare(doc, doc)[:2] == ([], [])
