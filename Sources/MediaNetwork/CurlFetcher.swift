@@ -189,7 +189,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                 var raw: UnsafeMutableRawPointer?
                 _ = mediafs_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &raw)
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(raw!).takeUnretainedValue()
-                if code == CURLE_OK { learnProtocol(of: easy) }
+                if code == CURLE_OK { learnProtocol(of: easy, for: transfer) }
                 do {
                     if let next = try transfer.redirect(after: code) {
                         // Out of the multi before the next hop replaces (and frees) the handle.
@@ -220,7 +220,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 
     private func enqueue(_ transfer: CurlTransfer) {
         waiting[transfer.id] = transfer
-        admission.enqueue(transfer.id, origin: HTTPOrigin(url: transfer.request.url),
+        admission.enqueue(transfer.id, origin: transfer.origin,
                           group: transfer.request.group, priority: transfer.priority)
     }
 
@@ -241,15 +241,16 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 
     /// Tells the admission whether the origin that answered on `easy`
     /// multiplexes (its answer came over HTTP/2 or later).
-    private func learnProtocol(of easy: UnsafeMutableRawPointer) {
-        guard let (origin, multiplexes) = OriginProtocols.note(answerOn: easy) else { return }
+    private func learnProtocol(of easy: UnsafeMutableRawPointer, for transfer: CurlTransfer) {
+        let asked = (url: transfer.request.url, origin: transfer.origin)
+        guard let (origin, multiplexes) = OriginProtocols.note(answerOn: easy, asked: asked) else { return }
         admission.learned(origin, multiplexes: multiplexes)
     }
 
     private func admit(_ transfer: CurlTransfer) {
         do {
             let easy = try transfer.begin()
-            if admission.multiplexes(HTTPOrigin(url: transfer.request.url)) {
+            if admission.multiplexes(transfer.origin) {
                 _ = mediafs_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
             }
             active[transfer.id] = transfer
@@ -267,7 +268,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         let now = Histogram.now()
         for transfer in Array(active.values) {
             guard let since = transfer.heldSince else { continue }
-            let blocking = admission.waitsForRoom(at: HTTPOrigin(url: transfer.request.url),
+            let blocking = admission.waitsForRoom(at: transfer.origin,
                                                   behind: transfer.priority)
             guard blocking || now - since >= Self.maxHoldSeconds else { continue }
             if blocking { statistics?.transfersYielded.add(1, ordering: .relaxed) }
@@ -351,6 +352,10 @@ public final class CurlTransfer: @unchecked Sendable {
     private let statistics: Statistics?
     private let limit: BandwidthLimit?
     public let request: FetchRequest
+    /// The request's origin, parsed once on the network thread: admission,
+    /// multiplexing and held transfers ask for it at each step, and a
+    /// parse is a URLComponents (a listing's probes parsed 3 each).
+    public private(set) lazy var origin: HTTPOrigin? = HTTPOrigin(url: request.url)
     private let delegate: TransferDelegate
     private let options: HTTPOptions
     /// nil until admitted into the multi, so queued transfers hold no handle.

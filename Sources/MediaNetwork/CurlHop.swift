@@ -171,7 +171,10 @@ public final class CurlHop {
     /// is the answer. Throws for a redirect not followed: past the limit, or
     /// to anything but http(s).
     public func next() throws -> CurlHop? {
-        let asked = MediaError.redacted(request.url)
+        // Redacted only where it is shown: every transfer ends here, on the
+        // network thread, and redacting a URL there cost more than the rest
+        // of a probe's completion (a listing's 10,000 HEADs: 0.3 s).
+        var asked: String { MediaError.redacted(request.url) }
         if isDigestChallenge, let origin = HTTPOrigin(url: url) {
             Log.debug("\(asked): HTTP 401 asks for Digest, answered")
             Self.digestOrigins.withLock { _ = $0.insert(origin) }

@@ -14,14 +14,20 @@ public enum OriginProtocols {
 
     /// The origin that answered on `easy` (a finished transfer) and whether
     /// its answer came over a multiplexing protocol; recorded. nil when
-    /// libcurl knows no answer or URL.
+    /// libcurl knows no answer or URL. `asked`: a URL whose origin the
+    /// caller parsed already, taken when the answer came from that URL
+    /// (no redirect), so the network thread parses no URL per answer.
     @discardableResult
-    public static func note(answerOn easy: UnsafeMutableRawPointer) -> (origin: HTTPOrigin, multiplexes: Bool)? {
+    public static func note(answerOn easy: UnsafeMutableRawPointer,
+                            asked: (url: String, origin: HTTPOrigin?)? = nil) -> (origin: HTTPOrigin, multiplexes: Bool)? {
         var version = 0
         var url: UnsafeMutablePointer<CChar>?
         guard mediafs_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version) == CURLE_OK, version != 0,
-              mediafs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url,
-              let origin = HTTPOrigin(url: String(cString: url)) else { return nil }
+              mediafs_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK, let url else { return nil }
+        let answered = String(cString: url)
+        guard let origin = asked.flatMap({ $0.url == answered ? $0.origin : nil }) ?? HTTPOrigin(url: answered) else {
+            return nil
+        }
         let multiplexes = version >= Int(CURL_HTTP_VERSION_2_0)
         multiplexing.withLock { known in
             if multiplexes {

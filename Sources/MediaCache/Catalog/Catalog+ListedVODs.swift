@@ -76,6 +76,21 @@ extension Catalog {
     static func namesVOD(_ url: String) -> Bool {
         let lower = url.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return false }
+        // Asked of every entry of every listing: a URL with no escape names
+        // no VOD unless it holds the suffix its path would end in, which
+        // spares it the two URL parses below (30,000 instructions an entry:
+        // 0.1 s a listing of 10,000 files). An escape may spell the suffix.
+        guard Self.mayNameVOD(Array(lower.utf8)) else { return false }
         return Playlist.isPlaylist(url) || DASHListing.isMPD(url)
+    }
+
+    /// Whether a lower-cased URL has an escape, `.m3u` or `.mpd` in it.
+    private static func mayNameVOD(_ bytes: [UInt8]) -> Bool {
+        if bytes.contains(UInt8(ascii: "%")) { return true }
+        let suffixes: [[UInt8]] = [Array(".m3u".utf8), Array(".mpd".utf8)]
+        for start in bytes.indices where bytes[start] == UInt8(ascii: ".") {
+            for suffix in suffixes where bytes[start...].starts(with: suffix) { return true }
+        }
+        return false
     }
 }

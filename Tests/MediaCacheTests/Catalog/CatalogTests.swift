@@ -6,6 +6,17 @@ import XCTest
 @testable import MediaSupport
 
 final class CatalogTests: XCTestCase {
+    func testNamesVOD_byThePathsExtension_spelledOrEscaped() {
+        for url in ["http://a.example/v/index.m3u8", "https://a.example/LIST.M3U?token=1", "http://a.example/t.mpd",
+                    "http://a.example/v/index%2Em3u8", "http://a.example/t%2empd"] {
+            XCTAssertTrue(Catalog.namesVOD(url), url)
+        }
+        for url in ["http://a.example/f.bin", "http://a.example/f.m3u8.bin", "http://a.example/f.mp4?x=.m3u8",
+                    "http://a.example/f%20g.mkv", "file:///x.m3u8", "/x.m3u8", "http://a.example/.mpdx"] {
+            XCTAssertFalse(Catalog.namesVOD(url), url)
+        }
+    }
+
     private var base = ""
     private var fetcher = FakeFetcher()
 

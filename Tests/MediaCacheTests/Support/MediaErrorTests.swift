@@ -47,4 +47,22 @@ final class MediaErrorTests: XCTestCase {
                        "http://a.example/f#access_token=REDACTED&n=1")
         XCTAssertEqual(MediaError.redacted("http://a.example/f?n=1#sig=x?y"), "http://a.example/f?n=1#sig=REDACTED")
     }
+
+    func testUserinfoRange_isTheSameForASCIIAndOtherURLs() {
+        // The ASCII scan and the general path must agree: each URL is also
+        // asked with a non-ASCII path after its authority, which takes the
+        // general path and must find the same userinfo.
+        for url in ["http://u:p@a.example/x", "https://u@b@a.example:81/?q=@", "http://a.example/x@y",
+                    "http://a.example?x@y", "http://a.example#@", "http://@a.example/", "a.example/u@x",
+                    "http://u:p@a.example", "x://", "://u@", ":/", "", "http:/u@a.example/",
+                    "http://u%40x:p@a.example/f"] {
+            let plain = MediaError.userinfoRange(in: url).map { String(url[$0]) }
+            let other = url + "/é"
+            XCTAssertEqual(MediaError.userinfoRange(in: other).map { String(other[$0]) }, plain, url)
+        }
+        let url = "https://u:p@b@a.example/x"
+        XCTAssertEqual(MediaError.userinfoRange(in: url).map { String(url[$0]) }, "u:p@b@")
+        let accented = "http://ü:p@a.example/x"
+        XCTAssertEqual(MediaError.userinfoRange(in: accented).map { String(accented[$0]) }, "ü:p@")
+    }
 }
