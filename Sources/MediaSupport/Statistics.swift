@@ -45,30 +45,39 @@ public final class Statistics: Sendable {
     public let readWait = Histogram()
     /// How long learning a file's length and validators took (HEAD, or GET 0-0 after it).
     public let probeDuration = Histogram()
-    /// Seconds since the epoch until which the cache is not written.
+    /// Seconds on the monotonic clock until which the cache is not
+    /// written: on the wall clock, a clock stepped back an hour stopped
+    /// cache writes for an hour.
     private let cacheWritesPausedUntil = Atomic<Int64>(0)
     /// After a failed cache write, reads pass through for this long.
     public static let passThroughSeconds: Int64 = 10
+    private let clock: Clock
 
-    public init() {}
+    public init(clock: Clock) {
+        self.clock = clock
+    }
+
+    public convenience init() {
+        self.init(clock: .system)
+    }
 
     /// Whether arriving bytes should be written into the cache now.
     public var cacheWritable: Bool {
-        cacheWritesPausedUntil.load(ordering: .relaxed) <= Self.seconds()
+        cacheWritesPausedUntil.load(ordering: .relaxed) <= seconds()
     }
 
     /// A cache write failed (disk full, I/O error): say so once, then serve
     /// from the network alone for a while.
     public func cacheWriteFailed(_ error: MediaError) {
-        let until = Self.seconds() + Self.passThroughSeconds
+        let until = seconds() + Self.passThroughSeconds
         let before = cacheWritesPausedUntil.exchange(until, ordering: .relaxed)
-        if before <= Self.seconds() {
+        if before <= seconds() {
             Log.error("\(error.message); serving reads from the network without caching for "
                       + "\(Self.passThroughSeconds) s")
         }
     }
 
-    private static func seconds() -> Int64 { Int64(time(nil)) }
+    private func seconds() -> Int64 { Int64(clock.monotonic()) }
 
     /// A file was opened for the kernel to read from the cache itself.
     public func countKernelReadOpen() {
