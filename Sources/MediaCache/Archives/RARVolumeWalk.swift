@@ -1,0 +1,15 @@
+// What one volume's headers say: its number in the set, its parts in
+// order, and whether the walk saw all the headers it needs or stopped
+// where the bytes read so far ran out.
+
+struct RARVolumeWalk {
+    /// The caller's index for this volume.
+    var input: Int
+    /// 0 for the first volume.
+    var number: Int
+    /// The main header's volume flag: part of a multi-volume set.
+    var isVolume: Bool
+    var parts: [RARPart] = []
+    /// A range the walk needs before it can go on; nil once complete.
+    var wanted: ArchiveExtent?
+}
