@@ -39,8 +39,8 @@ enum RARVolumes {
             if let reason {
                 index.refused.append(.init(name: member.part.name, reason: reason))
             } else if !member.part.isDirectory {
-                index.members.append(ArchiveMember(path: member.part.path, size: member.part.size,
-                                                   mtime: member.part.mtime, extents: member.extents))
+                index.members.append(ArchiveMember(path: member.part.path, size: member.part.size, mtime: member.part.mtime,
+                                                   extents: member.extents.filter { $0.count > 0 }))
             }
         }
 

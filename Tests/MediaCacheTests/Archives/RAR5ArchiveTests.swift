@@ -1,0 +1,113 @@
+// RAR5Index over rarfile's own RAR5 archives: a stored member split over
+// three volumes served byte for byte as unar extracts it, whatever order
+// the volumes come in; solid, compressed, encrypted-header, link and
+// path-escaping members refused naming why; hostile bytes thrown, never a crash.
+import Foundation
+import XCTest
+@testable import MediaCache
+
+final class RAR5ArchiveTests: XCTestCase {
+    private let vols = ["rar5-vols.part1.rar", "rar5-vols.part2.rar", "rar5-vols.part3.rar"]
+
+    func testAThreeVolumeSet_givesItsStoredMembers_byteForByteAsUnarExtractsThem() throws {
+        let files = try ArchiveFixtures.files(vols, under: "rar")
+        let (index, rounds) = try ArchiveFixtures.drive(files, RAR5Index.index)
+        XCTAssertEqual(index.members.map(\.path), ["vols/bigfile.txt", "vols/smallfile.txt"])
+        XCTAssertEqual(index.members.map(\.size), [205_000, 2_050])
+        XCTAssertEqual(index.members.first?.extents.map(\.volume), [0, 1, 2])
+        XCTAssertEqual(index.members.first?.mtime, 1_464_079_357) // 2016-05-24T08:42:37Z, as rarfile says
+        XCTAssertEqual(index.refused, [])
+        XCTAssertEqual(index.volumeOrder, [0, 1, 2])
+        XCTAssertLessThanOrEqual(rounds, 2)
+        for member in index.members {
+            let expected = try ArchiveFixtures.bytes("extracted/rar5-vols.part1.rar/\(member.path)")
+            XCTAssertEqual(ArchiveFixtures.contents(of: member, in: files), expected, member.path)
+        }
+    }
+
+    func testVolumesGivenOutOfOrder_areOrderedByTheirHeaders_notTheirNames() throws {
+        let files = try ArchiveFixtures.files(vols, under: "rar")
+        let shuffled = [(name: "c.rar", bytes: files[2].bytes), (name: "a.rar", bytes: files[1].bytes),
+                        (name: "b.rar", bytes: files[0].bytes)]
+        let (index, _) = try ArchiveFixtures.drive(shuffled, RAR5Index.index)
+        XCTAssertEqual(index.volumeOrder, [2, 1, 0])
+        XCTAssertEqual(index.members.first?.extents.map(\.volume), [2, 1, 0])
+        let expected = try ArchiveFixtures.bytes("extracted/rar5-vols.part1.rar/vols/bigfile.txt")
+        XCTAssertEqual(ArchiveFixtures.contents(of: index.members[0], in: shuffled), expected)
+    }
+
+    func testAMissingMiddleVolume_refusesTheSplitMember_andServesTheOneWhollyPresent() throws {
+        let files = try ArchiveFixtures.files([vols[0], vols[2]], under: "rar")
+        let (index, _) = try ArchiveFixtures.drive(files, RAR5Index.index)
+        XCTAssertEqual(index.members.map(\.path), ["vols/smallfile.txt"])
+        XCTAssertEqual(index.refused.map(\.reason), [.missingVolume(1), .missingVolume(1)])
+    }
+
+    func testTwoCopiesOfOneVolume_throwThatTheVolumesDisagree() throws {
+        let files = try ArchiveFixtures.files([vols[0], vols[1], vols[1]], under: "rar")
+        XCTAssertThrowsError(try ArchiveFixtures.drive(files, RAR5Index.index)) { error in
+            guard case .volumesDisagree(let what)? = error as? ArchiveRefusal else { return XCTFail("\(error)") }
+            XCTAssertTrue(what.contains("volume 1"), what)
+        }
+    }
+
+    func testASolidArchive_refusesItsMembers_asCompressedAndSolid() throws {
+        let (index, _) = try ArchiveFixtures.drive(try ArchiveFixtures.files(["rar5-solid.rar"], under: "rar"), RAR5Index.index)
+        XCTAssertEqual(index.members, [])
+        XCTAssertEqual(index.refused, [.init(name: "stest1.txt", reason: .compressed(method: 3)),
+                                       .init(name: "stest2.txt", reason: .solid)])
+    }
+
+    func testEncryptedHeaders_refuseTheWholeArchive() throws {
+        let files = try ArchiveFixtures.files(["rar5-hpsw.rar"], under: "rar")
+        XCTAssertThrowsError(try ArchiveFixtures.drive(files, RAR5Index.index)) { error in
+            XCTAssertEqual(error as? ArchiveRefusal, .encryptedHeaders)
+        }
+    }
+
+    func testASymlinkToDotDot_isRefusedAsALink_andTheFileBeneathItIsAPlainFile() throws {
+        let files = try ArchiveFixtures.files(["rar5-evil-symlink-traversal.rar"], under: "rar")
+        let (index, _) = try ArchiveFixtures.drive(files, RAR5Index.index)
+        XCTAssertEqual(index.refused, [.init(name: "up", reason: .link)])
+        XCTAssertEqual(index.members.map(\.path), ["up/pwned.txt"])
+        XCTAssertEqual(String(decoding: ArchiveFixtures.contents(of: index.members[0], in: files), as: UTF8.self),
+                       "ZIPSLIP-VIA-SYMLINK-OK\n")
+    }
+
+    func testFileCopyRecords_areRefusedAsLinks_andTheCompressedOriginalAsCompressed() throws {
+        let (index, _) = try ArchiveFixtures.drive(try ArchiveFixtures.files(["rar5-dups.rar"], under: "rar"), RAR5Index.index)
+        XCTAssertEqual(index.members, [])
+        XCTAssertEqual(index.refused.first, .init(name: "stest1.txt", reason: .compressed(method: 3)))
+        XCTAssertEqual(index.refused.dropFirst().map(\.reason), Array(repeating: .link, count: 8))
+    }
+
+    func testEveryTruncationAndEveryFlippedByteOfAHead_throwsOrIndexes_neverCrashes() throws {
+        let files = try ArchiveFixtures.files(vols, under: "rar")
+        let head = Array(files[0].bytes.prefix(200))
+        for cut in 0..<head.count {
+            _ = try? RAR5Index.index([try ArchiveVolume(name: "v", length: Int64(files[0].bytes.count), head: Array(head.prefix(cut)))])
+        }
+        for position in 0..<head.count {
+            var mutated = head
+            mutated[position] ^= 0xFF
+            if let index = try? RAR5Index.index([try ArchiveVolume(name: "v", length: 102_400, head: mutated)]) {
+                for member in index.members { XCTAssertTrue(member.extents.allSatisfy { $0.range.upperBound <= 102_400 }) }
+            }
+        }
+    }
+
+    func testAHeaderWithABadCRC_throwsNamingTheVolumeAndOffset() throws {
+        var head = Array(try ArchiveFixtures.bytes("rar/\(vols[0])").prefix(4096))
+        head[40] ^= 0x01
+        XCTAssertThrowsError(try RAR5Index.index([try ArchiveVolume(name: "film.part1.rar", length: 102_400, head: head)])) { error in
+            XCTAssertTrue("\(error)".contains("film.part1.rar at 30") && "\(error)".contains("CRC"), "\(error)")
+        }
+    }
+
+    func testDataSizesPastTheVolumesEnd_throw_ratherThanGiveAnExtentOutside() throws {
+        let head = Array(try ArchiveFixtures.bytes("rar/\(vols[0])").prefix(4096))
+        XCTAssertThrowsError(try RAR5Index.index([try ArchiveVolume(name: "v", length: 5_000, head: head)])) { error in
+            XCTAssertTrue("\(error)".contains("past the volume's end"), "\(error)")
+        }
+    }
+}
