@@ -45,4 +45,9 @@ public struct ArchiveVolume: Sendable {
         }
         return best
     }
+
+    /// How many of the volume's last bytes one read holds.
+    var readAtEnd: Int64 {
+        chunks.filter { $0.offset + Int64($0.bytes.count) == length }.map { Int64($0.bytes.count) }.max() ?? 0
+    }
 }

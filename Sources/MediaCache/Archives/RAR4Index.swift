@@ -4,7 +4,6 @@
 // volume: a caller reads each volume's last `tailBytes` with its head, or
 // the index asks for them. Every header's CRC16 is checked, every size
 // bounded. Pure: no network.
-import Foundation
 import Glibc
 import MediaSupport
 
@@ -137,7 +136,7 @@ public enum RAR4Index {
         }
         let nameBytes = try cursor.bytes(nameSize, "name")
         let name = flags & 0x200 != 0 ? RAR4Name.decode(nameBytes) : RAR4Name.plain(nameBytes)
-        var mtime = dosSeconds(dosTime)
+        var mtime = DOSTime.seconds(dosTime)
         if flags & 0x400 != 0 { try cursor.skip(8, "salt") }
         // EXT_TIME: the mtime's 4 high bits; 0x4 adds the odd second DOS time drops.
         if flags & 0x1000 != 0, cursor.remaining >= 2, let seconds = mtime, try cursor.u16("extended time flags") & 0xC000 == 0xC000 {
@@ -156,23 +155,5 @@ public enum RAR4Index {
         }
         return RARPart(name: name, path: path, size: size, mtime: mtime, splitBefore: flags & 0x01 != 0,
                        splitAfter: flags & 0x02 != 0, isDirectory: flags & 0xE0 == 0xE0, data: 0..<packed, refusal: refusal)
-    }
-
-    /// An MS-DOS date and time as Unix seconds, read as UTC (RAR4 keeps the
-    /// packer's local time and not its zone); nil when not a real date.
-    static func dosSeconds(_ value: UInt32) -> Int64? {
-        let date = value >> 16, time = value & 0xFFFF
-        var parts = DateComponents()
-        parts.year = Int(date >> 9) + 1980
-        parts.month = Int((date >> 5) & 0x0F)
-        parts.day = Int(date & 0x1F)
-        parts.hour = Int(time >> 11)
-        parts.minute = Int((time >> 5) & 0x3F)
-        parts.second = Int(time & 0x1F) * 2
-        guard (1...12).contains(parts.month!), (1...31).contains(parts.day!), parts.hour! < 24, parts.minute! < 60,
-              parts.second! < 60 else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar.date(from: parts).map { Int64($0.timeIntervalSince1970) }
     }
 }
