@@ -129,11 +129,15 @@ public enum RAR4Index {
         let method = try cursor.u8("method")
         let nameSize = Int(try cursor.u16("name size"))
         let attributes = try cursor.u32("attributes")
-        var packed = Int64(packLow), size = Int64(unpackedLow)
+        var wide = (packed: UInt64(packLow), size: UInt64(unpackedLow))
         if flags & 0x100 != 0 {
-            packed |= Int64(try cursor.u32("high packed size")) << 32
-            size |= Int64(try cursor.u32("high unpacked size")) << 32
+            wide.packed |= UInt64(try cursor.u32("high packed size")) << 32
+            wide.size |= UInt64(try cursor.u32("high unpacked size")) << 32
         }
+        guard wide.packed <= UInt64(Limits.maxLength), wide.size <= UInt64(Limits.maxLength) else {
+            throw cursor.failure("sizes \(wide.packed)/\(wide.size) out of bounds")
+        }
+        let packed = Int64(wide.packed), size = Int64(wide.size)
         let nameBytes = try cursor.bytes(nameSize, "name")
         let name = flags & 0x200 != 0 ? RAR4Name.decode(nameBytes) : RAR4Name.plain(nameBytes)
         var mtime = DOSTime.seconds(dosTime)
