@@ -14,8 +14,11 @@ endif
 SWIFT_FLAGS := --scratch-path $(BUILD_DIR)
 BIN         := $(BUILD_DIR)/release/mediafs
 export MEDIAFS_BIN := $(abspath $(BIN))
+# Archive fixtures no one here wrote (scripts/fetch-archive-fixtures.sh).
+ARCHIVE_FIXTURES ?= $(HOME)/.cache/mediafs-archive-fixtures
+export MEDIAFS_RARFILE_FIXTURES ?= $(abspath $(ARCHIVE_FIXTURES))
 
-.PHONY: all build deps test tsan demo bench install clean stress-suite stress-start
+.PHONY: all build deps archive-fixtures test tsan demo bench install clean stress-suite stress-start
 
 all: build
 
@@ -25,7 +28,10 @@ build:
 deps:
 	scripts/install-deps.sh
 
-test: deps
+archive-fixtures:
+	scripts/fetch-archive-fixtures.sh $(MEDIAFS_RARFILE_FIXTURES) >/dev/null
+
+test: deps archive-fixtures
 	$(MAKE) build
 	swift test --disable-swift-testing $(SWIFT_FLAGS)
 	$(MAKE) tsan
@@ -33,7 +39,7 @@ test: deps
 
 # The unit tests under ThreadSanitizer, in a build directory of their own
 # (a sanitized build cannot share objects with the plain one).
-tsan:
+tsan: archive-fixtures
 	swift test --sanitize=thread --disable-swift-testing --scratch-path .build-tsan
 
 # The flake hunt: the integration suite RUNS times in a row (default 20),

@@ -12,6 +12,8 @@ PROJECT_PACKAGES+=(openssl)
 # The WebDAV tests' first real server: Apache httpd with mod_dav, started by
 # the tests with a config of their own (the packaged service is not used).
 PROJECT_PACKAGES+=(apache2)
+# The archive tests check the members' bytes against what unar extracts.
+PROJECT_PACKAGES+=(unar)
 # What the Swift toolchain in /opt/swift needs to compile and link on Debian 12.
 SWIFT_PACKAGES=(binutils libc6-dev libgcc-12-dev libstdc++-12-dev zlib1g-dev
                 libsqlite3-0 libncurses6 libxml2 libedit2 tzdata)
