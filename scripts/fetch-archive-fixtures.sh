@@ -12,7 +12,7 @@ dir=$(cd "$dir" && pwd)
 command -v unar >/dev/null || { echo "needs unar (apt-get install unar)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "needs python3" >&2; exit 1; }
 
-if [ ! -f "$dir/rar/rar5-vols.part1.rar" ]; then
+if [ ! -f "$dir/rar/rar3-solid.rar" ]; then
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
     python3 -m pip download --quiet --no-deps --no-binary :all: rarfile==4.5 -d "$work"
@@ -21,18 +21,29 @@ if [ ! -f "$dir/rar/rar5-vols.part1.rar" ]; then
     for name in rar5-vols.part1.rar rar5-vols.part2.rar rar5-vols.part3.rar \
                 rar3-vols.part1.rar rar3-vols.part2.rar rar3-vols.part3.rar \
                 rar3-old.rar rar3-old.r00 rar3-old.r01 rar5-solid.rar rar5-hpsw.rar \
-                rar5-evil-symlink-traversal.rar rar5-dups.rar; do
+                rar5-evil-symlink-traversal.rar rar5-dups.rar rar5-psw.rar rar5-hlink.rar \
+                rar5-subdirs.rar rar5-crc.sfx rar3-seektest.sfx rar3-symlink-unix.rar rar3-subdirs.rar \
+                rar3-solid.rar; do
         cp "$work/rarfile-4.5/test/files/$name" "$dir/rar/"
     done
 fi
 
-# What unar extracts from each set, given its first volume.
-for first in rar5-vols.part1.rar rar3-vols.part1.rar rar3-old.rar; do
-    out="$dir/extracted/$first"
-    [ -d "$out" ] && continue
+# What unar extracts from each set, given its first volume. unar does not
+# recognise the self-extractors: it is given the archive after the stub.
+extract() {
+    out="$dir/extracted/$1"
+    [ -d "$out" ] && return
     mkdir -p "$out"
-    unar -quiet -no-directory -output-directory "$out" "$dir/rar/$first" >/dev/null
+    unar -quiet -no-directory -output-directory "$out" "$2" >/dev/null
+}
+for first in rar5-vols.part1.rar rar3-vols.part1.rar rar3-old.rar rar3-symlink-unix.rar; do
+    extract "$first" "$dir/rar/$first"
 done
+tail -c +128001 "$dir/rar/rar5-crc.sfx" > "$dir/rar5-crc.sfx.rar"
+tail -c +728001 "$dir/rar/rar3-seektest.sfx" > "$dir/rar3-seektest.sfx.rar"
+extract rar5-crc.sfx "$dir/rar5-crc.sfx.rar"
+extract rar3-seektest.sfx "$dir/rar3-seektest.sfx.rar"
+rm -f "$dir/rar5-crc.sfx.rar" "$dir/rar3-seektest.sfx.rar"
 
 mkdir -p "$dir/zip"
 python3 - "$dir/zip" <<'PY'

@@ -23,7 +23,24 @@ public struct ArchiveVolume: Sendable {
         guard offset >= 0, offset <= length, Int64(bytes.count) <= length - offset else {
             throw MediaError(EINVAL, "\(name): \(bytes.count) bytes at \(offset) lie past its length \(length)")
         }
-        if !bytes.isEmpty { chunks.append((offset, bytes)) }
+        guard !bytes.isEmpty else { return }
+        // Reads that overlap or touch become one, so a header across two
+        // reads is still whole in one.
+        var merged = (offset: offset, bytes: bytes)
+        var kept = [(offset: Int64, bytes: [UInt8])]()
+        for chunk in chunks {
+            let end = chunk.offset + Int64(chunk.bytes.count), mergedEnd = merged.offset + Int64(merged.bytes.count)
+            guard chunk.offset <= mergedEnd, merged.offset <= end else {
+                kept.append(chunk)
+                continue
+            }
+            let start = min(chunk.offset, merged.offset)
+            var joined = [UInt8](repeating: 0, count: Int(max(end, mergedEnd) - start))
+            joined.replaceSubrange(Int(chunk.offset - start)..<Int(end - start), with: chunk.bytes)
+            joined.replaceSubrange(Int(merged.offset - start)..<Int(mergedEnd - start), with: merged.bytes)
+            merged = (start, joined)
+        }
+        chunks = kept + [merged]
     }
 
     /// The bytes of `range`, if one read holds them all; nil otherwise.

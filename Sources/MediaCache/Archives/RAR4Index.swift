@@ -40,7 +40,11 @@ public enum RAR4Index {
 
     /// The volume's parts, and its number when the walk reached the end block.
     static func walk(_ volume: ArchiveVolume, input: Int) throws -> (RARVolumeWalk, number: Int?) {
-        let (version, start) = try RARSignature.find(in: volume)
+        guard let (version, start) = try RARSignature.find(in: volume) else {
+            var walk = RARVolumeWalk(input: input, number: 0, isVolume: false)
+            walk.wanted = RARSignature.wanted(in: volume, input: input)
+            return (walk, nil)
+        }
         guard version == .rar4 else { throw MediaError(EINVAL, "\(volume.name): a RAR5 archive, not RAR4") }
         var walk = RARVolumeWalk(input: input, number: 0, isVolume: false)
         var offset = start

@@ -20,7 +20,11 @@ public enum RAR5Index {
     }
 
     static func walk(_ volume: ArchiveVolume, input: Int) throws -> RARVolumeWalk {
-        let (version, start) = try RARSignature.find(in: volume)
+        guard let (version, start) = try RARSignature.find(in: volume) else {
+            var walk = RARVolumeWalk(input: input, number: 0, isVolume: false)
+            walk.wanted = RARSignature.wanted(in: volume, input: input)
+            return walk
+        }
         guard version == .rar5 else { throw MediaError(EINVAL, "\(volume.name): a RAR4 archive, not RAR5") }
         var walk = RARVolumeWalk(input: input, number: 0, isVolume: false)
         var offset = start

@@ -12,10 +12,11 @@ enum RARSignature {
 
     enum Version { case rar4, rar5 }
 
-    /// The version and the offset just past the signature.
-    static func find(in volume: ArchiveVolume) throws -> (version: Version, start: Int64) {
+    /// The version and the offset just past the signature; nil when not
+    /// in what was read but perhaps further on: `wanted` says where.
+    static func find(in volume: ArchiveVolume) throws -> (version: Version, start: Int64)? {
         let span = min(volume.available(from: 0), Int64(maxStub))
-        guard let head = volume.bytes(0..<span) else { throw MediaError(EINVAL, "\(volume.name): nothing read at its start") }
+        let head = volume.bytes(0..<span) ?? []
         let marker = rar4.prefix(6)
         var index = head.startIndex
         while let found = head[index...].firstIndex(of: 0x52), found + 7 <= head.endIndex {
@@ -27,6 +28,15 @@ enum RARSignature {
             }
             index = found + 1
         }
-        throw MediaError(EINVAL, "\(volume.name): no RAR signature in its first \(span) bytes")
+        guard span < min(volume.length, Int64(maxStub)) else {
+            throw MediaError(EINVAL, "\(volume.name): no RAR signature in its first \(span) bytes")
+        }
+        return nil
+    }
+
+    /// What to read next when `find` gave nil: the rest of where a stub may end.
+    static func wanted(in volume: ArchiveVolume, input: Int) -> ArchiveExtent {
+        let start = max(0, volume.available(from: 0) - 8)
+        return ArchiveExtent(volume: input, range: start..<min(volume.length, Int64(maxStub)))
     }
 }

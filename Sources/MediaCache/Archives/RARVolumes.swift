@@ -30,6 +30,8 @@ enum RARVolumes {
         var previousNumber = -1
 
         func finish(_ member: Open) {
+            // Directories are implied by their members' paths.
+            if member.part.isDirectory { return }
             var reason = member.refusal
             let total = member.extents.reduce(Int64(0)) { $0 + $1.count }
             if reason == nil, total != member.part.size {
@@ -38,7 +40,7 @@ enum RARVolumes {
             if reason == nil, !seen.insert(member.part.path).inserted { reason = .duplicatePath(member.part.path) }
             if let reason {
                 index.refused.append(.init(name: member.part.name, reason: reason))
-            } else if !member.part.isDirectory {
+            } else {
                 index.members.append(ArchiveMember(path: member.part.path, size: member.part.size, mtime: member.part.mtime,
                                                    extents: member.extents.filter { $0.count > 0 }))
             }

@@ -87,4 +87,36 @@ final class RAR4ArchiveTests: XCTestCase {
         let bytes: [UInt8] = Array("a.txt".utf8) + [0, 0x00, 0b0000_0000, 0xE4, 0x2E, 0x74, 0x78, 0, 0x74]
         XCTAssertEqual(RAR4Name.decode(bytes[...]), "ä.txt")
     }
+
+    func testUnixSymlinks_areRefusedAsLinks_andTheFileBesideThemIsAsUnarExtractsIt() throws {
+        let files = try ArchiveFixtures.files(["rar3-symlink-unix.rar"], under: "rar")
+        let (index, _) = try ArchiveFixtures.drive(files, tail: 64, RAR4Index.index)
+        XCTAssertEqual(index.refused, [.init(name: "data_link", reason: .link), .init(name: "random_link", reason: .link)])
+        XCTAssertEqual(index.members.map(\.path), ["data.txt"])
+        XCTAssertEqual(ArchiveFixtures.contents(of: index.members[0], in: files),
+                       try ArchiveFixtures.bytes("extracted/rar3-symlink-unix.rar/data.txt"))
+    }
+
+    func testUnicodeNamesInRAR4sCompressedForm_readAsLsarListsThem() throws {
+        let (index, _) = try ArchiveFixtures.drive(try ArchiveFixtures.files(["rar3-subdirs.rar"], under: "rar"), tail: 64, RAR4Index.index)
+        XCTAssertEqual(index.members.map(\.path), ["sub/dir2/file2.txt", "sub/with space/long fn.txt", "sub/üȵĩöḋè/file.txt",
+                                                   "sub/dir1/file1.txt"])
+        XCTAssertEqual(index.refused, [])
+    }
+
+    func testASolidArchive_refusesItsSecondMemberAsSolid() throws {
+        let (index, _) = try ArchiveFixtures.drive(try ArchiveFixtures.files(["rar3-solid.rar"], under: "rar"), tail: 64, RAR4Index.index)
+        XCTAssertEqual(index.members, [])
+        XCTAssertEqual(index.refused.map(\.reason), [.compressed(method: 3), .solid])
+    }
+
+    func testASelfExtractor_isFoundPastItsStub_andItsStoredMemberIsAsUnarExtractsIt() throws {
+        let files = try ArchiveFixtures.files(["rar3-seektest.sfx"], under: "rar")
+        let (index, rounds) = try ArchiveFixtures.drive(files, tail: 64, RAR4Index.index)
+        XCTAssertEqual(rounds, 2, "the head and tail, then the rest of where a stub may end")
+        XCTAssertEqual(index.refused.map(\.name), ["stest1.txt"])
+        XCTAssertEqual(index.members.map(\.path), ["stest2.txt"])
+        XCTAssertEqual(ArchiveFixtures.contents(of: index.members[0], in: files),
+                       try ArchiveFixtures.bytes("extracted/rar3-seektest.sfx/stest2.txt"))
+    }
 }

@@ -110,4 +110,35 @@ final class RAR5ArchiveTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("past the volume's end"), "\(error)")
         }
     }
+
+    func testEncryptedData_isRefusedAsEncrypted_whateverItsMethod() throws {
+        let (index, _) = try ArchiveFixtures.drive(try ArchiveFixtures.files(["rar5-psw.rar"], under: "rar"), RAR5Index.index)
+        XCTAssertEqual(index.members, [])
+        XCTAssertEqual(index.refused, [.init(name: "stest1.txt", reason: .encryptedData),
+                                       .init(name: "stest2.txt", reason: .encryptedData)])
+    }
+
+    func testHardLinks_areRefusedAsLinks() throws {
+        let (index, _) = try ArchiveFixtures.drive(try ArchiveFixtures.files(["rar5-hlink.rar"], under: "rar"), RAR5Index.index)
+        XCTAssertEqual(index.refused.map(\.reason), [.compressed(method: 3), .link, .link])
+    }
+
+    func testSubdirectories_giveTheirFilesUnderUTF8Paths_andNoEntryForTheDirectories() throws {
+        let (index, _) = try ArchiveFixtures.drive(try ArchiveFixtures.files(["rar5-subdirs.rar"], under: "rar"), RAR5Index.index)
+        XCTAssertEqual(index.members.map(\.path), ["sub/dir2/file2.txt", "sub/with space/long fn.txt", "sub/üȵĩöḋè/file.txt",
+                                                   "sub/dir1/file1.txt"])
+        XCTAssertEqual(index.members.map(\.size), [6, 8, 5, 6])
+        XCTAssertEqual(index.refused, [])
+    }
+
+    func testASelfExtractor_isFoundPastItsStub_inASecondRead_andItsStoredMemberIsAsUnarExtractsIt() throws {
+        let files = try ArchiveFixtures.files(["rar5-crc.sfx"], under: "rar")
+        let (index, rounds) = try ArchiveFixtures.drive(files, RAR5Index.index)
+        XCTAssertEqual(rounds, 2, "the head, then the rest of where a stub may end")
+        XCTAssertEqual(index.refused.map(\.reason), [.compressed(method: 3)])
+        XCTAssertEqual(index.members.map(\.path), ["stest2.txt"])
+        XCTAssertEqual(index.members.first?.extents.first.map { $0.range.lowerBound > 128_000 }, true)
+        XCTAssertEqual(ArchiveFixtures.contents(of: index.members[0], in: files),
+                       try ArchiveFixtures.bytes("extracted/rar5-crc.sfx/stest2.txt"))
+    }
 }
