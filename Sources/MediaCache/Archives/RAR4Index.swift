@@ -21,11 +21,14 @@ public enum RAR4Index {
             if number == nil { number = try endBlockNumber(volume) }
             if let number {
                 walk.number = number
+                walk.numbered = true
             } else if volume.available(from: max(0, volume.length - tailBytes)) < min(tailBytes, volume.length) {
                 let start = max(0, volume.length - tailBytes)
                 wanted.append(ArchiveExtent(volume: input, range: start..<volume.length))
             } else if volumes.count > 1 {
                 throw ArchiveRefusal.volumesDisagree("\(volume.name) gives no volume number; its place in the set cannot be told")
+            } else {
+                walk.numbered = true // The only volume: RAR 2 and single archives write no number.
             }
             walks.append(walk)
         }

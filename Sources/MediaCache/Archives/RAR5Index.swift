@@ -72,6 +72,7 @@ public enum RAR5Index {
                     guard number < 1 << 20 else { throw main.failure("volume number \(number) out of bounds") }
                     walk.number = Int(number)
                 }
+                walk.numbered = true
                 sawMain = true
             case 2:
                 var part = try file(fields, extra: extra, origin: "\(origin), file header")
@@ -91,6 +92,7 @@ public enum RAR5Index {
             }
             offset = dataEnd
         }
+        guard sawMain else { throw MediaError(EINVAL, "\(volume.name): no main header") }
         return walk
     }
 

@@ -5,8 +5,11 @@
 struct RARVolumeWalk {
     /// The caller's index for this volume.
     var input: Int
-    /// 0 for the first volume.
+    /// 0 for the first volume; meaningful once `numbered`.
     var number: Int
+    /// Whether the headers that number the volume were read (RAR5's main
+    /// header, RAR4's end block); until then the set cannot be ordered.
+    var numbered = false
     /// The main header's volume flag: part of a multi-volume set.
     var isVolume: Bool
     var parts: [RARPart] = []

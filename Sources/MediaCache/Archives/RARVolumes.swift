@@ -15,6 +15,10 @@ enum RARVolumes {
 
     static func assemble(_ walks: [RARVolumeWalk], names: [String]) throws -> ArchiveIndex {
         var index = ArchiveIndex()
+        guard walks.allSatisfy(\.numbered) else {
+            index.wanted = walks.compactMap(\.wanted)
+            return index
+        }
         let ordered = walks.sorted { $0.number < $1.number }
         for (previous, next) in zip(ordered, ordered.dropFirst()) where previous.number == next.number {
             throw ArchiveRefusal.volumesDisagree("\(names[previous.input]) and \(names[next.input]) are both volume \(next.number)")

@@ -141,4 +141,12 @@ final class RAR5ArchiveTests: XCTestCase {
         XCTAssertEqual(ArchiveFixtures.contents(of: index.members[0], in: files),
                        try ArchiveFixtures.bytes("extracted/rar5-crc.sfx/stest2.txt"))
     }
+
+    func testHeadsTooShortToHoldTheMainHeaders_wantMore_ratherThanTakeEveryVolumeForTheFirst() throws {
+        let files = try ArchiveFixtures.files(vols, under: "rar")
+        let (index, rounds) = try ArchiveFixtures.drive(files, head: 10, RAR5Index.index)
+        XCTAssertEqual(rounds, 2)
+        XCTAssertEqual(index.volumeOrder, [0, 1, 2])
+        XCTAssertEqual(index.members.map(\.size), [205_000, 2_050])
+    }
 }
