@@ -12,14 +12,20 @@ struct ZipDirectory {
     /// Added to every offset the archive states.
     var base: Int64
 
-    /// nil while the end of the file has not been read.
-    static func locate(in volume: ArchiveVolume) throws -> ZipDirectory? {
+    enum Lookup {
+        case found(ZipDirectory)
+        /// The bytes to read before it can be found.
+        case wants(Range<Int64>)
+    }
+
+    static func locate(in volume: ArchiveVolume) throws -> Lookup {
         let span = min(volume.length, ZipIndex.tailBytes)
         guard span >= 22 else { throw MediaError(EINVAL, "\(volume.name): \(volume.length) bytes is too short for a ZIP") }
         let read = min(span, volume.readAtEnd)
-        guard read >= 22 else { return nil }
+        let wholeTail = (volume.length - span)..<volume.length
+        guard read >= 22 else { return .wants(wholeTail) }
         let tailStart = volume.length - read
-        guard let tail = volume.bytes(tailStart..<volume.length) else { return nil }
+        guard let tail = volume.bytes(tailStart..<volume.length) else { return .wants(wholeTail) }
         var found: (at: Int64, record: ArraySlice<UInt8>)?
         var position = tail.endIndex - 22
         while position >= tail.startIndex {
@@ -33,8 +39,9 @@ struct ZipDirectory {
             position -= 1
         }
         guard let (endAt, record) = found else {
-            if read < span { return nil }
-            throw MediaError(EINVAL, "\(volume.name): no ZIP end record in its last \(span) bytes") }
+            if read < span { return .wants(wholeTail) }
+            throw MediaError(EINVAL, "\(volume.name): no ZIP end record in its last \(span) bytes")
+        }
         var end = ByteCursor(record.dropFirst(4), origin: "\(volume.name) at \(endAt), end record")
         let disk = try end.u16("disk number"), directoryDisk = try end.u16("central directory disk")
         _ = try end.u16("entries on this disk")
@@ -46,8 +53,12 @@ struct ZipDirectory {
             guard let locatorAt = locator(volume, before: endAt) else {
                 throw end.failure("saturated fields and no ZIP64 locator before it")
             }
-            guard let recordAt = try zip64RecordStart(volume, locatorAt: locatorAt) else { return nil }
-            guard let record = volume.bytes(recordAt..<(recordAt + 56)) else { return nil }
+            let recordAt: Int64
+            switch try zip64RecordStart(volume, locatorAt: locatorAt) {
+            case .success(let start): recordAt = start
+            case .failure(let unread): return .wants(unread.range)
+            }
+            guard let record = volume.bytes(recordAt..<(recordAt + 56)) else { return .wants(recordAt..<(recordAt + 56)) }
             var zip64 = ByteCursor(record.dropFirst(16), origin: "\(volume.name) at \(recordAt), ZIP64 end record")
             let disk64 = try zip64.u32("disk number"), directoryDisk64 = try zip64.u32("central directory disk")
             guard disk64 == 0, directoryDisk64 == 0 else { throw zip64.failure("spanned over disks") }
@@ -68,7 +79,7 @@ struct ZipDirectory {
             throw MediaError(EINVAL, "\(origin): central directory offset \(offset) lies past its end")
         }
         let base = directoryEnd - Int64(size) - Int64(offset)
-        return ZipDirectory(range: (base + Int64(offset))..<directoryEnd, entries: Int(entries), base: base)
+        return .found(ZipDirectory(range: (base + Int64(offset))..<directoryEnd, entries: Int(entries), base: base))
     }
 
     /// Where a ZIP64 locator sits: just before the end record.
@@ -80,20 +91,27 @@ struct ZipDirectory {
 
     /// The ZIP64 end record's start: just before the locator (as Python's
     /// zipfile reads it, whatever prepended data did to the offset the
-    /// locator states), else where the locator says. nil: not read yet.
-    private static func zip64RecordStart(_ volume: ArchiveVolume, locatorAt: Int64) throws -> Int64? {
+    /// locator states), else where the locator says, once read.
+    private static func zip64RecordStart(_ volume: ArchiveVolume, locatorAt: Int64) throws -> Result<Int64, Unread> {
         if locatorAt >= 56, let bytes = volume.bytes((locatorAt - 56)..<(locatorAt - 52)),
            bytes.elementsEqual([0x50, 0x4B, 0x06, 0x06]) {
-            return locatorAt - 56
+            return .success(locatorAt - 56)
         }
-        guard let locator = volume.bytes(locatorAt..<(locatorAt + 20)) else { return nil }
+        guard let locator = volume.bytes(locatorAt..<(locatorAt + 20)) else { return .failure(Unread(range: locatorAt..<(locatorAt + 20))) }
         guard locatorAt >= 56 else { throw MediaError(EINVAL, "\(volume.name) at \(locatorAt): a ZIP64 locator with no room for its record") }
         var cursor = ByteCursor(locator.dropFirst(8), origin: "\(volume.name) at \(locatorAt), ZIP64 locator")
         let stated = try u64(&cursor, "ZIP64 end record offset")
         guard stated <= UInt64(locatorAt - 56) else { throw cursor.failure("ZIP64 end record offset \(stated) lies past the locator") }
-        guard let bytes = volume.bytes(Int64(stated)..<(Int64(stated) + 4)) else { return nil }
+        guard let bytes = volume.bytes(Int64(stated)..<(Int64(stated) + 4)) else {
+            return .failure(Unread(range: Int64(stated)..<(Int64(stated) + 56)))
+        }
         guard bytes.elementsEqual([0x50, 0x4B, 0x06, 0x06]) else { throw cursor.failure("no ZIP64 end record at \(stated)") }
-        return Int64(stated)
+        return .success(Int64(stated))
+    }
+
+    /// A range not read yet, as the failure of a lookup that needs it.
+    struct Unread: Error {
+        var range: Range<Int64>
     }
 
     static func u64(_ cursor: inout ByteCursor, _ field: String) throws -> UInt64 {

@@ -22,8 +22,11 @@ public enum ZipIndex {
     public static func index(_ volume: ArchiveVolume) throws -> ArchiveIndex {
         var index = ArchiveIndex()
         index.volumeOrder = [0]
-        guard let directory = try ZipDirectory.locate(in: volume) else {
-            index.wanted = [ArchiveExtent(volume: 0, range: max(0, volume.length - tailBytes)..<volume.length)]
+        let directory: ZipDirectory
+        switch try ZipDirectory.locate(in: volume) {
+        case .found(let found): directory = found
+        case .wants(let range):
+            index.wanted = [ArchiveExtent(volume: 0, range: range)]
             return index
         }
         guard let bytes = volume.bytes(directory.range) else {

@@ -63,6 +63,26 @@ final class ZipArchiveTests: XCTestCase {
         XCTAssertEqual(index.members.first?.extents.first?.range.lowerBound, 200_000 + 30 + 10)
     }
 
+    func testAZip64ReadFromATailShortOfItsRecord_wantsTheRecordWhereTheLocatorSays() throws {
+        let whole = try ArchiveFixtures.bytes("zip/zip64.zip")
+        var volume = try ArchiveVolume(name: "z64", length: Int64(whole.count), head: [])
+        try volume.add(Array(whole.suffix(42)), at: Int64(whole.count - 42)) // the end record and the locator only
+        var asked = [Range<Int64>]()
+        var rounds = 0
+        var index = try ZipIndex.index(volume)
+        while !index.isComplete, rounds < 6 {
+            rounds += 1
+            for wanted in index.wanted {
+                asked.append(wanted.range)
+                try volume.add(Array(whole[Int(wanted.range.lowerBound)..<Int(wanted.range.upperBound)]), at: wanted.range.lowerBound)
+            }
+            index = try ZipIndex.index(volume)
+        }
+        XCTAssertEqual(asked.first, Int64(whole.count - 98)..<Int64(whole.count - 42), "the ZIP64 end record first")
+        XCTAssertEqual(rounds, 3, "then the directory, then the local headers")
+        XCTAssertEqual(index.members.map(\.path), expectedPaths)
+    }
+
     func testCompressedAndTraversingMembers_areRefusedNamingWhy() throws {
         let made = try zip([("../up.txt", 0), ("ok.txt", 0), ("packed.txt", 8), ("/abs", 0)])
         let index = try ZipIndex.index(try ArchiveVolume(name: "z", length: Int64(made.count), head: made))
