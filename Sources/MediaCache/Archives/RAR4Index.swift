@@ -74,9 +74,9 @@ public enum RAR4Index {
             guard UInt16(truncatingIfNeeded: CRC32.checksum(block.dropFirst(2))) == crc else {
                 throw MediaError(EINVAL, "\(origin): header CRC mismatch")
             }
-            let origin2 = "\(origin), block type 0x\(String(type, radix: 16))"
-            if !sawMain && type != 0x73 { throw MediaError(EINVAL, "\(origin2): before the main header") }
-            var body = ByteCursor(block.dropFirst(7), origin: origin2)
+            let blockOrigin = "\(origin), block type 0x\(String(type, radix: 16))"
+            if !sawMain && type != 0x73 { throw MediaError(EINVAL, "\(blockOrigin): before the main header") }
+            var body = ByteCursor(block.dropFirst(7), origin: blockOrigin)
             var dataSize: Int64 = 0
             switch type {
             case 0x73:
@@ -97,11 +97,18 @@ public enum RAR4Index {
                 if flags & 0x02 != 0 { _ = try body.u32("archive data CRC") }
                 return (walk, flags & 0x08 != 0 ? Int(try body.u16("volume number")) : nil)
             default:
-                // Comments, recovery records, service blocks: only their sizes matter.
+                // Comments, recovery records, service blocks: only their sizes
+                // matter. A service block's size is laid out as a file's.
                 if flags & 0x8000 != 0 { dataSize = Int64(try body.u32("data size")) }
+                if type == 0x7A, flags & 0x100 != 0 {
+                    try body.skip(21, "service header fields")
+                    let high = Int64(try body.u32("high data size"))
+                    guard high < 1 << 30 else { throw body.failure("data size out of bounds") }
+                    dataSize |= high << 32
+                }
             }
             offset += size
-            guard dataSize <= volume.length - offset else { throw MediaError(EINVAL, "\(origin2): data runs past the volume's end") }
+            guard dataSize <= volume.length - offset else { throw MediaError(EINVAL, "\(blockOrigin): data runs past the volume's end") }
             offset += dataSize
         }
         return (walk, nil)

@@ -127,7 +127,7 @@ final class ArchiveFuzzTests: XCTestCase {
                     fields += [20, random.chance(4) ? 0x33 : 0x30] + Self.le(UInt64(name.count), 2)
                     fields += Self.le(random.chance(8) ? 0xA1FF : 0x81B4, 4)
                     if flags & 0x100 != 0 { fields += Self.le(packed >> 32, 4) + Self.le(size >> 32, 4) }
-                    bytes += Self.rar4Block(type: 0x74, flags: flags, fields: fields + name)
+                    bytes += Self.rar4Block(type: random.chance(6) ? 0x7A : 0x74, flags: flags, fields: fields + name)
                     bytes += [UInt8](repeating: 0x42, count: Int(min(packed & 0xFFFF_FFFF, 400)))
                 }
                 bytes += [UInt8](repeating: 0, count: random.below(3) * 50)
