@@ -37,7 +37,11 @@ enum RARVolumes {
             // Directories are implied by their members' paths.
             if member.part.isDirectory { return }
             var reason = member.refusal
-            let total = member.extents.reduce(Int64(0)) { $0 + $1.count }
+            // Parts of volumes up to 2^62 bytes each could overflow a plain sum.
+            let total = member.extents.reduce(Int64(0)) { sum, extent in
+                let (next, overflow) = sum.addingReportingOverflow(extent.count)
+                return overflow ? Int64.max : next
+            }
             if reason == nil, total != member.part.size {
                 reason = .volumesDisagree("\(member.part.name)'s parts hold \(total) bytes of \(member.part.size)")
             }

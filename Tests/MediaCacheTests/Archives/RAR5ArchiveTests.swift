@@ -149,4 +149,31 @@ final class RAR5ArchiveTests: XCTestCase {
         XCTAssertEqual(index.volumeOrder, [0, 1, 2])
         XCTAssertEqual(index.members.map(\.size), [205_000, 2_050])
     }
+
+    func testPartsWhoseSizesSumPastInt64_areRefused_notATrap() throws {
+        // Three volumes of 2^62 bytes, each holding 2^62 - 100 bytes of one member that says it is 100 bytes.
+        func vint(_ value: UInt64) -> [UInt8] {
+            var value = value, out = [UInt8]()
+            repeat { out.append(UInt8(value & 0x7F) | (value > 0x7F ? 0x80 : 0)); value >>= 7 } while value > 0
+            return out
+        }
+        func block(_ type: UInt64, _ flags: UInt64, _ fields: [UInt8], data: UInt64? = nil) -> [UInt8] {
+            let header = vint(type) + vint(flags | (data == nil ? 0 : 2)) + (data.map(vint) ?? []) + fields
+            let sized = vint(UInt64(header.count)) + header
+            return withUnsafeBytes(of: CRC32.checksum(sized).littleEndian, Array.init) + sized
+        }
+        let length: Int64 = 1 << 62
+        let volumes = try (0..<3).map { number -> ArchiveVolume in
+            let name = Array("big.bin".utf8)
+            let file = vint(0) + vint(100) + vint(0) + vint(0) + vint(0) + vint(UInt64(name.count)) + name
+            let split: UInt64 = (number > 0 ? 0x08 : 0) | (number < 2 ? 0x10 : 0)
+            let head = RARSignature.rar5 + block(1, 0, vint(number > 0 ? 3 : 1) + (number > 0 ? vint(UInt64(number)) : []))
+                + block(2, split, file, data: UInt64(length) - 100)
+            return try ArchiveVolume(name: "big.part\(number + 1).rar", length: length, head: head)
+        }
+        let index = try RAR5Index.index(volumes)
+        XCTAssertEqual(index.members, [])
+        XCTAssertEqual(index.refused.count, 1)
+        guard case .volumesDisagree? = index.refused.first?.reason else { return XCTFail("\(index.refused)") }
+    }
 }
