@@ -424,10 +424,28 @@ public final class FileLoader: TransferDelegate, Sendable {
             readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass,
                       streams: pattern.streams, info: info,
                       in: &scope.state)
+            // A wait that lasts says why, at debug level, after 1 s and each
+            // time it doubles: which transfer it counts on and where that is
+            // (a WAN seek once stalled 6 s with nothing in the log).
+            let waitStarted = now()
+            var reportAfter = Self.slowWaitReport
             while !available.contains(wanted) {
                 let retryAt = scope.state.retryAt
-                let wake = retryAt > now() ? deadline.earlier(Deadline(at: retryAt, clock: settings.clock)) : deadline
-                if !scope.wait(until: wake) && wake.at == deadline.at {
+                var wake = retryAt > now() ? deadline.earlier(Deadline(at: retryAt, clock: settings.clock)) : deadline
+                let report = Deadline(at: waitStarted + reportAfter, clock: settings.clock)
+                let reporting = report.at < wake.at
+                if reporting { wake = report }
+                let woken = scope.wait(until: wake)
+                if !woken && reporting {
+                    reportAfter *= 2
+                    available = scope.state.availability(of: wait)
+                    if !available.contains(wanted) {
+                        Log.debug(slowWaitReason(for: wanted, missing: available.missing(in: wanted),
+                                                 since: waitStarted, in: scope.state))
+                    }
+                    continue
+                }
+                if !woken && wake.at == deadline.at {
                     available = scope.state.availability(of: wait)
                     if available.contains(wanted) { break }
                     throw MediaError.io("\(source.displayURL): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
@@ -446,6 +464,31 @@ public final class FileLoader: TransferDelegate, Sendable {
             }
             return beginRead(wanted, delivered: scope.state.waits[wait]!.filled, cachedAhead: 0, in: &scope.state)
         }
+    }
+
+    /// After how long a read's wait says why it waits (then at each doubling).
+    static let slowWaitReport = 1.0
+
+    /// Why a read still waits: the transfers that cover its first missing
+    /// byte (or none, and when a retry is due).
+    func slowWaitReason(for wanted: Range<Int64>, missing: [Range<Int64>], since started: Double,
+                        in state: LoaderState) -> String {
+        let first = missing.first?.lowerBound ?? wanted.lowerBound
+        let covering = state.transfers.filter { !$0.value.cancelled && $0.value.position <= first && first < $0.value.end }
+        let why: String
+        if covering.isEmpty {
+            let retry = state.retryAt > now() ? String(format: "a retry due in %.1f s", state.retryAt - now()) : "none yet"
+            why = "no transfer covers byte \(first) (\(retry))"
+        } else {
+            why = covering.map { id, transfer in
+                let held = transfer.limit.map { $0 < transfer.end ? ", held at \($0)" : "" } ?? ""
+                let answered = transfer.head == nil ? ", no answer yet" : ""
+                return "transfer \(id) at byte \(transfer.position) of \(transfer.start)-\(transfer.end - 1)"
+                    + " (\(transfer.priority)\(held)\(answered))"
+            }.joined(separator: "; ")
+        }
+        let waited = String(format: "%.1f", now() - started)
+        return "read \(wanted.lowerBound)-\(wanted.upperBound - 1) of \(source.displayURL) has waited \(waited) s: \(why)"
     }
 
     /// Records a read in the handle's pattern and the loader's; when every

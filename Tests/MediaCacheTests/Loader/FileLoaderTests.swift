@@ -207,6 +207,27 @@ final class FileLoaderTests: XCTestCase {
         XCTAssertEqual(fetcher.gets.first?.range, 0..<(256 << 10))
     }
 
+    /// A read that waits long says why at debug level: the transfer it
+    /// counts on and where that is, or that none covers its bytes.
+    func testASlowWaitsReason_namesTheTransferItCountsOn() throws {
+        let source = addContent(count: 1 << 20)
+        let loader = makeLoader()
+        _ = try loader.contentInfo()
+        fetcher.hold()
+        let reading = Background { try Self.read(loader, at: 0, count: 64 << 10) }
+        XCTAssertTrue(fetcher.waitUntil { $0.transfersWaitingAtHold.count == 1 })
+        let (waiting, uncovered) = loader.lock.withLock { state in
+            (loader.slowWaitReason(for: 0..<(64 << 10), missing: [0..<(64 << 10)], since: loader.now() - 2, in: state),
+             loader.slowWaitReason(for: (512 << 10)..<(576 << 10), missing: [(512 << 10)..<(576 << 10)],
+                                   since: loader.now(), in: state))
+        }
+        XCTAssertTrue(waiting.hasPrefix("read 0-65535 of \(url) has waited 2.0 s: transfer "), waiting)
+        XCTAssertTrue(waiting.contains("at byte 0 of 0-"), waiting)
+        XCTAssertTrue(uncovered.contains("no transfer covers byte 524288"), uncovered)
+        fetcher.release()
+        XCTAssertEqual(try reading.result(), Self.expected(source, 0, 64 << 10))
+    }
+
     /// The network thread only writes: made as the first bytes came, the
     /// entry's directory cost it a mkdir and an fsync of the parent, and
     /// every other transfer waited. The reader's thread makes it first.
