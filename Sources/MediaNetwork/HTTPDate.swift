@@ -12,15 +12,45 @@ public enum HTTPDate {
     /// Read as bytes, not Characters: every stat of a file, and every entry
     /// a listing hands out with its attributes, dates it.
     public static func seconds(_ text: String) -> Int? {
-        let fields = text.utf8.split(separator: UInt8(ascii: " "))
-        guard fields.count == 6, fields[5].elementsEqual("GMT".utf8),
-              let day = number(fields[1], in: 1...31), let year = number(fields[3], in: 1...9999),
-              let month = months.firstIndex(where: { $0.utf8.elementsEqual(fields[2].lazy.map(asciiLower)) })
+        // Fields split at runs of spaces, by index: no array per call (a
+        // probe answer of a big listing dates its entry on the way in).
+        let utf8 = Substring(text).utf8
+        var fields: (Substring.UTF8View, Substring.UTF8View, Substring.UTF8View,
+                     Substring.UTF8View, Substring.UTF8View, Substring.UTF8View)
+        let empty = utf8[utf8.startIndex..<utf8.startIndex]
+        fields = (empty, empty, empty, empty, empty, empty)
+        var count = 0
+        var i = utf8.startIndex
+        while i != utf8.endIndex {
+            if utf8[i] == UInt8(ascii: " ") { utf8.formIndex(after: &i); continue }
+            let start = i
+            while i != utf8.endIndex && utf8[i] != UInt8(ascii: " ") { utf8.formIndex(after: &i) }
+            let field = utf8[start..<i]
+            switch count {
+            case 0: fields.0 = field
+            case 1: fields.1 = field
+            case 2: fields.2 = field
+            case 3: fields.3 = field
+            case 4: fields.4 = field
+            case 5: fields.5 = field
+            default: return nil
+            }
+            count += 1
+        }
+        guard count == 6, fields.5.elementsEqual("GMT".utf8),
+              let day = number(fields.1, in: 1...31), let year = number(fields.3, in: 1...9999),
+              let month = months.firstIndex(where: { $0.utf8.elementsEqual(fields.2.lazy.map(asciiLower)) })
         else { return nil }
-        let clock = fields[4].split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
+        // Exactly two colons; empty parts fail `number`.
+        let clock = fields.4
+        guard let firstColon = clock.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let rest = clock[clock.index(after: firstColon)...]
+        guard let secondColon = rest.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let last = rest[rest.index(after: secondColon)...]
         // Second 60 is a leap second, which IMF-fixdate allows.
-        guard clock.count == 3, let hour = number(clock[0], in: 0...23), let minute = number(clock[1], in: 0...59),
-              let second = number(clock[2], in: 0...60) else { return nil }
+        guard !last.contains(UInt8(ascii: ":")),
+              let hour = number(clock[..<firstColon], in: 0...23), let minute = number(rest[..<secondColon], in: 0...59),
+              let second = number(last, in: 0...60) else { return nil }
         let seconds = daysFromCivil(year: year, month: month + 1, day: day) * 86_400 + hour * 3600 + minute * 60 + second
         // "31 Dec 9999 23:59:60" would pass the last second of the range.
         return Limits.unixSeconds.contains(Int64(seconds)) ? seconds : nil

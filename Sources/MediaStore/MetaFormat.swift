@@ -11,13 +11,25 @@ public enum MetaFormat {
     private static let checksumKey = "checksum"
 
     public static func encode(_ m: EntryMeta) -> [UInt8] {
-        var text = "\(magic) \(version)\n"
-        func line(_ key: String, _ value: String) {
-            // A newline inside a value would forge another field. Scalars, not
-            // Characters: "\r\n" is one Character and would slip past.
-            var clean = String.UnicodeScalarView()
-            clean.append(contentsOf: value.unicodeScalars.filter { $0 != "\n" && $0 != "\r" })
-            text += key + " " + String(clean) + "\n"
+        // Bytes, not Strings: `ls -l` of a 100,000-entry listing saves one
+        // of these per probe answer, and appending Strings scalar by scalar
+        // took a tenth of the daemon's time.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(160 + m.url.utf8.count)
+        bytes.append(contentsOf: magic.utf8)
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: String(version).utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        func line(_ key: StaticString, _ value: String) {
+            key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+            bytes.append(UInt8(ascii: " "))
+            // A newline inside a value would forge another field. Bytes of
+            // the UTF-8 form: a CR or LF byte is never part of another
+            // scalar's encoding, so "\r\n" (one Character) goes too.
+            for byte in value.utf8 where byte != UInt8(ascii: "\n") && byte != UInt8(ascii: "\r") {
+                bytes.append(byte)
+            }
+            bytes.append(UInt8(ascii: "\n"))
         }
         line("url", m.url)
         line("length", String(m.info.length))
@@ -35,8 +47,11 @@ public enum MetaFormat {
         if m.scanOnly { line("scan-only", "1") }
         line("accessed", String(m.lastAccess))
         line("validated", String(m.lastValidated))
-        var bytes = Array(text.utf8)
-        bytes += Array("\(checksumKey) \(hex16(fnv1a64(bytes)))\n".utf8)
+        let sum = fnv1a64(bytes)
+        bytes.append(contentsOf: checksumKey.utf8)
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: hex16(sum).utf8)
+        bytes.append(UInt8(ascii: "\n"))
         return bytes
     }
 

@@ -9,14 +9,23 @@ extension Catalog {
     /// its loader if it has one, else into its record, unless its size is
     /// known or a probe of it runs. Returns whether `settled` will be called.
     func probeListed(_ url: String, then settled: @escaping @Sendable () -> Void) -> Bool {
+        probeListed(url, waiting: true, then: settled)!
+    }
+
+    /// The same, but nil at once when `waiting` is false and the catalog's
+    /// lock is taken: the network thread starts the next probe when it
+    /// records an answer, and must not wait for the lock.
+    func probeListed(_ url: String, waiting: Bool, then settled: @escaping @Sendable () -> Void) -> Bool? {
         enum Start { case loader(FileLoader), record(RecordProbe), none }
-        let start: Start = state.withLock { state in
+        let choose = { (state: inout CatalogState) -> Start in
             if let loader = state.loaders[url] { return .loader(loader) }
             guard let record = state.records[url], record.size == nil, state.probing[url] == nil else { return .none }
             let probe = RecordProbe()
             state.probing[url] = probe
             return .record(probe)
         }
+        let chosen: Start? = waiting ? state.withLock(choose) : state.withLockIfAvailable(choose)
+        guard let start = chosen else { return nil }
         switch start {
         case .loader(let loader):
             // Settled on the network thread: the next start, which takes
@@ -24,7 +33,7 @@ extension Catalog {
             let answers = probeAnswers
             return loader.prefetchInfo(then: { if !answers.submit(settled) { settled() } })
         case .record(let probe):
-            startRecordProbe(probe, url: url, priority: .probe, then: settled)
+            startRecordProbe(probe, url: url, priority: .probe, fromFeeder: true, then: settled)
             return true
         case .none:
             return false
@@ -33,12 +42,27 @@ extension Catalog {
 
     /// Sends a record probe's request; call without the lock. Its answer
     /// comes on the network thread, which must not wait for the catalog's
-    /// lock (a listing or a flush may hold it for a while): it is taken on
-    /// the probes' worker, which then starts the feeder's next probe.
+    /// lock (a listing or a flush may hold it for a while): a success is
+    /// recorded there when the lock is free, and the feeder's next probes
+    /// (`fromFeeder`) start there the same way; anything else goes to the
+    /// probes' worker, which then starts the feeder's next probe. (Handing
+    /// every answer to the worker cost two thread switches per probe.)
     func startRecordProbe(_ probe: RecordProbe, url: String, priority: FetchRequest.Priority,
-                          then settled: (@Sendable () -> Void)? = nil) {
+                          fromFeeder: Bool = false, then settled: (@Sendable () -> Void)? = nil) {
         let answers = probeAnswers
+        let feeder = self.feeder
         probe.started(ContentProbe.start(url: url, fetcher: fetcher, priority: priority) { [weak self] result in
+            if let self, self.recordProbeFinishedWithoutWaiting(probe, url: url, result) {
+                probe.finish(result)
+                guard let settled else { return }
+                if !fromFeeder {
+                    settled()
+                } else if !feeder.settledWithoutWaiting() {
+                    // A start found the lock taken: the worker goes on.
+                    answers.submit { feeder.pump() }
+                }
+                return
+            }
             let answer: @Sendable () -> Void = { [weak self] in
                 self?.recordProbeFinished(probe, url: url, result)
                 probe.finish(result)
@@ -47,6 +71,24 @@ extension Catalog {
             // Stopping: the answer is given here, as the mount ends.
             if !answers.submit(answer) { probe.finish(result) }
         })
+    }
+
+    /// A successful record probe's answer recorded without waiting: false
+    /// (and nothing done) when the lock is taken, the probe failed, or a
+    /// loader was made meanwhile, for `recordProbeFinished` to handle.
+    private func recordProbeFinishedWithoutWaiting(_ probe: RecordProbe, url: String,
+                                                   _ result: Result<ContentInfo, MediaError>) -> Bool {
+        guard case .success(let info) = result else { return false }
+        let now = settings.clock.wall()
+        let done = state.withLockIfAvailable { state -> (recorded: Bool, wakeFlusher: Bool) in
+            guard state.loaders[url] == nil else { return (false, false) }
+            if state.probing[url] === probe { state.probing[url] = nil }
+            return (true, state.learn(info, of: url, at: now) && state.unsaved.count == Self.saveBatch)
+        }
+        guard let done, done.recorded else { return false }
+        // A batch waits: saving starts now, not at the next flush.
+        if done.wakeFlusher { flusher.wake() }
+        return true
     }
 
     /// A record probe's answer goes into the record, its metadata among the

@@ -151,6 +151,11 @@ public final class Catalog: @unchecked Sendable {
         for source in sources { _ = initial.insert(source, into: initial.root) }
         state = Locked(initial)
         feeder.starting(with: { [weak self] url, settled in self?.probeListed(url, then: settled) ?? false },
+                        withoutWaiting: { [weak self] url, settled -> Bool? in
+                            // Not `self?.… ?? false`: that would read a taken lock (nil) as "skip".
+                            guard let self else { return false }
+                            return self.probeListed(url, waiting: false, then: settled)
+                        },
                         whenDrained: { [weak self] in self?.flusher.wake() })
     }
 

@@ -18,6 +18,11 @@ final class ProbeFeeder: @unchecked Sendable {
     /// Starts a URL's probe unless it is known or being probed; returns
     /// whether it did (then it calls the closure once the probe settled).
     private var start: (String, @escaping @Sendable () -> Void) -> Bool = { _, _ in false }
+    /// The same without waiting for any lock: nil when it would have had to
+    /// (the URL is then kept for the next `pump`).
+    private var startWithoutWaiting: ((String, @escaping @Sendable () -> Void) -> Bool?)?
+    /// A URL whose start without waiting found a lock taken; it goes first.
+    private var held: String?
     /// Told when the last probe waiting or running settled.
     private var onDrained: () -> Void = {}
     private var running = 0
@@ -33,9 +38,11 @@ final class ProbeFeeder: @unchecked Sendable {
     /// What starts a probe, and what hears that none is left; set once,
     /// before the first `add`.
     func starting(with start: @escaping (String, @escaping @Sendable () -> Void) -> Bool,
+                  withoutWaiting: ((String, @escaping @Sendable () -> Void) -> Bool?)? = nil,
                   whenDrained: @escaping () -> Void = {}) {
         lock.lock()
         self.start = start
+        startWithoutWaiting = withoutWaiting
         onDrained = whenDrained
         lock.unlock()
     }
@@ -54,6 +61,7 @@ final class ProbeFeeder: @unchecked Sendable {
         lock.lock()
         stopped = true
         queue = FIFO()
+        held = nil
         lock.unlock()
     }
 
@@ -61,15 +69,15 @@ final class ProbeFeeder: @unchecked Sendable {
     var waiting: Int {
         lock.lock()
         defer { lock.unlock() }
-        return queue.count
+        return queue.count + (held == nil ? 0 : 1)
     }
 
     /// Starts probes while fewer than the limit run, with `lock` released:
     /// a probe's completion calls `settled`.
-    private func pump() {
+    func pump() {
         while true {
             lock.lock()
-            guard !stopped, running < limit, let next = queue.popFirst() else {
+            guard !stopped, running < limit, let next = popNext() else {
                 lock.unlock()
                 return
             }
@@ -84,16 +92,55 @@ final class ProbeFeeder: @unchecked Sendable {
         }
     }
 
+    /// Guarded by `lock`.
+    private func popNext() -> String? {
+        if let next = held {
+            held = nil
+            return next
+        }
+        return queue.popFirst()
+    }
+
     private func settled() {
         endOne()
         pump()
+    }
+
+    /// A probe settled on a thread that must not wait for a lock (the
+    /// network thread): the next ones start there if no lock is taken.
+    /// False when one was (or no start without waiting is set): `pump`
+    /// must then run elsewhere.
+    func settledWithoutWaiting() -> Bool {
+        endOne()
+        guard let startWithoutWaiting = lock.withLock({ self.startWithoutWaiting }) else { return false }
+        while true {
+            lock.lock()
+            guard !stopped, running < limit, let next = popNext() else {
+                lock.unlock()
+                return true
+            }
+            running += 1
+            lock.unlock()
+            switch startWithoutWaiting(next, { [weak self] in self?.settled() }) {
+            case true?:
+                continue
+            case false?:
+                endOne()
+            case nil:
+                lock.lock()
+                running -= 1
+                if !stopped { held = next }
+                lock.unlock()
+                return false
+            }
+        }
     }
 
     /// One started URL is done with; the last of a run tells `onDrained`.
     private func endOne() {
         lock.lock()
         running -= 1
-        let nowDrained = running == 0 && queue.count == 0
+        let nowDrained = running == 0 && queue.count == 0 && held == nil
         if nowDrained { drained = true }
         let onDrained = self.onDrained
         lock.unlock()

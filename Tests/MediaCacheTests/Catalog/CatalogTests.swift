@@ -139,6 +139,42 @@ final class CatalogTests: XCTestCase {
         XCTAssertTrue(feeder.takeDrained())
     }
 
+    func testProbeFeeder_settledWithoutWaiting_keepsWhatFoundTheLockTaken() throws {
+        // The network thread starts the next probes itself when the
+        // catalog's lock is free; a start that finds it taken (nil) must
+        // keep its URL for the pump that runs elsewhere, neither skip it
+        // nor lose it, and the drain is told once, at the very end.
+        let feeder = ProbeFeeder(outstanding: 2)
+        let state = Locked((settles: [@Sendable () -> Void](), started: [String](), busy: true, drained: 0))
+        let start = { (url: String, settled: @escaping @Sendable () -> Void) -> Bool in
+            state.withLock { $0.started.append(url); $0.settles.append(settled) }
+            return true
+        }
+        feeder.starting(with: start, withoutWaiting: { url, settled in
+            if state.withLock({ $0.busy }) { return nil }
+            return start(url, settled)
+        }, whenDrained: { state.withLock { $0.drained += 1 } })
+        feeder.add((0..<6).map { "\($0)" })
+        XCTAssertEqual(state.withLock { $0.started }, ["0", "1"])
+        // One settles where the lock is taken: "2" waits, held.
+        _ = state.withLock { $0.settles.removeFirst() }
+        XCTAssertFalse(feeder.settledWithoutWaiting())
+        XCTAssertEqual(feeder.waiting, 4)
+        XCTAssertEqual(state.withLock { $0.started }, ["0", "1"])
+        // The pump elsewhere starts the held one first.
+        feeder.pump()
+        XCTAssertEqual(state.withLock { $0.started }, ["0", "1", "2"])
+        // The lock free: the next ones start without waiting, in order.
+        state.withLock { $0.busy = false }
+        while state.withLock({ !$0.settles.isEmpty }) {
+            _ = state.withLock { $0.settles.removeFirst() }
+            XCTAssertTrue(feeder.settledWithoutWaiting())
+        }
+        XCTAssertEqual(state.withLock { $0.started }, (0..<6).map { "\($0)" })
+        XCTAssertEqual(state.withLock { $0.drained }, 1)
+        XCTAssertEqual(feeder.waiting, 0)
+    }
+
     func testAListingsAnswers_areSavedByStop_inTheJournal() throws {
         let urls = (0..<50).map { "https://a.example/\($0).bin" }
         for url in urls { fetcher.add(url, bytes: [1, 2, 3]) }
