@@ -657,12 +657,10 @@ public final class FileLoader: TransferDelegate, Sendable {
         // 15 MB sent). Its next miss asks for it, a round trip every 8 MiB.
         if readClass == .scan && streams { return }
         if lead < info.length {
-            // A scan's runs are short (a thumbnail's frames): a long
-            // transfer only once it reads on, exactly (ReadPattern.streams).
-            let long = (readClass == .play || streams) && holdsTransfers(info)
-            let longEnd = ReadPattern.longTransferEnd(from: lead, window: window, readClass: readClass,
-                                                      length: info.length)
-            _ = startPartTransfers(at: lead, end: long ? longEnd : lead + window, hold: long ? lead + window : nil,
+            // Only a player's readahead is a long transfer: a scan that
+            // streams returned above, and a thumbnail's runs are short.
+            let long = readClass == .play && holdsTransfers(info)
+            _ = startPartTransfers(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
                                    owner: owner, info: info, priority: readClass == .scan ? .scan : .readahead,
                                    readClass: readClass, in: &state)
         }
