@@ -293,7 +293,9 @@ def test_a_remount_stats_with_no_request_and_reads_from_the_cache_with_the_serve
     hls.clear_log()
     second = mount(hls.url("fmp4/index.m3u8"), extra=(*MOUNT_ARGS, "--revalidate", "never"), cache_dir=cache)
     assert os.stat(second.path("index.mp4")).st_size == len(expected)
-    assert [e.uri for e in hls.log()] == ["/fmp4/index.m3u8"], "the stat asked for nothing: only the playlist at mount"
+    # The playlist is read from its saved copy, and again in the background.
+    harness.wait_until(lambda: hls.log(), "the playlist read again in the background")
+    assert [e.uri for e in hls.log()] == ["/fmp4/index.m3u8"], "the stat asked for nothing: only the playlist, again"
     hls.stop()
     assert read_whole(second.path("index.mp4")) == expected
     assert read_range(second.path("index.mp4"), len(expected) // 2, 4096) == expected[len(expected) // 2:][:4096]
@@ -604,3 +606,86 @@ def test_vods_in_an_nginx_library_are_their_files_beside_its_segments(mount, hls
         assert abs(float(probed["format"]["duration"]) - SECONDS) < 0.5, (path, probed)
     master = sorted(os.listdir(library / "master"))
     assert "master.ts" in master and "master.audio-en.ts" in master, (master, m.stderr())
+
+
+# ------------------------------------------------------------ offline remounts
+
+def tree(root):
+    """{relative path: bytes} of every file under root, read through the mount."""
+    files = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = Path(directory) / name
+            files[str(path.relative_to(root))] = read_whole(path)
+    return files
+
+
+@pytest.mark.parametrize("playlist", ["ts/index.m3u8", "master/master.m3u8", "dash/number.mpd"])
+def test_a_vod_remounts_with_its_server_gone_and_is_read_again_when_it_returns(mount, hls, fixtures, tmp_path,
+                                                                             playlist):
+    """A VOD read whole (a media playlist whose segment lengths took a probe
+    each, a master with its audio rendition, a DASH MPD), unmounted, its
+    server stopped: the remount has the same names, sizes and bytes from
+    the cache and the saved playlists; the server back, the playlists are
+    read again in the background and found unchanged."""
+    cache = tmp_path / "shared-cache"
+    first = mount(hls.url(playlist), extra=MOUNT_ARGS, cache_dir=cache)
+    before = tree(first.mountpoint)
+    assert len(before) >= (2 if "ts/" not in playlist else 1) and all(before.values()), before.keys()
+    first.unmount()
+    hls.stop()
+    second = mount(hls.url(playlist), extra=(*MOUNT_ARGS, "--dir-cache-time", "1"), cache_dir=cache)
+    assert sorted(os.listdir(second.mountpoint)) == sorted(before)
+    for name, data in before.items():
+        assert os.stat(second.path(name)).st_size == len(data), name
+    assert tree(second.mountpoint) == before
+    assert "from its saved copy" in second.stderr(), second.stderr()
+    assert harness.wait_for_stderr(second, "server unreachable: serving the saved copy"), second.stderr()
+    hls.start()
+    assert harness.wait_for_stderr(second, "read again: unchanged", timeout=20), second.stderr()
+    assert playlist in " ".join(e.uri for e in hls.log())
+    assert tree(second.mountpoint) == before
+
+
+def test_an_encrypted_vod_remounted_offline_serves_what_is_cached_and_is_readable_again_once_its_key_comes(
+        mount, hls, fixtures, tmp_path):
+    """Keys are never saved: offline, the AES-128 VOD mounts from its saved
+    playlist (its plain lengths, learned with the key, saved too) and says
+    once that its key cannot be fetched; its reads fail with EIO, never
+    with cipher text. Its server back, the background read fetches the key
+    and the file reads as the decrypted segments."""
+    expected = b"".join(decrypted_parts(fixtures / "aes/index.m3u8"))
+    cache = tmp_path / "shared-cache"
+    first = mount(hls.url("aes/index.m3u8"), extra=MOUNT_ARGS, cache_dir=cache)
+    assert os.stat(first.path("index.ts")).st_size == len(expected)
+    first.unmount()
+    hls.stop()
+    second = mount(hls.url("aes/index.m3u8"), extra=(*MOUNT_ARGS, "--dir-cache-time", "1", "--timeout", "2"),
+                   cache_dir=cache)
+    assert os.stat(second.path("index.ts")).st_size == len(expected)
+    with pytest.raises(OSError) as failed:
+        read_range(second.path("index.ts"), len(expected) - 4096, 4096)
+    assert failed.value.errno == 5, failed.value
+    assert second.stderr().count("its key cannot be fetched") == 1, second.stderr()
+    hls.start()
+    assert harness.wait_for_stderr(second, "read again: unchanged", timeout=20), second.stderr()
+    assert read_range(second.path("index.ts"), len(expected) - 4096, 4096) == expected[-4096:], second.stderr()
+
+
+def test_the_vods_a_listing_found_are_there_at_once_after_a_remount_with_the_server_gone(mount, hls, fixtures,
+                                                                                       tmp_path):
+    """A listed directory's VODs are saved with its listing: the remount
+    with nginx stopped shows each VOD's file at once, every byte cached."""
+    cache = tmp_path / "shared-cache"
+    first = mount(hls.url("ts/"), extra=MOUNT_ARGS, cache_dir=cache)
+    listed = Path(first.mountpoint) / os.listdir(first.mountpoint)[0]
+    assert "index.ts" in os.listdir(listed), first.stderr()
+    data = read_whole(listed / "index.ts")
+    names = sorted(os.listdir(listed))
+    first.unmount()
+    hls.stop()
+    second = mount(hls.url("ts/"), extra=MOUNT_ARGS, cache_dir=cache)
+    listed = Path(second.mountpoint) / os.listdir(second.mountpoint)[0]
+    assert sorted(os.listdir(listed)) == names, second.stderr()
+    assert os.stat(listed / "index.ts").st_size == len(data)
+    assert read_whole(listed / "index.ts") == data

@@ -361,14 +361,16 @@ struct MountCommand {
             s3Mount = settled
         }
         let http = withS3
-        let parsed = try Source.parse(arguments: sources, s3: s3Mount, hlsVariant: hlsVariant, http: http) {
+        try MediaFS.checkMountpoint(mountpoint)
+        let store = try CacheStore(root: cache.resolvedDirectory)
+        // Before mounting, so a second mount fails with nothing to undo;
+        // before the arguments are read, since their saved copies are the cache's.
+        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait)
+        let (parsed, fromSaved) = try Source.read(arguments: sources, s3: s3Mount, hlsVariant: hlsVariant, http: http,
+                                                  saved: SavedPresentations(store: store)) {
             try TextFetch.get($0, options: http)
         }
         let vods = parsed.compactMap(\.vod)
-        try MediaFS.checkMountpoint(mountpoint)
-        let store = try CacheStore(root: cache.resolvedDirectory)
-        // Before mounting, so a second mount fails with nothing to undo.
-        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait)
         var settings = LoaderSettings()
         settings.timeout = timeout
         settings.maxAttempts = retries + 1
@@ -402,10 +404,11 @@ struct MountCommand {
                                       limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
             // Segmented VODs' files are served from their segments' URLs:
             // the arguments' now, those listings find once found.
-            let fetcher = SegmentedFetcher(base: network, vods: vods)
+            let fetcher = SegmentedFetcher(base: network, vods: vods, store: store)
             return Catalog(sources: parsed, store: store, fetcher: fetcher, settings: settings, http: http,
                            preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
-                           dirCacheTime: dirCacheTime, statistics: statistics, hlsVariant: hlsVariant)
+                           dirCacheTime: dirCacheTime, statistics: statistics, hlsVariant: hlsVariant,
+                           readAgain: fromSaved)
         }
         // The lock is held until the process exits, after the last flush.
         try withExtendedLifetime(lock) {

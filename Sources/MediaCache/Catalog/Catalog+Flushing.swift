@@ -13,6 +13,7 @@ extension Catalog {
         let retiredNow = flushAndRetire(flushing: due)
         let saved = saveUnsaved(until: Deadline.after(seconds: Flusher.saveSlice))
         if due || pressed { applyLimits() }
+        readSavedAgainIfDue()
         // A listing's probes free as much as they took (a request, a
         // transfer and buffers an entry), in holes malloc keeps: 20 MiB of
         // 190 at 100,000 entries; so do loaders turned into records. Given

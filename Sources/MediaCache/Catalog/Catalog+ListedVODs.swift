@@ -6,7 +6,9 @@
 // Each refresh reads the playlists again (one GET each, more for a master
 // playlist): a playlist that changed is another version of its file. One
 // that cannot be read, or is not HLS, stays the plain file the listing
-// shows, with a warning naming it.
+// shows, with a warning naming it. The playlists are saved as fetched
+// (SavedPresentations), so a remount shows a listing's VODs at once from
+// its saved listing, their server up or gone.
 import Foundation
 
 extension Catalog {
@@ -24,12 +26,19 @@ extension Catalog {
                 continue
             }
             do {
-                guard let files = try vodFiles(of: source) else {
+                guard let files = try SavedPresentations(store: store).live(listingContext, { try vodFiles(of: source, in: $0) })
+                else {
                     shown.append(source)
                     continue
                 }
                 // Registered only once the whole presentation was read.
-                for vod in files.compactMap(\.vod) where segmented.register(vod) { changed.append(vod.url) }
+                for vod in files.compactMap(\.vod) {
+                    switch segmented.register(vod) {
+                    case .replaced: changed.append(vod.url)
+                    case .keysArrived: keyArrived(for: vod.url)
+                    case .new, .unchanged: break
+                    }
+                }
                 shown += files.map { file in
                     var safe = file
                     safe.name = FileNaming.safe(file.name)
@@ -55,20 +64,40 @@ extension Catalog {
         }
     }
 
+    /// The files of the VODs among a saved listing's entries, read from
+    /// their saved playlists with no request and served from now on; a VOD
+    /// whose playlists were never saved is left out until the refresh
+    /// reads it.
+    func savedVODs(_ sources: [Source]) -> [Source] {
+        guard let segmented = fetcher as? SegmentedFetcher else { return [] }
+        let saved = SavedPresentations(store: store)
+        var shown: [Source] = []
+        for source in sources {
+            guard let files = saved.offline(listingContext, { try vodFiles(of: source, in: $0) }) else { continue }
+            for vod in files.compactMap(\.vod) { segmented.register(vod) }
+            shown += files.map { file in
+                var safe = file
+                safe.name = FileNaming.safe(file.name)
+                return safe
+            }
+        }
+        return shown
+    }
+
     /// The files of the VOD at `source`'s URL; nil when it is a playlist
     /// of files, not of a presentation (an M3U of songs).
-    private func vodFiles(of source: Source) throws -> [Source]? {
+    private func vodFiles(of source: Source, in context: ListingContext) throws -> [Source]? {
         if DASHListing.isMPD(source.url) {
-            return try DASHListing(url: source.url, name: source.name).list(in: listingContext)
+            return try DASHListing(url: source.url, name: source.name).list(in: context)
         }
         let text: String
         do {
-            text = try listingContext.fetchText(source.url)
+            text = try context.fetchText(source.url)
         } catch let error as MediaError {
             throw MediaError(error.errno, "playlist \(error.message)")
         }
         guard HLSPlaylist.isHLS(text) else { return nil }
-        return try HLSListing.sources(url: source.url, text: text, name: source.name, in: listingContext)
+        return try HLSListing.sources(url: source.url, text: text, name: source.name, in: context)
     }
 
     /// Whether a listed file's URL may be a VOD's: an http(s) HLS playlist

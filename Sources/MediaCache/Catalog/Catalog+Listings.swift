@@ -94,16 +94,18 @@ extension Catalog {
     }
 
     /// Lists a directory from the listing saved in the cache, due for a
-    /// refresh at once; false when none was saved. Its VODs' playlists are
-    /// left out until that refresh reads them: their files are made of
-    /// what the playlists say, which is not saved.
+    /// refresh at once; false when none was saved. Its VODs are read from
+    /// their saved playlists (one never saved is left out until that
+    /// refresh reads it).
     private func listSaved(_ directory: Directory) -> Bool {
         guard let listing = directory.listing, listing.refreshes, let url = directory.url,
               let saved = store.loadListing(url: url) else { return false }
-        let sources = saved.entries.filter { $0.isDirectory || !Self.namesVOD($0.url) }.map { entry in
+        let all = saved.entries.map { entry in
             Source(name: entry.name, url: entry.url,
                    kind: entry.isDirectory ? .directory(listing.subdirectory(at: entry.url)) : .file(entry.info))
         }
+        // In the listing's order, each VOD where its playlist was.
+        let sources = all.flatMap { entry in !entry.isDirectory && Self.namesVOD(entry.url) ? savedVODs([entry]) : [entry] }
         // A listing fetched meanwhile is newer than the saved one.
         if let result = relist(directory, with: sources, believedFor: 0, unlessListed: true)?.result {
             settle(result.dropped)

@@ -110,12 +110,17 @@ public final class Catalog: @unchecked Sendable {
     let feeder = ProbeFeeder()
     /// Record probes' answers, off the network thread (they take `state`).
     let probeAnswers = Worker(name: "mediafs-probes")
+    /// The arguments read at mount from their saved copies, to read again
+    /// from the network (Catalog+ReadAgain.swift).
+    let readAgain: Locked<ReadAgain>
 
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                 http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
                 revalidateAfter: Double? = 60, dirCacheTime: Double = Catalog.defaultDirCacheTime,
-                statistics: Statistics = Statistics(), hlsVariant: HLSListing.VariantChoice = .highest) {
+                statistics: Statistics = Statistics(), hlsVariant: HLSListing.VariantChoice = .highest,
+                readAgain: [any Listing] = []) {
         self.statistics = statistics
+        self.readAgain = Locked(ReadAgain(listings: readAgain))
         self.store = store
         self.fetcher = fetcher
         self.settings = settings

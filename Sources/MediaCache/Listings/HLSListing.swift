@@ -81,7 +81,12 @@ public enum HLSListing {
         let (ext, type) = container(media)
         var keys: [String: [UInt8]] = [:]
         for keyURL in Set(media.segments.compactMap { $0.encryption?.keyURL }) {
-            keys[keyURL] = try key(at: keyURL, playlist: url, in: context)
+            do {
+                keys[keyURL] = try key(at: keyURL, playlist: url, in: context)
+            } catch let error as MediaError where context.keysMayFail {
+                Log.warning("\(origin): its key cannot be fetched (\(error.message)): its encrypted segments' reads "
+                            + "fail with EIO until the playlist is read again with its server up")
+            }
         }
         let vod = SegmentedVOD(url: url, parts: parts, contentType: type, keys: keys)
         var info: ContentInfo?

@@ -74,6 +74,10 @@ public struct ListingContext: Sendable {
     public var fetch: @Sendable (_ request: FetchRequest, _ maxBytes: Int) throws -> TextFetch.Answer
     /// Which variant of an HLS master playlist becomes its file.
     public var hlsVariant: HLSListing.VariantChoice = .highest
+    /// Whether a VOD read from its saved documents goes on without a key
+    /// that cannot be fetched (its encrypted parts then fail with EIO)
+    /// rather than failing whole: keys are never saved.
+    public var keysMayFail = false
 
     public init(http: HTTPOptions = HTTPOptions(), timeout: Int = 30,
                 fetchText: (@Sendable (String) throws -> String)? = nil,

@@ -78,17 +78,42 @@ public struct Source: Equatable, Sendable {
                              fetchText: @escaping @Sendable (String) throws -> String = { _ in
                                  throw MediaError.io("no network")
                              }) throws -> [Source] {
+        try read(arguments: arguments, s3: s3, hlsVariant: hlsVariant, http: http, saved: nil, fetchText: fetchText).sources
+    }
+
+    /// `parse`, reading a playlist or MPD argument from the documents
+    /// `saved` kept of it when there are (no request: a remount with its
+    /// server gone serves what is cached), and saving those it fetches.
+    /// `fromSaved`: the listings read from saved documents, which the
+    /// mount reads again in the background.
+    public static func read(arguments: [String], s3: S3Mount? = nil, hlsVariant: HLSListing.VariantChoice = .highest,
+                            http: HTTPOptions = HTTPOptions(), saved: SavedPresentations?,
+                            fetchText: @escaping @Sendable (String) throws -> String)
+        throws -> (sources: [Source], fromSaved: [any Listing]) {
         // `http` reaches what a listing fetches besides text (an HLS key).
         var context = ListingContext(http: http, fetchText: fetchText)
         context.hlsVariant = hlsVariant
         var sources: [Source] = []
+        var fromSaved: [any Listing] = []
         for argument in arguments {
             if let s3, S3Prefix.isS3(argument) {
                 sources.append(try S3Prefix.source(forArgument: argument, settings: s3))
                 continue
             }
             if let listing = try listing(forArgument: argument) {
-                sources += try listing.list(in: context).map { source in
+                var listed: [Source]
+                if let saved, argument.contains("://") {
+                    if let offline = saved.offline(context, { try listing.list(in: $0) }) {
+                        Log.info("\(listing.origin): \(offline.count) files from its saved copy; reading it again in the background")
+                        listed = offline
+                        fromSaved.append(listing)
+                    } else {
+                        listed = try saved.live(context) { try listing.list(in: $0) } ?? []
+                    }
+                } else {
+                    listed = try listing.list(in: context)
+                }
+                sources += listed.map { source in
                     var safe = source
                     safe.name = FileNaming.safe(source.name)
                     return safe
@@ -98,7 +123,7 @@ public struct Source: Equatable, Sendable {
                 sources.append(at(url: argument))
             }
         }
-        return sources
+        return (sources, fromSaved)
     }
 
     /// The Listing a SOURCE argument is read through; nil for a plain URL.

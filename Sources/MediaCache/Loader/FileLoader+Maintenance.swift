@@ -187,6 +187,17 @@ extension FileLoader {
         if state.changeHandler?(state.generation) != true { state.kernelClean = state.generation }
     }
 
+    /// The VOD it serves got the key it lacked: what its reads failed
+    /// with, and their backoff, are forgotten, so the next read fetches.
+    public func keyArrived() {
+        lock.withLock { state in
+            state.lastError = nil
+            state.failuresInARow = 0
+            state.retryAt = 0
+            state.unavailableUntil = 0
+        }
+    }
+
     /// Fetches the first `limit` bytes (nil: all) in the background at
     /// preload priority; `limit` 0 stops a preload.
     public func preload(limit: Int64?) throws {

@@ -575,6 +575,11 @@ public final class FileLoader: TransferDelegate, Sendable {
                     point = max(hole.upperBound, min(stream.end, hole.upperBound))
                     continue
                 }
+                // A VOD's part without its key fails until the key comes
+                // (`keyArrived`), as EIO: never cipher text, never a retry.
+                if let error = state.lastError, error.errno == ENOKEY {
+                    throw MediaError(EIO, "\(source.displayURL): \(error.message)")
+                }
                 // A 404 or 403 is believed for a while, not forever.
                 if let error = state.lastError, error.errno == ENOENT || error.errno == EACCES,
                    now() - state.lastErrorAt < settings.probeRetryAfter {

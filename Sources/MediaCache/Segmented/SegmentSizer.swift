@@ -8,6 +8,7 @@
 // changes for this mount.
 // A failure fails the waiters of that round; lengths already learned are
 // kept, so the next request asks only for the rest.
+import Foundation
 import MediaNetwork
 import MediaStore
 import MediaSupport
@@ -33,13 +34,26 @@ final class SegmentSizer: Sendable {
 
     let vod: SegmentedVOD
     private let fetcher: Fetching
+    /// Where learned lengths are kept for the next mount; nil: nowhere.
+    private let store: CacheStore?
     private let state: Locked<State>
 
-    init(vod: SegmentedVOD, fetcher: Fetching) {
+    /// The lengths a playlist does not give come from `store` when they
+    /// were learned for the same parts before (a VOD's segments do not
+    /// change under an unchanged playlist): a remount, with its server
+    /// gone or not, lays the file out with no request.
+    init(vod: SegmentedVOD, fetcher: Fetching, store: CacheStore? = nil) {
         self.vod = vod
         self.fetcher = fetcher
+        self.store = store
         var initial = State(lengths: vod.parts.map { part in part.encryption == nil ? part.range.map { Int64($0.count) } : nil })
-        if let lengths = vod.listedLengths { initial.layout = try? vod.layout(lengths: lengths) }
+        if let lengths = vod.listedLengths {
+            initial.layout = try? vod.layout(lengths: lengths)
+        } else if let lengths = store?.loadSegmentLengths(url: vod.url, digest: vod.partsDigest, count: vod.parts.count),
+                  let layout = try? vod.layout(lengths: lengths) {
+            initial.lengths = lengths.map(Optional.some)
+            initial.layout = layout
+        }
         state = Locked(initial)
     }
 
@@ -90,8 +104,10 @@ final class SegmentSizer: Sendable {
     /// text: its last block decrypted with the one before it (or the IV).
     private func plainLength(of index: Int, cipher: Int64, priority: FetchRequest.Priority) {
         let part = vod.parts[index]
-        guard let encryption = part.encryption, let key = vod.keys[encryption.keyURL] else {
-            return learned(index, .success(cipher), priority: priority)
+        guard let encryption = part.encryption else { return learned(index, .success(cipher), priority: priority) }
+        guard let key = vod.keys[encryption.keyURL] else {
+            return learned(index, .failure(MediaError(ENOKEY, "its key \(MediaError.redacted(encryption.keyURL)) could not be fetched")),
+                           priority: priority)
         }
         let block = Int64(AES128CBC.blockSize)
         guard cipher >= block, cipher % block == 0 else {
@@ -139,8 +155,23 @@ final class SegmentSizer: Sendable {
         }
         for part in next { probe(part, priority: priority) }
         if let (result, waiters) = finished {
-            if case .failure(let error) = result { Log.error("\(vod.displayURL): \(error.message)") }
+            switch result {
+            case .failure(let error): Log.error("\(vod.displayURL): \(error.message)")
+            case .success(let layout): keep(layout)
+            }
             for waiter in waiters { waiter(result) }
+        }
+    }
+
+    /// Saves learned lengths for the next mount (a small file, once per
+    /// VOD and mount); a failure costs the next mount its probes only.
+    private func keep(_ layout: SegmentedVOD.Layout) {
+        guard let store, vod.listedLengths == nil else { return }
+        let lengths = zip(layout.offsets, layout.offsets.dropFirst()).map { $1 - $0 }
+        do {
+            try store.saveSegmentLengths(url: vod.url, digest: vod.partsDigest, lengths: lengths)
+        } catch {
+            Log.warning("\(vod.displayURL): \((error as? MediaError)?.message ?? "\(error)"); the next mount learns its lengths again")
         }
     }
 }

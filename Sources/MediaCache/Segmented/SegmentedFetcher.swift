@@ -8,6 +8,7 @@
 // Its own transfers' IDs have the top bit set, the fetcher beneath counts
 // from 1: a cancel or promote goes to whichever owns the ID.
 import MediaNetwork
+import MediaStore
 import MediaSupport
 
 public final class SegmentedFetcher: Fetching, Sendable {
@@ -22,10 +23,14 @@ public final class SegmentedFetcher: Fetching, Sendable {
     /// thread, as the fetcher beneath answers.
     private let answers = Worker(name: "mediafs-vod")
 
-    public init(base: Fetching, vods: [SegmentedVOD]) {
+    /// Where the VODs' segment lengths are kept between mounts; nil: nowhere.
+    private let store: CacheStore?
+
+    public init(base: Fetching, vods: [SegmentedVOD], store: CacheStore? = nil) {
         self.base = base
+        self.store = store
         var sizers: [String: SegmentSizer] = [:]
-        for vod in vods { sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base) }
+        for vod in vods { sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, store: store) }
         self.sizers = Locked(sizers)
     }
 
@@ -34,16 +39,34 @@ public final class SegmentedFetcher: Fetching, Sendable {
     /// one whose parts changed gets a new one: its layout, and so its
     /// validator, is then another version's, which the cache's own
     /// validation takes care of. Transfers under way keep the sizer they
-    /// started with. Returns whether it replaced a VOD of other parts.
+    /// started with. One of the same parts that holds keys the served one
+    /// lacked (read from saved documents while its server was down)
+    /// replaces it too: the same version, now readable.
     @discardableResult
-    public func register(_ vod: SegmentedVOD) -> Bool {
-        let base = self.base
+    public func register(_ vod: SegmentedVOD) -> Registration {
+        let (base, store) = (self.base, self.store)
         return sizers.withLock { sizers in
             let known = sizers[vod.url]
-            if let known, known.vod.partsDigest == vod.partsDigest { return false }
-            sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base)
-            return known != nil
+            if let known, known.vod.partsDigest == vod.partsDigest {
+                guard known.vod.keys.count < vod.keys.count else { return .unchanged }
+                sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, store: store)
+                return .keysArrived
+            }
+            sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, store: store)
+            return known == nil ? .new : .replaced
         }
+    }
+
+    /// What registering a VOD did.
+    public enum Registration: Sendable {
+        /// Served from now on, as none was under its URL.
+        case new
+        /// The same parts as served: nothing done.
+        case unchanged
+        /// Another version (other parts) replaced the one served.
+        case replaced
+        /// The same version, with the keys the one served lacked.
+        case keysArrived
     }
 
     /// Whether `url` is a VOD's, served from its parts.

@@ -105,6 +105,8 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         }
         headers["content-length"] = String(range.count)
         pieces = layout.pieces(of: range)
+        // Cipher text without its key is never served as the file's bytes.
+        if let missing = vod.missingKey(among: pieces) { return answerLater { [self] in end(head: nil, error: missing) } }
         let head = ResponseHead(status: status, headers: headers)
         guard !pieces.isEmpty else { return answerLater { [self] in end(head: head, error: nil) } }
         pendingHead = head

@@ -113,6 +113,25 @@ extension SegmentedVOD.Layout {
 }
 
 extension SegmentedVOD {
+    /// Whether part `index` is encrypted under a key this VOD does not
+    /// hold (read from saved documents while the key could not be
+    /// fetched): its bytes cannot be served, only failed.
+    func lacksKey(part index: Int) -> Bool {
+        guard let encryption = parts[index].encryption else { return false }
+        return keys[encryption.keyURL] == nil
+    }
+
+    /// The first of `pieces` whose part lacks its key, as the error its
+    /// read fails with.
+    func missingKey(among pieces: [Layout.Piece]) -> MediaError? {
+        guard let piece = pieces.first(where: { lacksKey(part: $0.part) }),
+              let keyURL = parts[piece.part].encryption?.keyURL else { return nil }
+        // ENOKEY, not EIO: the loader fails such reads at once, with EIO,
+        // until the VOD gets its key, rather than retrying a transfer that
+        // cannot succeed.
+        return MediaError(ENOKEY, "segment \(piece.part + 1): its key \(MediaError.redacted(keyURL)) could not be fetched")
+    }
+
     /// How `range` of part `index`'s bytes is fetched: the range of its
     /// resource to ask for and, for a cipher text, the decryptor its bytes go
     /// through. A cipher range starts a block early where it can (that

@@ -138,21 +138,55 @@ final class SegmentedFetcherTests: XCTestCase {
     func testAVODAListingFinds_isServedOnceRegistered_keepingItsLengthsWhileItsPartsStayTheSame() throws {
         let fetcher = SegmentedFetcher(base: fake, vods: [])
         XCTAssertFalse(fetcher.serves(url))
-        XCTAssertFalse(fetcher.register(vod(byteRanges: false)), "new: nothing replaced")
+        XCTAssertEqual(fetcher.register(vod(byteRanges: false)), .new)
         XCTAssertTrue(fetcher.serves(url))
         let head = fetch(fetcher, FetchRequest(url: url, method: .head))
         XCTAssertEqual(head.heads.first?.contentLength, 3200)
         XCTAssertEqual(fake.heads.count, 3)
-        XCTAssertFalse(fetcher.register(vod(byteRanges: false)), "the same parts again")
+        XCTAssertEqual(fetcher.register(vod(byteRanges: false)), .unchanged, "the same parts again")
         XCTAssertEqual(fetcher.partOffsets(of: url), [0, 1000, 2500, 3200], "its lengths are kept")
         // Other parts: another version, sized anew, under another validator.
         let changed = SegmentedVOD(url: url, parts: [.init(url: "http://h.example/v/s2.ts", range: nil)],
                                    contentType: "video/mp2t")
-        XCTAssertTrue(fetcher.register(changed))
+        XCTAssertEqual(fetcher.register(changed), .replaced)
         XCTAssertNil(fetcher.partOffsets(of: url))
         let again = fetch(fetcher, FetchRequest(url: url, method: .head))
         XCTAssertEqual(again.heads.first?.contentLength, 700)
         XCTAssertNotEqual(again.heads.first?.etag, head.heads.first?.etag)
+    }
+
+    func testLearnedLengths_areSaved_andARemountLaysTheFileOutWithNoRequest() throws {
+        let root = try TemporaryDirectory.make("segment-lengths")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let store = try CacheStore(root: root)
+        let first = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)], store: store)
+        XCTAssertEqual(fetch(first, FetchRequest(url: url, method: .head)).heads.first?.contentLength, 3200)
+        XCTAssertEqual(fake.heads.count, 3)
+        let again = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)], store: store)
+        XCTAssertEqual(again.partOffsets(of: url), [0, 1000, 2500, 3200], "laid out from the saved lengths")
+        XCTAssertEqual(fetch(again, FetchRequest(url: url, method: .head)).heads.first?.contentLength, 3200)
+        XCTAssertEqual(fake.heads.count, 3, "no probe")
+        // Other parts under the same URL do not take those lengths.
+        let other = SegmentedVOD(url: url, parts: [.init(url: "http://h.example/v/s2.ts", range: nil)],
+                                 contentType: "video/mp2t")
+        XCTAssertNil(SegmentedFetcher(base: fake, vods: [other], store: store).partOffsets(of: url))
+    }
+
+    func testAPartWhoseKeyWasNotFetched_failsWithoutARequest_untilTheKeyArrives() throws {
+        let iv = [UInt8](repeating: 0, count: 16)
+        let encrypted = [SegmentedVOD.Part(url: "http://h.example/v/s0.ts", range: 0..<1000,
+                                           encryption: .init(keyURL: "http://h.example/v/k", iv: iv))]
+        let keyless = SegmentedVOD(url: url, parts: encrypted, contentType: "video/mp2t")
+        let fetcher = SegmentedFetcher(base: fake, vods: [keyless])
+        let read = fetch(fetcher, FetchRequest(url: url, range: 0..<100))
+        XCTAssertEqual(read.body, [])
+        guard case .some(.some(let error)) = read.completion else { return XCTFail("no error") }
+        XCTAssertEqual(error.errno, ENOKEY, error.message)
+        XCTAssertEqual(fake.gets.count, 0, "no cipher text asked for, none served")
+        let keyed = SegmentedVOD(url: url, parts: encrypted, contentType: "video/mp2t",
+                                 keys: ["http://h.example/v/k": [UInt8](repeating: 1, count: 16)])
+        XCTAssertEqual(fetcher.register(keyed), .keysArrived)
+        XCTAssertEqual(fetcher.register(keyed), .unchanged)
     }
 
     func testThePartHoldingAnOffset_isFoundByItsStart() {
