@@ -63,6 +63,7 @@ struct StatusCommand {
                 if watch { print("\u{1B}[H\u{1B}[2J", terminator: "") }
                 print(table(rows, previous: watch ? previous : nil))
                 if let classes = classLine() { print(classes) }
+                for line in sourceLines() { print(line) }
                 if let warning = pinnedWarning() { print(warning) }
             }
             previous = Dictionary(uniqueKeysWithValues: rows.map { ($0.name, $0.cached) })
@@ -76,7 +77,8 @@ struct StatusCommand {
              "pinned": $0.pinned]
         }
         let stats = try JSONSerialization.jsonObject(with: Data(Xattr.get(mountpoint, "stats").utf8))
-        let object: [String: Any] = ["mountpoint": mountpoint, "files": files, "totals": stats]
+        let sources = (try? Xattr.get(mountpoint, "sources")).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) }
+        let object: [String: Any] = ["mountpoint": mountpoint, "files": files, "totals": stats, "sources": sources ?? []]
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         return String(decoding: data, as: UTF8.self)
     }
@@ -101,6 +103,20 @@ struct StatusCommand {
         lines.append("total: \(rows.count) files, \(Self.human(cached)) of \(Self.human(size)) cached, "
                      + "\(rows.filter(\.complete).count) complete")
         return lines.joined(separator: "\n")
+    }
+
+    /// A line per source whose server does not answer: since when, and why.
+    func sourceLines() -> [String] {
+        guard let text = try? Xattr.get(mountpoint, "sources"),
+              let sources = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]] else { return [] }
+        let format = DateFormatter()
+        format.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return sources.compactMap { source in
+            guard source["state"] as? String == "unreachable", let origin = source["origin"] as? String,
+                  let since = (source["since"] as? NSNumber)?.doubleValue else { return nil }
+            let when = format.string(from: Date(timeIntervalSince1970: since))
+            return "source \(origin): unreachable since \(when) (\(source["error"] as? String ?? "")); serving its saved listing"
+        }
     }
 
     /// Bytes fetched and served for players and for library scans.

@@ -278,7 +278,10 @@ func makeOperations() -> fuse_operations {
             do {
                 return Int32(try file.loader.read(into: target, at: Int64(offset), pattern: file.pattern))
             } catch let error as MediaError {
-                Log.error("read of \(file.loader.source.displayURL) at \(offset): \(error.message)")
+                // A failing server is logged once per file (its first
+                // failure), not once per read the kernel retries.
+                let line = "read of \(file.loader.source.displayURL) at \(offset): \(error.message)"
+                if file.loader.claimFailureLog() { Log.error(line) } else { Log.debug(line) }
                 throw error
             }
         }

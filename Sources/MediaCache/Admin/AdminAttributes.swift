@@ -11,7 +11,7 @@ public enum AdminAttributes {
     public static let fileReadable = ["url", "content_type", "etag", "last_modified", "size",
                                       "cached_bytes", "cached_ranges", "complete", "state"]
     public static let fileWritable = ["purge", "preload", "pin"]
-    public static let rootReadable = ["stats"]
+    public static let rootReadable = ["stats", "sources"]
     public static let rootWritable = ["purge", "add", "remove"]
     /// On a listed directory (not the root, which is not listed).
     public static let directoryWritable = ["refresh"]
@@ -74,6 +74,7 @@ public enum AdminAttributes {
     public static func readRoot(_ name: String, of catalog: Catalog) throws -> String {
         switch try key(name) {
         case "stats": return catalog.statsJSON()
+        case "sources": return catalog.sourcesJSON()
         case "purge", "add", "remove": return ""
         default: throw MediaError(ENODATA, "no attribute \(name)")
         }

@@ -44,8 +44,10 @@ extension Catalog {
                 return state.isListed(directory)
             }
             Log.error("listing \(listing.origin): \(failure.message)" + (listed ? "; serving its last listing" : ""))
+            noteHealth(of: listing.origin, failure: failure.message)
             throw failure
         }
+        noteHealth(of: listing.origin, failure: nil)
         // What it lists is saved; its VODs are shown as their files.
         let (shown, changedVODs) = withVODs(sources, of: listing)
         guard let (result, unsaved) = relist(directory, with: shown, believedFor: dirCacheTime) else { return }

@@ -38,12 +38,15 @@ extension Catalog {
         for listing in listings {
             do {
                 let sources = try saved.live(listingContext) { try listing.list(in: $0) } ?? []
+                noteHealth(of: listing.origin, failure: nil)
                 let changed = register(sources)
                 revalidateChanged(changed)
                 Log.info("\(listing.origin): read again: " + (changed.isEmpty ? "unchanged" : "\(changed.count) files changed"))
             } catch {
                 left.append(listing)
-                firstFailure = firstFailure ?? "\(listing.origin): \((error as? MediaError)?.message ?? "\(error)")"
+                let message = (error as? MediaError)?.message ?? "\(error)"
+                noteHealth(of: listing.origin, failure: message)
+                firstFailure = firstFailure ?? "\(listing.origin): \(message)"
             }
         }
         let now = settings.clock.monotonic()

@@ -113,6 +113,8 @@ public final class Catalog: @unchecked Sendable {
     /// The arguments read at mount from their saved copies, to read again
     /// from the network (Catalog+ReadAgain.swift).
     let readAgain: Locked<ReadAgain>
+    /// Each listed or read-again source's last outcome, by origin.
+    let health = Locked<[String: SourceHealth]>([:])
 
     public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                 http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
@@ -525,6 +527,24 @@ public final class Catalog: @unchecked Sendable {
         encoder.outputFormatting = .sortedKeys
         // Numbers and a Bool: encoding cannot fail.
         return (try? encoder.encode(stats)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// Notes how a source's server answered (nil: it did) for `status`.
+    func noteHealth(of origin: String, failure: String?) {
+        let now = Int64(Date().timeIntervalSince1970)
+        health.withLock { health in
+            let known = health[origin] ?? SourceHealth(origin: origin, state: "reachable", since: now, error: "")
+            health[origin] = known.after(failure: failure, at: now)
+        }
+    }
+
+    /// The root's `sources`: each listed or read-again source's health,
+    /// as a JSON array in origin order.
+    public func sourcesJSON() -> String {
+        let all = health.withLock { $0.values.sorted { $0.origin < $1.origin } }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(all)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
     }
 
     /// What `stats` says, its keys in snake case.

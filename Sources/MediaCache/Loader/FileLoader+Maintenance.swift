@@ -187,6 +187,16 @@ extension FileLoader {
         if state.changeHandler?(state.generation) != true { state.kernelClean = state.generation }
     }
 
+    /// Whether a read's failure is the first of this file's outage, to be
+    /// logged (and marks it logged); false once one was since the last
+    /// complete transfer.
+    public func claimFailureLog() -> Bool {
+        lock.withLock { state in
+            defer { state.outageLogged = true }
+            return !state.outageLogged
+        }
+    }
+
     /// The VOD it serves got the key it lacked: what its reads failed
     /// with, and their backoff, are forgotten, so the next read fetches.
     public func keyArrived() {

@@ -242,14 +242,20 @@ extension FileLoader {
                 state.lastError = nil
                 state.failuresInARow = 0
                 state.retryAt = 0
+                if state.outageLogged { Log.info("\(source.displayURL): its server answers again") }
+                state.outageLogged = false
                 return
             }
+            let log: (String) -> Void = state.outageLogged ? { Log.debug($0) } : { Log.warning($0) }
             if let error, error.errno != ECANCELED {
                 state.lastError = error
-                Log.warning("\(source.displayURL): transfer stopped at byte \(transfer.position): \(error.message)")
+                log("\(source.displayURL): transfer stopped at byte \(transfer.position): \(error.message)"
+                    + (state.outageLogged ? "" : " (further failures of this file are logged at debug level until it is read again)"))
+                state.outageLogged = true
             } else if error == nil {
                 state.lastError = MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced")
-                Log.warning("\(source.displayURL): \(state.lastError!.message)")
+                log("\(source.displayURL): \(state.lastError!.message)")
+                state.outageLogged = true
             }
             // Otherwise the cache stopped it over a bad answer, already logged.
             // The next try waits longer each time: 0.25 s, 0.5 s, 1 s...

@@ -103,6 +103,10 @@ struct LoaderState {
     /// backoff, or when its Retry-After says.
     var retryAt = 0.0
     var failuresInARow = 0
+    /// Whether a failure of this file was logged since its last transfer
+    /// that got every byte it asked for: a server down is one log line per
+    /// file, not one per read and retry (the rest go to debug).
+    var outageLogged = false
     /// After a read gave up, reads fail at once until then, so the kernel's
     /// own retries of a failed read do not each wait through the backoff.
     var unavailableUntil = 0.0
