@@ -28,6 +28,8 @@ struct MountCommand {
     var dirCacheTime = Catalog.defaultDirCacheTime
     var s3 = S3Settings()
     var hlsVariant = HLSListing.VariantChoice.highest
+    /// Whether a listing's RAR sets and ZIP files are folders of their members.
+    var archives = true
     var scanners = ProcessClassifier.defaultScanners
     /// `--handle-grace`, seconds.
     var handleGrace: Double = 5
@@ -91,6 +93,9 @@ struct MountCommand {
           --hls-variant highest|lowest|HEIGHT  which variant of an HLS master
                                playlist becomes the file: the highest BANDWIDTH
                                (default), the lowest, or a height such as 720
+          --archives on|off    a listed RAR set or ZIP file as a folder of its
+                               stored members, read by range (on, the default),
+                               or its volumes as plain files (off)
           --preload-next N[:SIZE]  on open, preload SIZE (default 4M) leading
                                bytes of the next N files
           --revalidate never|open|DURATION  when to check that a file is
@@ -143,6 +148,7 @@ struct MountCommand {
             case "--config": try loadConfig(inline ?? value(option))
             case "--netrc": http.netrc = true
             case "--hls-variant": try setHLSVariant(inline ?? value(option))
+            case "--archives": try setArchives(inline ?? value(option))
             case "--proxy": try setProxy(inline ?? value(option))
             case "--cacert": try setCAFile(inline ?? value(option))
             case "--no-passthrough": passthrough = false
@@ -213,6 +219,8 @@ struct MountCommand {
             try setPreloadNext(value ?? "")
         case "hls_variant", "hls-variant":
             try setHLSVariant(value ?? "")
+        case "archives":
+            try setArchives(value ?? "")
         case "s3_endpoint", "s3-endpoint":
             s3.endpoint = value ?? ""
         case "s3_region", "s3-region":
@@ -228,6 +236,14 @@ struct MountCommand {
         default:
             if parts[0].hasPrefix("x-") || parts[0].hasPrefix("comment=") { break }
             fuseOptions.append(key)
+        }
+    }
+
+    private mutating func setArchives(_ text: String) throws {
+        switch text {
+        case "on": archives = true
+        case "off": archives = false
+        default: throw UsageError("--archives takes on or off, not '\(text)'")
         }
     }
 
@@ -399,6 +415,7 @@ struct MountCommand {
         let revalidateAfter = self.revalidateAfter
         let dirCacheTime = self.dirCacheTime
         let hlsVariant = self.hlsVariant
+        let archives = self.archives
         let fs = MediaFS(options: options) {
             let network = CurlFetcher(options: http, statistics: statistics,
                                       limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
@@ -408,7 +425,7 @@ struct MountCommand {
             return Catalog(sources: parsed, store: store, fetcher: fetcher, settings: settings, http: http,
                            preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
                            dirCacheTime: dirCacheTime, statistics: statistics, hlsVariant: hlsVariant,
-                           readAgain: fromSaved)
+                           readAgain: fromSaved, archives: archives)
         }
         // The lock is held until the process exits, after the last flush.
         try withExtendedLifetime(lock) {

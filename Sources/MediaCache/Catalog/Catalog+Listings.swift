@@ -49,7 +49,8 @@ extension Catalog {
         }
         noteHealth(of: listing.origin, failure: nil)
         // What it lists is saved; its VODs are shown as their files.
-        let (shown, changedVODs) = withVODs(sources, of: listing)
+        let (vods, changedVODs) = withVODs(sources, of: listing)
+        let shown = withArchives(vods, of: listing)
         guard let (result, unsaved) = relist(directory, with: shown, believedFor: dirCacheTime) else { return }
         settle(result.dropped)
         let changes = applyChanges(result.changed)

@@ -113,6 +113,9 @@ public final class Catalog: @unchecked Sendable {
     /// The arguments read at mount from their saved copies, to read again
     /// from the network (Catalog+ReadAgain.swift).
     let readAgain: Locked<ReadAgain>
+    /// Whether a listing's archives are shown as folders of their members
+    /// (`--archives`, on unless turned off).
+    let archives: Bool
     /// Each listed or read-again source's last outcome, by origin.
     let health = Locked<[String: SourceHealth]>([:])
 
@@ -120,8 +123,9 @@ public final class Catalog: @unchecked Sendable {
                 http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
                 revalidateAfter: Double? = 60, dirCacheTime: Double = Catalog.defaultDirCacheTime,
                 statistics: Statistics = Statistics(), hlsVariant: HLSListing.VariantChoice = .highest,
-                readAgain: [any Listing] = []) {
+                readAgain: [any Listing] = [], archives: Bool = true) {
         self.statistics = statistics
+        self.archives = archives
         self.readAgain = Locked(ReadAgain(listings: readAgain))
         self.store = store
         self.fetcher = fetcher

@@ -83,6 +83,7 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         self.layout = layout
         let length = layout.length
         var headers = ["content-type": vod.contentType, "etag": layout.etag, "accept-ranges": "bytes"]
+        if let lastModified = vod.lastModified { headers["last-modified"] = lastModified }
         if request.method != .get {
             headers["content-length"] = String(length)
             let head = ResponseHead(status: 200, headers: headers)

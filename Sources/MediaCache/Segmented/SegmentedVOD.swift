@@ -25,16 +25,22 @@ public final class SegmentedVOD: Sendable {
     let partsDigest: String
     /// AES-128 keys by key URL, 16 bytes each.
     let keys: [String: [UInt8]]
+    /// The file's date, when its source gives one (an archive member's).
+    public let lastModified: String?
 
-    public init(url: String, parts: [Part], contentType: String, keys: [String: [UInt8]] = [:]) {
+    /// `version`: what else makes another version of the file besides its
+    /// parts (an archive member: its volumes' validators).
+    public init(url: String, parts: [Part], contentType: String, keys: [String: [UInt8]] = [:],
+                version: String = "", lastModified: String? = nil) {
         self.url = url
         self.parts = parts
         self.contentType = contentType
         self.keys = keys
+        self.lastModified = lastModified
         partsDigest = SHA256.hex(parts.map { part in
             "\(part.url) \(part.range.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "-")"
                 + (part.encryption.map { " \($0.keyURL) \($0.iv.map { String($0, radix: 16) }.joined())" } ?? "")
-        }.joined(separator: "\n"))
+        }.joined(separator: "\n") + (version.isEmpty ? "" : "\n" + version))
     }
 
     /// The parts' lengths when the playlist gave them all (byte ranges of
@@ -74,7 +80,8 @@ public final class SegmentedVOD: Sendable {
 
     /// The file's ContentInfo under `layout`.
     public func info(_ layout: Layout) -> ContentInfo {
-        ContentInfo(length: layout.length, contentType: contentType, etag: layout.etag, lastModified: nil, acceptsRanges: true)
+        ContentInfo(length: layout.length, contentType: contentType, etag: layout.etag, lastModified: lastModified,
+                    acceptsRanges: true)
     }
 
     public var displayURL: String { MediaError.redacted(url) }

@@ -1,0 +1,56 @@
+// Archives a listing shows: a RAR volume set (`film.part01.rar …`, or
+// `film.rar` with `film.r00 …`) or a `.zip` becomes a folder named after
+// the set, holding the members that can be served by range (stored, not
+// encrypted, every volume present), and its volumes leave the listing.
+// Indexing reads each volume's head at once (ArchiveReader) when the
+// listing is read; the members are registered with the mount's
+// SegmentedFetcher, which serves them from their volumes' ranges. A set
+// with no member to serve, or that cannot be indexed, stays its volumes,
+// with one log line naming it and why; members it refuses are named in
+// the log too. `--archives off` leaves every volume a plain file.
+import Foundation
+
+extension Catalog {
+    /// `sources` with each archive among them replaced by its folder.
+    func withArchives(_ sources: [Source], of listing: any Listing) -> [Source] {
+        guard archives, let segmented = fetcher as? SegmentedFetcher else { return sources }
+        let files = Dictionary(sources.filter { !$0.isDirectory }.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var sets = RARVolumeSet.group(Array(files.keys)).map { (folder: $0.folder, format: ArchiveReader.Format.rar, names: $0.names) }
+        for name in files.keys where name.lowercased().hasSuffix(".zip") && name.count > 4 {
+            sets.append((String(name.dropLast(4)), .zip, [name]))
+        }
+        guard !sets.isEmpty else { return sources }
+        var folders: [String: Source] = [:]
+        var hidden = Set<String>()
+        for set in sets.sorted(by: { $0.names[0] < $1.names[0] }) {
+            let volumes = set.names.compactMap { files[$0] }.map { ArchiveReader.Volume(name: $0.name, url: $0.url) }
+            let shown = "\(listing.origin): archive \(set.names[0])"
+            do {
+                let read = try ArchiveReader.index(set.format, volumes: volumes, fetcher: fetcher,
+                                                   timeout: Double(settings.timeout))
+                for refused in read.index.refused {
+                    Log.warning("\(shown): \(refused.name) is not shown: \(refused.reason)")
+                }
+                let members = ArchiveFolder.members(of: read.index, volumes: volumes.map(\.url), validators: read.volumes)
+                guard !members.isEmpty else {
+                    Log.warning("\(shown): no member can be read by range; its volumes are shown as files")
+                    continue
+                }
+                for member in members { if let vod = member.source.vod { segmented.register(vod) } }
+                let folder = ArchiveFolder(url: volumes[0].url, members: members, prefix: [])
+                folders[set.names[0]] = Source(name: set.folder, url: volumes[0].url + "#archive", kind: .directory(folder))
+                hidden.formUnion(set.names)
+                Log.debug("\(shown): \(members.count) members in \(read.rounds) rounds of reads")
+            } catch {
+                let message = (error as? ArchiveRefusal).map { "\($0)" } ?? (error as? MediaError)?.message ?? "\(error)"
+                Log.warning("\(shown): \(message); its volumes are shown as files")
+            }
+        }
+        // The folder where the set's first volume was, the other volumes gone.
+        return sources.compactMap { source in
+            guard !source.isDirectory else { return source }
+            if let folder = folders[source.name] { return folder }
+            return hidden.contains(source.name) ? nil : source
+        }
+    }
+}

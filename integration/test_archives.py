@@ -1,0 +1,115 @@
+"""Archives as folders, against archives no one here wrote: rarfile's own
+test volumes (made by `rar`: RAR5 and RAR3 volume sets, an old-style
+.rar/.r00/.r01 set, a solid archive, encrypted headers) and ZIPs made by
+Python's zipfile, each member compared with what `unar` extracted
+(scripts/fetch-archive-fixtures.sh). An nginx of this module's own serves
+them in a listed directory and logs every request: the volumes are read by
+range only, their heads at most 64 KiB a request, and a member's bytes are
+ranges of its volumes, byte-exact across every volume edge."""
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import Nginx
+from harness import read_range, read_whole
+
+HEAD = 64 << 10
+
+
+def fixtures_dir():
+    path = Path(os.environ.get("MEDIAFS_RARFILE_FIXTURES") or Path.home() / ".cache/mediafs-archive-fixtures")
+    if not (path / "rar/rar5-vols.part1.rar").exists():
+        hint = f"no archive fixtures at {path}: run `make archive-fixtures`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(hint)
+        pytest.skip("SKIPPED LOUDLY: " + hint)
+    return path
+
+
+SETS = {
+    "rar5-vols": ["rar5-vols.part1.rar", "rar5-vols.part2.rar", "rar5-vols.part3.rar"],
+    "rar3-vols": ["rar3-vols.part1.rar", "rar3-vols.part2.rar", "rar3-vols.part3.rar"],
+    "rar3-old": ["rar3-old.rar", "rar3-old.r00", "rar3-old.r01"],
+}
+EXTRACTED = {"rar5-vols": "rar5-vols.part1.rar", "rar3-vols": "rar3-vols.part1.rar", "rar3-old": "rar3-old.rar"}
+REFUSED = ["rar5-solid.rar", "rar5-hpsw.rar"]
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    fixtures = fixtures_dir()
+    root = tmp_path_factory.mktemp("archives-www")
+    lib = root / "lib"
+    lib.mkdir()
+    for names in SETS.values():
+        for name in names:
+            shutil.copy(fixtures / "rar" / name, lib / name)
+    for name in REFUSED:
+        shutil.copy(fixtures / "rar" / name, lib / name)
+    shutil.copy(fixtures / "zip/stored.zip", lib / "stored.zip")
+    (lib / "notes.txt").write_bytes(b"plain\n")
+    (root / "other").mkdir()
+    (root / "other/x.bin").write_bytes(b"x" * 100)
+    for server in Nginx.serving(tmp_path_factory.mktemp("archives-nginx"), root, autoindex=True):
+        yield server, fixtures
+
+
+def expected_members(fixtures, folder):
+    """{path in the archive: bytes} as unar extracted them."""
+    base = fixtures / "extracted" / EXTRACTED[folder] if folder in EXTRACTED else fixtures / "zip/expected"
+    return {str(p.relative_to(base)): p.read_bytes() for p in base.rglob("*") if p.is_file()}
+
+
+def mounted_files(base):
+    return {str(p.relative_to(base)): p for p in Path(base).rglob("*") if p.is_file()}
+
+
+def test_sets_and_zips_are_folders_of_their_members_equal_to_what_unar_extracts(mount, library):
+    server, fixtures = library
+    server.clear_log()
+    # Two sources, so that the listed directory is a folder of the mount.
+    m = mount(server.url("lib/"), server.url("other/"), extra=("--timeout", "10"))
+    lib = Path(m.path("lib"))
+    names = sorted(os.listdir(lib))
+    assert names == sorted(["rar5-vols", "rar3-vols", "rar3-old", "stored", "notes.txt", *REFUSED]), \
+        (names, m.stderr())
+    for folder in [*SETS, "stored"]:
+        expected = expected_members(fixtures, folder)
+        files = mounted_files(lib / folder)
+        assert sorted(files) == sorted(expected), (folder, sorted(files))
+        for path, data in expected.items():
+            assert os.stat(files[path]).st_size == len(data), (folder, path)
+            assert read_whole(files[path]) == data, (folder, path)
+    # Refused archives stay files, each named in the log with why.
+    for name in REFUSED:
+        assert f"archive {name}" in m.stderr(), m.stderr()
+    # Every volume was read by range; no head read asked more than 64 KiB.
+    gets = [e for e in server.log() if e.method == "GET" and "/lib/" in e.uri and not e.uri.endswith("/")]
+    assert gets and all(e.range for e in gets), [e for e in gets if not e.range]
+    assert all(e.sent <= HEAD + 1024 for e in gets if e.uri.endswith(tuple(REFUSED))), gets
+
+
+def test_reads_across_volume_edges_are_byte_exact(mount, library):
+    server, fixtures = library
+    m = mount(server.url("lib/"), server.url("other/"), extra=("--timeout", "10"))
+    rng = random.Random(7)
+    for folder in SETS:
+        expected = expected_members(fixtures, folder)
+        path, data = max(expected.items(), key=lambda item: len(item[1]))
+        member = Path(m.path("lib")) / folder / path
+        for _ in range(40):
+            offset = rng.randrange(0, len(data))
+            size = rng.choice([1, 4096, 65536, 150_000])
+            assert read_range(member, offset, size) == data[offset:offset + size], (folder, offset, size)
+
+
+def test_archives_off_shows_the_volumes_as_plain_files(mount, library):
+    server, _ = library
+    m = mount(server.url("lib/"), server.url("other/"), extra=("--archives", "off"))
+    names = set(os.listdir(m.path("lib")))
+    assert {*SETS["rar5-vols"], *SETS["rar3-old"], "stored.zip"} <= names, names
+    assert not {"rar5-vols", "stored"} & names
