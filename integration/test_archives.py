@@ -7,15 +7,18 @@ them in a listed directory and logs every request: the volumes are read by
 range only, their heads at most 64 KiB a request, and a member's bytes are
 ranges of its volumes, byte-exact across every volume edge."""
 
+import json
 import os
 import random
 import shutil
+import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import Nginx
-from harness import read_range, read_whole
+from conftest import Nginx, _video_codec
+from harness import read_range, read_whole, run
 
 HEAD = 64 << 10
 
@@ -54,6 +57,16 @@ def library(tmp_path_factory):
     (lib / "notes.txt").write_bytes(b"plain\n")
     (root / "other").mkdir()
     (root / "other/x.bin").write_bytes(b"x" * 100)
+    # A film stored in a ZIP by Python's zipfile, beside the same film plain.
+    film = root / "films"
+    film.mkdir()
+    subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc=duration=30:size=320x240:rate=25", "-c:v", *_video_codec(), "-g", "25",
+                    str(film / "film.mkv")], check=True, timeout=300)
+    with zipfile.ZipFile(film / "film.zip", "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.write(film / "film.mkv", "Film (2026)/film.mkv")
+    (film / "plain").mkdir()
+    shutil.move(film / "film.mkv", film / "plain/film.mkv")
     for server in Nginx.serving(tmp_path_factory.mktemp("archives-nginx"), root, autoindex=True):
         yield server, fixtures
 
@@ -113,3 +126,59 @@ def test_archives_off_shows_the_volumes_as_plain_files(mount, library):
     names = set(os.listdir(m.path("lib")))
     assert {*SETS["rar5-vols"], *SETS["rar3-old"], "stored.zip"} <= names, names
     assert not {"rar5-vols", "stored"} & names
+
+
+def test_indexing_a_set_takes_two_rounds_of_reads_of_each_volume(mount, library):
+    server, _ = library
+    server.clear_log()
+    m = mount(server.url("lib/"), server.url("other/"), extra=("--timeout", "10"))
+    assert "rar5-vols" in os.listdir(m.path("lib"))
+    for name in SETS["rar5-vols"]:
+        asked = [e for e in server.log() if e.uri.endswith("/" + name)]
+        assert 1 <= len(asked) <= 2 and all(e.range for e in asked), (name, asked)
+        assert all(e.sent <= HEAD for e in asked), (name, asked)
+
+
+def test_a_remount_shows_the_members_from_the_saved_index_with_the_server_gone(mount, library, tmp_path):
+    server, fixtures = library
+    cache = tmp_path / "shared-cache"
+    expected = expected_members(fixtures, "rar5-vols")
+    path, data = max(expected.items(), key=lambda item: len(item[1]))
+    first = mount(server.url("lib/"), server.url("other/"), extra=("--timeout", "10"), cache_dir=cache)
+    member = Path(first.path("lib")) / "rar5-vols" / path
+    assert read_whole(member) == data
+    names = sorted(os.listdir(first.path("lib")))
+    first.unmount()
+    server.stop()
+    try:
+        second = mount(server.url("lib/"), server.url("other/"), extra=("--timeout", "2"), cache_dir=cache)
+        assert sorted(os.listdir(second.path("lib"))) == names, second.stderr()
+        member = Path(second.path("lib")) / "rar5-vols" / path
+        assert os.stat(member).st_size == len(data)
+        assert read_whole(member) == data
+    finally:
+        server.start()
+
+
+def test_a_film_in_a_stored_zip_probes_and_seeks_as_the_plain_film_does(mount, library):
+    server, _ = library
+    m = mount(server.url("films/"), server.url("other/"), extra=("--timeout", "10"))
+    films = Path(m.path("films"))
+    assert sorted(os.listdir(films)) == ["film", "plain"], (os.listdir(films), m.stderr())
+    member, plain = films / "film/Film (2026)/film.mkv", films / "plain/film.mkv"
+    assert read_whole(member) == read_whole(plain)
+
+    def probe(path):
+        out = run("ffprobe", "-v", "error", "-show_entries", "format=duration:stream=codec_name,width",
+                  "-of", "json", str(path), timeout=60)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+    assert probe(member) == probe(plain)
+
+    def frames(path):
+        out = run("ffmpeg", "-hide_banner", "-loglevel", "error", "-ss", "20", "-i", str(path), "-t", "1",
+                  "-f", "framemd5", "-", timeout=120)
+        assert out.returncode == 0, out.stderr
+        return [line.split(",")[-1] for line in out.stdout.splitlines() if line and not line.startswith("#")]
+    seeked = frames(member)
+    assert len(seeked) >= 20 and seeked == frames(plain)

@@ -8,11 +8,17 @@
 // with no member to serve, or that cannot be indexed, stays its volumes,
 // with one log line naming it and why; members it refuses are named in
 // the log too. `--archives off` leaves every volume a plain file.
+// Each index is saved (SavedArchiveIndex) so a remount's saved listing shows
+// the folders at once, with no request (`fromSaved`); the refresh then
+// indexes the volumes again, so a volume that changed makes its members
+// new versions.
 import Foundation
 
 extension Catalog {
-    /// `sources` with each archive among them replaced by its folder.
-    func withArchives(_ sources: [Source], of listing: any Listing) -> [Source] {
+    /// `sources` with each archive among them replaced by its folder: read
+    /// from the volumes, or with `fromSaved` from the index saved when they
+    /// last were (a set with none stays its volumes until the refresh).
+    func withArchives(_ sources: [Source], of listing: any Listing, fromSaved: Bool = false) -> [Source] {
         guard archives, let segmented = fetcher as? SegmentedFetcher else { return sources }
         let files = Dictionary(sources.filter { !$0.isDirectory }.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var sets = RARVolumeSet.group(Array(files.keys)).map { (folder: $0.folder, format: ArchiveReader.Format.rar, names: $0.names) }
@@ -25,9 +31,22 @@ extension Catalog {
         for set in sets.sorted(by: { $0.names[0] < $1.names[0] }) {
             let volumes = set.names.compactMap { files[$0] }.map { ArchiveReader.Volume(name: $0.name, url: $0.url) }
             let shown = "\(listing.origin): archive \(set.names[0])"
+            let key = SavedArchiveIndex.key(forFirstVolume: volumes[0].url)
             do {
-                let read = try ArchiveReader.index(set.format, volumes: volumes, fetcher: fetcher,
+                let read: ArchiveReader.Result
+                if fromSaved {
+                    guard let text = store.loadDocument(url: key),
+                          let saved = SavedArchiveIndex.decode(text, urls: volumes.map(\.url)) else { continue }
+                    read = saved
+                } else {
+                    read = try ArchiveReader.index(set.format, volumes: volumes, fetcher: fetcher,
                                                    timeout: Double(settings.timeout))
+                    do {
+                        try store.saveDocument(url: key, text: SavedArchiveIndex.encode(read, urls: volumes.map(\.url)))
+                    } catch {
+                        Log.warning("\(shown): \((error as? MediaError)?.message ?? "\(error)"); a remount indexes it again")
+                    }
+                }
                 for refused in read.index.refused {
                     Log.warning("\(shown): \(refused.name) is not shown: \(refused.reason)")
                 }

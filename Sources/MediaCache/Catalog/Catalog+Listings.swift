@@ -107,8 +107,11 @@ extension Catalog {
             Source(name: entry.name, url: entry.url,
                    kind: entry.isDirectory ? .directory(listing.subdirectory(at: entry.url)) : .file(entry.info))
         }
-        // In the listing's order, each VOD where its playlist was.
-        let sources = all.flatMap { entry in !entry.isDirectory && Self.namesVOD(entry.url) ? savedVODs([entry]) : [entry] }
+        // In the listing's order, each VOD where its playlist was, each
+        // archive's folder where its first volume was.
+        let sources = withArchives(all.flatMap { entry in
+            !entry.isDirectory && Self.namesVOD(entry.url) ? savedVODs([entry]) : [entry]
+        }, of: listing, fromSaved: true)
         // A listing fetched meanwhile is newer than the saved one.
         if let result = relist(directory, with: sources, believedFor: 0, unlessListed: true)?.result {
             settle(result.dropped)
