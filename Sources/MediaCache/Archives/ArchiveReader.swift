@@ -39,7 +39,7 @@ public enum ArchiveReader {
     public static func index(_ format: Format, volumes: [Volume], fetcher: Fetching, timeout: Double) throws -> Result {
         // Round 1: every head at once; the answers give the lengths.
         let heads = try read(volumes.indices.map { ($0, 0..<headBytes) }, of: volumes, fetcher: fetcher, timeout: timeout)
-        var known = heads.map { (length: $0.length, etag: $0.etag, lastModified: $0.lastModified) }
+        let known = heads.map { (length: $0.length, etag: $0.etag, lastModified: $0.lastModified) }
         var parsed = try zip(volumes, heads).map { volume, head in
             try ArchiveVolume(name: volume.name, length: head.length, head: head.bytes)
         }
@@ -64,7 +64,6 @@ public enum ArchiveReader {
                 }
                 try parsed[volume].add(answer.bytes, at: range.lowerBound)
             }
-            known = known.map { $0 }
             rounds += 1
         }
     }
@@ -91,14 +90,16 @@ public enum ArchiveReader {
                              timeout: Double) throws -> [VolumeRead.Answer] {
         let results = Locked<[Swift.Result<VolumeRead.Answer, MediaError>?]>(Array(repeating: nil, count: reads.count))
         let group = DispatchGroup()
+        var started: [TransferID] = []
         for (slot, (volume, range)) in reads.enumerated() {
             group.enter()
-            VolumeRead.start(url: volumes[volume].url, range: range, fetcher: fetcher) { result in
+            started.append(VolumeRead.start(url: volumes[volume].url, range: range, fetcher: fetcher) { result in
                 results.withLock { $0[slot] = result }
                 group.leave()
-            }
+            })
         }
         guard group.wait(timeout: .now() + timeout) == .success else {
+            for id in started { fetcher.cancel(id) }
             throw MediaError(ETIMEDOUT, "\(volumes[0].name): its headers did not arrive within \(Int(timeout)) s")
         }
         return try results.withLock { $0 }.enumerated().map { slot, result in

@@ -29,7 +29,7 @@ final class VolumeRead: TransferDelegate, @unchecked Sendable {
 
     /// GETs `range` of `url` (clipped by the server to the volume's length).
     static func start(url: String, range: Range<Int64>, fetcher: Fetching,
-                      done: @escaping @Sendable (Result<Answer, MediaError>) -> Void) {
+                      done: @escaping @Sendable (Result<Answer, MediaError>) -> Void) -> TransferID {
         fetcher.start(FetchRequest(url: url, range: range, priority: .read),
                       delegate: VolumeRead(range: range, done: done))
     }
