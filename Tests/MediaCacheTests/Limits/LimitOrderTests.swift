@@ -110,4 +110,64 @@ final class LimitOrderTests: XCTestCase {
         XCTAssertLessThan(older.status().cachedBytes, olderCached, "the older file gave its bytes")
         fetcher.release()
     }
+
+    /// Over random orders of whole and partial reads of six files of random
+    /// sizes, and a random limit: a pass leaves every file used more
+    /// recently than one that lost a byte whole, and frees nothing of a
+    /// file while one used less recently keeps bytes. 20 seeded orders.
+    func testOverRandomOrdersAndLimits_aPassNeverTakesANewerFilesBytesWhileAnOlderOneKeepsAny() throws {
+        var freedIn = 0
+        for seed in UInt64(1)...20 {
+            var random = SplitMix64(seed: seed)
+            let root = try TemporaryDirectory.make("limitorder-random")
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let store = try CacheStore(root: root)
+            let fetcher = FakeFetcher()
+            defer { fetcher.shutdown() }
+            let urls = (0..<6).map { "https://media.example/r\(seed)-\($0).bin" }
+            var sizes: [String: Int64] = [:]
+            for url in urls {
+                let size = 40_000 + Int64(random.next() % 360_000)
+                sizes[url] = size
+                fetcher.add(url, bytes: [UInt8](repeating: UInt8(truncatingIfNeeded: size), count: Int(size)))
+            }
+            var settings = LoaderSettings()
+            settings.timeout = 5
+            settings.clock = time.clock
+            let loaders = Dictionary(uniqueKeysWithValues: urls.map { url in
+                (url, FileLoader(source: Source(name: url, url: url), store: store, fetcher: fetcher, settings: settings))
+            })
+            // Reads in a random order, some files read again later; the
+            // clock moves on between them (last use is kept in seconds).
+            var order: [String] = []
+            for _ in 0..<10 {
+                let url = urls[Int(random.next() % UInt64(urls.count))]
+                let size = sizes[url]!
+                let whole = random.next() % 2 == 0
+                let start = whole ? 0 : Int64(random.next() % UInt64(size / 2))
+                let end = whole ? size : min(size, start + 1 + Int64(random.next() % 100_000))
+                XCTAssertEqual(try Self.read(loaders[url]!, start..<end).count, Int(end - start))
+                order.removeAll { $0 == url }
+                order.append(url)
+                time.advance(2)
+            }
+            XCTAssertTrue(fetcher.waitUntil { _ in loaders.values.allSatisfy { !$0.usage().isBusy } }, "seed \(seed)")
+            let before = Dictionary(uniqueKeysWithValues: order.map { ($0, loaders[$0]!.status().cachedBytes) })
+            let allocated = order.reduce(Int64(0)) { $0 + loaders[$1]!.usage().allocatedBytes }
+            var limits = CacheLimits()
+            limits.minFree = 0
+            limits.maxSize = Int64(random.next() % UInt64(max(allocated, 1)))
+            CacheEvictor(store: store, limits: limits).run(mounted: loaders, now: Int64(time.clock.wall()))
+            let after = Dictionary(uniqueKeysWithValues: order.map { ($0, loaders[$0]!.status().cachedBytes) })
+            if after.values.reduce(0, +) < before.values.reduce(0, +) { freedIn += 1 }
+            // `order` runs from least to most recently used.
+            for (older, olderURL) in order.enumerated() {
+                for newerURL in order[(older + 1)...] where after[newerURL]! < before[newerURL]! {
+                    XCTAssertEqual(after[olderURL], 0, "seed \(seed): \(newerURL) (used later) lost bytes while "
+                                   + "\(olderURL) kept \(after[olderURL]!) of \(before[olderURL]!); limit \(limits.maxSize)")
+                }
+            }
+        }
+        XCTAssertGreaterThanOrEqual(freedIn, 15, "most random limits are below what the files hold: passes freed bytes")
+    }
 }
