@@ -35,7 +35,8 @@ RESULTS = os.path.join(WORK if os.environ.get("MEDIAFS_BENCH_RUN") else ROOT, "r
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 MB = 1_000_000
-SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan", "scale", "sources", "hls", "mediaserver")
+SCENARIOS = ("seq", "random", "ffprobe", "seek", "bwlimit", "wan", "scale", "sources", "hls", "mediaserver",
+             "archives")
 TOOLS = ("mediafs", "curl", "rclone")
 BUF = 1 * MiB
 RANDOM_READS = 200
@@ -455,6 +456,7 @@ class Bench:
         self.wan_bench = None
         self.sources_bench = None
         self.hls_bench = None
+        self.archives_bench = None
         self.mediaserver_bench = None
         self.ceilings = {}  # machine limits measured in this run (seq scenario)
         self.scale_figures = {}  # "scale_<kind>_<n>" -> {tool: figures}
@@ -817,6 +819,12 @@ class Bench:
         self.hls_bench = hls.HlsBench(self)
         self.hls_bench.run()
 
+    # -- a film stored in a ZIP beside the same film plain, through the link emulator (bench/archives.py)
+    def archives(self):
+        import archives
+        self.archives_bench = archives.ArchivesBench(self)
+        self.archives_bench.run()
+
     # -- a player beside a Jellyfin-style library scan through the link emulator (bench/mediaserver.py)
     def mediaserver(self):
         import mediaserver
@@ -1068,7 +1076,7 @@ class Bench:
             for name, fn in (("seq", self.seq), ("random", self.random_reads),
                              ("ffprobe", self.ffprobe), ("seek", self.seek), ("bwlimit", self.bwlimit),
                              ("wan", self.wan), ("scale", self.scale), ("sources", self.sources),
-                             ("hls", self.hls), ("mediaserver", self.mediaserver)):
+                             ("hls", self.hls), ("mediaserver", self.mediaserver), ("archives", self.archives)):
                 if name in only:
                     log(f"scenario {name}")
                     fn()
@@ -1267,6 +1275,8 @@ class Bench:
             self.hls_bench.report()
         if self.mediaserver_bench:
             self.mediaserver_bench.report()
+        if self.archives_bench:
+            self.archives_bench.report()
         print()
         print("server side (nginx access log) per scenario:")
         for key, s in self.server.items():
@@ -1338,6 +1348,7 @@ class Bench:
             "sources": self.sources_bench.json() if self.sources_bench else None,
             "hls": self.hls_bench.json() if self.hls_bench else None,
             "mediaserver": self.mediaserver_bench.json() if self.mediaserver_bench else None,
+            "archives": self.archives_bench.json() if self.archives_bench else None,
             "notes": self.notes,
             "errors": self.errors,
         }

@@ -34,9 +34,12 @@ extension Catalog {
             let key = SavedArchiveIndex.key(forFirstVolume: volumes[0].url)
             do {
                 let read: ArchiveReader.Result
+                let saved = store.loadDocument(url: key).flatMap { SavedArchiveIndex.decode($0, urls: volumes.map(\.url)) }
                 if fromSaved {
-                    guard let text = store.loadDocument(url: key),
-                          let saved = SavedArchiveIndex.decode(text, urls: volumes.map(\.url)) else { continue }
+                    guard let saved else { continue }
+                    read = saved
+                } else if let saved, Self.listingShowsUnchanged(set.names.compactMap { files[$0]?.listedInfo }, saved) {
+                    // A refresh of a big library must not read every set again.
                     read = saved
                 } else {
                     read = try ArchiveReader.index(set.format, volumes: volumes, fetcher: fetcher,
@@ -70,6 +73,17 @@ extension Catalog {
             guard !source.isDirectory else { return source }
             if let folder = folders[source.name] { return folder }
             return hidden.contains(source.name) ? nil : source
+        }
+    }
+
+    /// Whether what a listing says of every volume (WebDAV's and S3's
+    /// sizes and ETags) matches what their heads were answered with when
+    /// the saved index was made: then it still holds, with no request. A
+    /// listing that gives no size (an HTML index) never says so.
+    static func listingShowsUnchanged(_ listed: [ContentInfo], _ saved: ArchiveReader.Result) -> Bool {
+        guard listed.count == saved.volumes.count else { return false }
+        return zip(listed, saved.volumes).allSatisfy { info, volume in
+            info.length == volume.length && (info.etag == nil || volume.etag == nil || info.etag == volume.etag)
         }
     }
 }
