@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Nginx, _video_codec
-from harness import read_range, read_whole, run
+from harness import read_range, read_whole, run, xset
 
 HEAD = 64 << 10
 
@@ -182,3 +182,34 @@ def test_a_film_in_a_stored_zip_probes_and_seeks_as_the_plain_film_does(mount, l
         return [line.split(",")[-1] for line in out.stdout.splitlines() if line and not line.startswith("#")]
     seeked = frames(member)
     assert len(seeked) >= 20 and seeked == frames(plain)
+
+
+def test_a_webdav_refresh_that_lists_the_volumes_unchanged_reads_no_header_again(mount, library):
+    """WebDAV lists each file's size and ETag: a refresh that finds them
+    as the index saw them keeps the index with no request; a volume that
+    changed is indexed again and its members are the new bytes."""
+    from davservers import ApacheDav, make_served_dir
+    server_nginx, fixtures = library
+    root = make_served_dir()
+    shutil.copy(fixtures / "zip/stored.zip", root / "stored.zip")
+    (root / "stored.zip").chmod(0o644)
+    server = ApacheDav(root)
+    server.start()
+    try:
+        m = mount(server.url("open"), server_nginx.url("other/"), extra=("--timeout", "10"))
+        dav = Path(m.path("open"))
+        assert os.listdir(dav) == ["stored"], (os.listdir(dav), m.stderr())
+        assert read_whole(dav / "stored/café.txt") == (fixtures / "zip/expected/café.txt").read_bytes()
+        assert server.log.methods("GET"), "the index read the ZIP by range"
+        server.log.clear()
+        xset(dav, "refresh", "1")
+        assert os.listdir(dav) == ["stored"]
+        assert not server.log.methods("GET"), server.log.entries()
+        # Another ZIP under the same name: indexed again, new bytes.
+        with zipfile.ZipFile(root / "stored.zip", "w", compression=zipfile.ZIP_STORED) as archive:
+            archive.writestr("café.txt", b"a new version of the file\n")
+        xset(dav, "refresh", "1")
+        assert server.log.methods("GET"), "a changed volume is indexed again"
+        assert read_whole(dav / "stored/café.txt") == b"a new version of the file\n"
+    finally:
+        server.remove()

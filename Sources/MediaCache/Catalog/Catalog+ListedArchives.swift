@@ -13,6 +13,7 @@
 // indexes the volumes again, so a volume that changed makes its members
 // new versions.
 import Foundation
+import MediaStore
 
 extension Catalog {
     /// `sources` with each archive among them replaced by its folder: read
@@ -58,9 +59,18 @@ extension Catalog {
                     Log.warning("\(shown): no member can be read by range; its volumes are shown as files")
                     continue
                 }
-                for member in members { if let vod = member.source.vod { segmented.register(vod) } }
+                var changed: [String] = []
+                for member in members {
+                    if let vod = member.source.vod, segmented.register(vod) == .replaced { changed.append(vod.url) }
+                }
+                revalidateChanged(changed)
                 let folder = ArchiveFolder(url: volumes[0].url, members: members, prefix: [])
-                folders[set.names[0]] = Source(name: set.folder, url: volumes[0].url + "#archive", kind: .directory(folder))
+                // The folder's URL names this version of the index: another
+                // one is another folder, listed anew, whose members' new
+                // sizes and validators replace their cached bytes.
+                let version = SHA256.hex(members.compactMap { $0.source.listedInfo?.etag }.joined(separator: " ")).prefix(16)
+                folders[set.names[0]] = Source(name: set.folder, url: volumes[0].url + "#archive=\(version)",
+                                               kind: .directory(folder))
                 hidden.formUnion(set.names)
                 Log.debug("\(shown): \(members.count) members in \(read.rounds) rounds of reads")
             } catch {
