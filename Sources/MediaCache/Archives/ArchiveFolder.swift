@@ -52,7 +52,7 @@ public struct ArchiveFolder: Listing {
             let parts = member.extents.map { HLSPlaylist.Part(url: volumes[$0.volume], range: $0.range) }
             let key = volumes[0] + "#member=" + (member.path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")
             let vod = SegmentedVOD(url: key, parts: parts, contentType: contentType(of: path.last!), version: version,
-                                   lastModified: member.mtime.map(httpDate))
+                                   lastModified: member.mtime.map(httpDate), isArchiveMember: true)
             guard let lengths = vod.listedLengths, let layout = try? vod.layout(lengths: lengths) else { return nil }
             var source = Source(name: path.last!, url: key, kind: .file(vod.info(layout)))
             source.vod = vod

@@ -74,6 +74,11 @@ public final class SegmentedFetcher: Fetching, Sendable {
         sizer(of: url) != nil
     }
 
+    /// Whether `url` is an archive member's, served from its volumes.
+    public func isArchiveMember(_ url: String) -> Bool {
+        sizer(of: url)?.vod.isArchiveMember ?? false
+    }
+
     private func sizer(of url: String) -> SegmentSizer? {
         sizers.withLock { $0[url] }
     }

@@ -27,16 +27,19 @@ public final class SegmentedVOD: Sendable {
     let keys: [String: [UInt8]]
     /// The file's date, when its source gives one (an archive member's).
     public let lastModified: String?
+    /// An archive member's (ArchiveFolder), not a VOD's.
+    public let isArchiveMember: Bool
 
     /// `version`: what else makes another version of the file besides its
     /// parts (an archive member: its volumes' validators).
     public init(url: String, parts: [Part], contentType: String, keys: [String: [UInt8]] = [:],
-                version: String = "", lastModified: String? = nil) {
+                version: String = "", lastModified: String? = nil, isArchiveMember: Bool = false) {
         self.url = url
         self.parts = parts
         self.contentType = contentType
         self.keys = keys
         self.lastModified = lastModified
+        self.isArchiveMember = isArchiveMember
         partsDigest = SHA256.hex(parts.map { part in
             "\(part.url) \(part.range.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "-")"
                 + (part.encryption.map { " \($0.keyURL) \($0.iv.map { String($0, radix: 16) }.joined())" } ?? "")
