@@ -62,6 +62,9 @@ struct MountCommand {
         (fMP4), its segments' bytes in order; a master playlist becomes its
         chosen variant, with NAME.audio-LANG.EXT beside it per audio rendition.
         A static DASH MPD (URL ending .mpd) becomes NAME.mp4 and NAME.audio-LANG.mp4.
+        One SOURCE that is a directory (an index URL ending in '/', dav(s)://,
+        s3://) is the mount's root: its entries are at MOUNTPOINT. Several
+        SOURCEs, a file, a playlist or a list file: one name per source there.
 
         options:
           -f, --foreground     stay in the foreground, log to stderr
@@ -416,13 +419,16 @@ struct MountCommand {
         let dirCacheTime = self.dirCacheTime
         let hlsVariant = self.hlsVariant
         let archives = self.archives
+        // One directory URL is mounted as its root; anything else, a name per source.
+        let sourceIsRoot = Source.isMountRoot(arguments: sources, parsed: parsed)
         let fs = MediaFS(options: options) {
             let network = CurlFetcher(options: http, statistics: statistics,
                                       limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
             // Segmented VODs' files are served from their segments' URLs:
             // the arguments' now, those listings find once found.
             let fetcher = SegmentedFetcher(base: network, vods: vods, store: store)
-            return Catalog(sources: parsed, store: store, fetcher: fetcher, settings: settings, http: http,
+            return Catalog(sources: parsed, sourceIsRoot: sourceIsRoot, store: store, fetcher: fetcher,
+                           settings: settings, http: http,
                            preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
                            dirCacheTime: dirCacheTime, statistics: statistics, hlsVariant: hlsVariant,
                            readAgain: fromSaved, archives: archives)

@@ -160,7 +160,8 @@ public final class MediaFS: @unchecked Sendable {
             serving = true
             catalog.start { [weak self] url, done in self?.invalidate(urls: [url], then: done) ?? false }
             options.metrics?.start(serving: catalog)
-            Log.info("mounted \(catalog.names.count) files at \(options.mountpoint)")
+            Log.info("mounted " + (catalog.rootListingURL ?? "\(catalog.names.count) sources")
+                     + " at \(options.mountpoint)")
             options.onMounted?()
 
             let loopConfig = fuse_loop_cfg_create()

@@ -1,4 +1,5 @@
-// What the mount shows: a tree of names. The root holds the sources; a
+// What the mount shows: a tree of names. The root holds the sources, or,
+// when the mount is of one directory source, is that directory; a
 // directory source (an HTTP index today: any `Listing`) is listed on first
 // lookup (the one lookup that waits for it) and again, in the background on
 // the listings worker, once `dirCacheTime` has passed or the user asks:
@@ -119,11 +120,16 @@ public final class Catalog: @unchecked Sendable {
     /// Each listed or read-again source's last outcome, by origin.
     let health = Locked<[String: SourceHealth]>([:])
 
-    public init(sources: [Source], store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
-                http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil, limits: CacheLimits? = nil,
-                revalidateAfter: Double? = 60, dirCacheTime: Double = Catalog.defaultDirCacheTime,
-                statistics: Statistics = Statistics(), hlsVariant: HLSListing.VariantChoice = .highest,
-                readAgain: [any Listing] = [], archives: Bool = true) {
+    /// `sourceIsRoot`: `sources` is one directory (`Source.isMountRoot`),
+    /// whose entries are the mount root, listed as any directory is; else
+    /// the root holds one name per source.
+    public init(sources: [Source], sourceIsRoot: Bool = false, store: CacheStore, fetcher: Fetching,
+                settings: LoaderSettings, http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil,
+                limits: CacheLimits? = nil, revalidateAfter: Double? = 60,
+                dirCacheTime: Double = Catalog.defaultDirCacheTime, statistics: Statistics = Statistics(),
+                hlsVariant: HLSListing.VariantChoice = .highest, readAgain: [any Listing] = [], archives: Bool = true) {
+        precondition(!sourceIsRoot || (sources.count == 1 && sources[0].isDirectory),
+                     "only one directory source can be the mount root")
         self.statistics = statistics
         self.archives = archives
         self.readAgain = Locked(ReadAgain(listings: readAgain))
@@ -147,7 +153,8 @@ public final class Catalog: @unchecked Sendable {
         // Every loader that comes to stand for a URL has its changes reach
         // the kernel under every name of it.
         let changeHandler = self.changeHandler
-        var initial = CatalogState(store: store, context: context, tracksMembership: evictor != nil) { loader in
+        var initial = CatalogState(store: store, context: context, tracksMembership: evictor != nil,
+                                   listedRoot: sourceIsRoot ? sources[0] : nil) { loader in
             Catalog.watchChanges(of: loader, through: changeHandler)
         }
         // The entries' metadata, read in parallel: a remount of 100,000
@@ -159,7 +166,7 @@ public final class Catalog: @unchecked Sendable {
         let urls = sources.filter { !$0.isDirectory && seen.insert($0.url).inserted }.map(\.url)
         initial.records.reserveCapacity(urls.count)
         for (url, record) in zip(urls, CatalogState.loadRecords(urls, from: store)) { initial.records[url] = record }
-        for source in sources { _ = initial.insert(source, into: initial.root) }
+        for source in sources where !sourceIsRoot { _ = initial.insert(source, into: initial.root) }
         state = Locked(initial)
         feeder.starting(with: { [weak self] url, settled in self?.probeListed(url, then: settled) ?? false },
                         withoutWaiting: { [weak self] url, settled -> Bool? in
@@ -398,20 +405,28 @@ public final class Catalog: @unchecked Sendable {
         return entries
     }
 
-    /// Names in the mount root, in source order.
+    /// Names in the mount root, in source order (a listed root's as listed
+    /// so far, then those added).
     public var names: [String] {
         state.withLock { $0.names(of: $0.root) }
     }
 
+    /// The URL of the directory source whose entries are the root, for
+    /// logs (credentials removed); nil when the root holds the sources.
+    public var rootListingURL: String? {
+        state.withLock { $0.root.url }.map(MediaError.redacted)
+    }
+
     // MARK: Runtime sources
 
-    /// Adds a URL to the mount root at run time; returns its name.
+    /// Adds a URL to the mount root at run time; returns its name. At a
+    /// listed root it stays through relistings, after the listing's names.
     public func add(url: String) throws -> String {
         let trimmed = String(url.trimmingSpaces)
         try Source.validate(url: trimmed, origin: "user.mediafs.add")
         let source = Source.at(url: trimmed)
         let (name, loader) = state.withLock { state in
-            let name = state.insert(source, into: state.root)
+            let name = state.addToRoot(source)
             let known = source.isDirectory || state.records[trimmed]?.attributes != nil
             return (name, known ? nil : state.liveLoader(url: trimmed, path: "/" + name))
         }
@@ -421,11 +436,10 @@ public final class Catalog: @unchecked Sendable {
     }
 
     /// Removes a name from the mount root; its cached bytes stay cached.
+    /// At a listed root only an added name can go (EROFS for a listed one).
     public func remove(name: String) throws {
         let trimmed = String(name.trimmingSpaces)
-        guard let dropped = state.withLock({ $0.removeFromRoot(trimmed) }) else {
-            throw MediaError(ENOENT, "no file named '\(trimmed)' in the mount root")
-        }
+        let dropped = try state.withLock { try $0.removeFromRoot(trimmed) }
         settle(dropped)
         Log.info("removed \(trimmed)")
     }

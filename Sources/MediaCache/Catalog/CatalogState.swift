@@ -19,7 +19,7 @@ struct CatalogState {
     /// A directory of the mount: its names in order, and for a listed one,
     /// its Listing, when it was listed and when it is listed again.
     final class Directory: @unchecked Sendable {
-        /// What lists it; nil: the mount root, whose names the arguments gave.
+        /// What lists it; nil: a mount root whose names the arguments gave.
         let listing: (any Listing)?
         /// Its URL, for telling whether a new listing kept it.
         let url: String?
@@ -34,6 +34,10 @@ struct CatalogState {
         fileprivate var refreshAt = 0.0
         /// A background refresh is queued or running.
         fileprivate var refreshing = false
+        /// A listed root's names added at run time (`user.mediafs.add`),
+        /// under the name asked for and the one they have: a relisting
+        /// replaces the listing's names and puts these back after them.
+        fileprivate var added: [(asked: String, name: String)] = []
 
         init(listing: (any Listing)?, url: String?, path: String) {
             self.listing = listing
@@ -94,7 +98,10 @@ struct CatalogState {
         var changed: [(loader: FileLoader, listed: ContentInfo)] = []
     }
 
-    let root = Directory(listing: nil, url: nil, path: "")
+    /// Lists its names when a directory source is the mount's root (a
+    /// mount of one, as rclone and mountpoint-s3 show a remote's root at
+    /// the mountpoint); else they are the sources, one name each.
+    let root: Directory
     /// Every URL a name leads to has a loader here or a record in `records`,
     /// never both.
     var loaders: [String: FileLoader] = [:]
@@ -131,7 +138,10 @@ struct CatalogState {
     /// taken back from the retired), under the lock: it must not wait.
     let adopted: (FileLoader) -> Void
 
-    init(store: CacheStore, context: LoaderContext, tracksMembership: Bool, adopted: @escaping (FileLoader) -> Void) {
+    /// `listedRoot`: the directory source whose entries are the root.
+    init(store: CacheStore, context: LoaderContext, tracksMembership: Bool, listedRoot: Source? = nil,
+         adopted: @escaping (FileLoader) -> Void) {
+        root = Directory(listing: listedRoot?.listing, url: listedRoot?.url, path: "")
         self.store = store
         self.context = context
         self.tracksMembership = tracksMembership
@@ -278,6 +288,7 @@ struct CatalogState {
                 }
             }
         }
+        putBackAdded(in: directory, old: old)
         directory.listedAt = now
         directory.refreshAt = now + believedFor
         let kept = Set(directory.children.values.map(\.identity))
@@ -285,9 +296,46 @@ struct CatalogState {
         return Listed(dropped: left ? retireUnreferenced() : [], new: records.count, changed: changed)
     }
 
-    /// Removes a name from the root; false when there is none.
-    mutating func removeFromRoot(_ name: String) -> [FileLoader]? {
-        guard root.children.removeValue(forKey: name) != nil else { return nil }
+    /// Names added at run time follow a new listing's, each under the name
+    /// it asked for unless the listing took it (the listing wins: the added
+    /// one is numbered). One whose name changed is a directory of another
+    /// path, made anew (listed again on its next lookup, from its saved
+    /// listing).
+    private mutating func putBackAdded(in directory: Directory, old: [String: Child]) {
+        directory.added = directory.added.compactMap { asked, name in
+            guard let child = old[name] else { return nil }
+            let unique = directory.naming.peek(asked) { directory.children[$0] != nil }
+            guard case .directory(let sub) = child, unique != name else {
+                return (asked, directory.add(asked, child))
+            }
+            let moved = Directory(listing: sub.listing, url: sub.url, path: directory.path + "/" + unique)
+            return (asked, directory.add(asked, .directory(moved)))
+        }
+    }
+
+    /// Adds a source to the root at run time; returns its name. A listed
+    /// root keeps it apart from its listing's names, so a relisting keeps it.
+    mutating func addToRoot(_ source: Source) -> String {
+        let name = insert(source, into: root)
+        if root.listing != nil { root.added.append((source.name, name)) }
+        return name
+    }
+
+    /// Removes a name from the root. ENOENT when there is none; at a listed
+    /// root, EROFS for a name its listing gave: only names added at run
+    /// time can go, a listed one would come back with the next listing.
+    mutating func removeFromRoot(_ name: String) throws -> [FileLoader] {
+        guard root.children[name] != nil else {
+            throw MediaError(ENOENT, "no file named '\(name)' in the mount root")
+        }
+        if root.listing != nil {
+            guard let index = root.added.firstIndex(where: { $0.name == name }) else {
+                throw MediaError(EROFS, "'\(name)' is listed by the mount's source, not added: only added names "
+                                 + "can be removed (a listed one comes back with the next listing)")
+            }
+            root.added.remove(at: index)
+        }
+        root.children[name] = nil
         root.order.removeAll { $0 == name }
         return retireUnreferenced()
     }

@@ -126,6 +126,19 @@ public struct Source: Equatable, Sendable {
         return (sources, fromSaved)
     }
 
+    /// Whether the mount's root is the one directory source `parsed` holds
+    /// (its entries at the mountpoint, as rclone, mountpoint-s3 and
+    /// httpdirfs show a remote): only for one argument that is a directory
+    /// URL (an HTML index, a `dav(s)://` collection, an `s3://` prefix).
+    /// Several arguments, a file or a playlist or list file (whose entries
+    /// are the sources, even one directory) give a name per source.
+    public static func isMountRoot(arguments: [String], parsed: [Source]) -> Bool {
+        guard arguments.count == 1, parsed.count == 1, parsed[0].isDirectory else { return false }
+        if S3Prefix.isS3(arguments[0]) { return true }
+        // A plain URL: a playlist or list file has a Listing of its own.
+        return (try? listing(forArgument: arguments[0])) == nil
+    }
+
     /// The Listing a SOURCE argument is read through; nil for a plain URL.
     static func listing(forArgument argument: String) throws -> (any Listing)? {
         if DASHListing.isMPD(argument) {

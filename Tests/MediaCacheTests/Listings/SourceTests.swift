@@ -82,6 +82,23 @@ final class SourceTests: XCTestCase {
         assertRejected([base], mentioning: ["is a directory"])
     }
 
+    // MARK: The mount root
+
+    func testIsMountRoot_oneDirectoryURL_isTheRoot_anythingElseAName() throws {
+        for url in ["https://a.example/films/", "dav://nas.example/lib/", "davs://nas.example/lib/"] {
+            XCTAssertTrue(Source.isMountRoot(arguments: [url], parsed: try Source.parse(arguments: [url])), url)
+        }
+        let s3 = Source(name: "media", url: "s3://media/", kind: .directory(HTMLIndex(url: "https://x.example/")))
+        XCTAssertTrue(Source.isMountRoot(arguments: ["s3://media/"], parsed: [s3]))
+        let two = ["https://a.example/films/", "https://a.example/shows/"]
+        XCTAssertFalse(Source.isMountRoot(arguments: two, parsed: try Source.parse(arguments: two)))
+        let file = ["https://a.example/a.mp4"]
+        XCTAssertFalse(Source.isMountRoot(arguments: file, parsed: try Source.parse(arguments: file)))
+        let list = [listFile("https://a.example/films/\n")]
+        XCTAssertFalse(Source.isMountRoot(arguments: list, parsed: try Source.parse(arguments: list)),
+                       "a list file names its sources, even one directory")
+    }
+
     // MARK: List files
 
     func testParse_listFile_skipsCommentsAndBlankLinesAndTakesTabNames() throws {
