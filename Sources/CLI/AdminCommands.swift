@@ -34,6 +34,9 @@ enum AdminCommands {
             for value in values {
                 do {
                     try Xattr.set(mountpoint, key, value)
+                } catch let error as MediaError where key == "remove" && error.errno == EROFS {
+                    throw MediaError(EROFS, "remove '\(value)': it is listed by the mount's source, not added: "
+                                     + "only names added with 'mediafs add' can be removed")
                 } catch let error as MediaError where error.errno != EACCES && error.errno != EPERM {
                     throw MediaError(error.errno, "\(key) '\(value)': \(String(cString: strerror(error.errno)))")
                 }

@@ -319,7 +319,7 @@ func makeOperations() -> fuse_operations {
             let names: [String]
             switch try adapter().catalog.node(at: pathString(path)) {
             case .file: names = AdminAttributes.list(root: false)
-            case .directory where pathString(path) == "/": names = AdminAttributes.list(root: true)
+            case .directory where pathString(path) == "/": names = AdminAttributes.listRoot(of: adapter().catalog)
             case .directory: names = AdminAttributes.listDirectory()
             }
             return try copyOut(attributeList(names), to: list, size: size)

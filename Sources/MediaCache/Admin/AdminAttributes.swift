@@ -13,7 +13,7 @@ public enum AdminAttributes {
     public static let fileWritable = ["purge", "preload", "pin"]
     public static let rootReadable = ["stats", "sources"]
     public static let rootWritable = ["purge", "add", "remove"]
-    /// On a listed directory (not the root, which is not listed).
+    /// On a listed directory, the root too when a directory source is it.
     public static let directoryWritable = ["refresh"]
 
     /// What the adapter must do after a write.
@@ -26,6 +26,11 @@ public enum AdminAttributes {
 
     public static func list(root: Bool) -> [String] {
         (root ? rootReadable + rootWritable : fileReadable + fileWritable).map { prefix + $0 }
+    }
+
+    /// The root's names, with a listed directory's when it is one.
+    public static func listRoot(of catalog: Catalog) -> [String] {
+        list(root: true) + (catalog.rootListingURL == nil ? [] : listDirectory())
     }
 
     public static func listDirectory() -> [String] {
@@ -76,6 +81,7 @@ public enum AdminAttributes {
         case "stats": return catalog.statsJSON()
         case "sources": return catalog.sourcesJSON()
         case "purge", "add", "remove": return ""
+        case "refresh" where catalog.rootListingURL != nil: return ""
         default: throw MediaError(ENODATA, "no attribute \(name)")
         }
     }
@@ -142,6 +148,10 @@ public enum AdminAttributes {
             return .none
         case "remove":
             try catalog.remove(name: value)
+            return .none
+        case "refresh":
+            // "/ is not a listed directory" unless a directory source is the root.
+            try catalog.refresh("/")
             return .none
         case "stats":
             throw MediaError(EPERM, "\(name) is read-only")

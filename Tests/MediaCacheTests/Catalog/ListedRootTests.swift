@@ -155,6 +155,22 @@ final class ListedRootTests: XCTestCase {
         XCTAssertEqual(c.names, ["b.mp4"])
     }
 
+    func testTheRootsAttributes_offerRefresh_onlyAtAListedRoot() throws {
+        let listing = FakeListing(origin: "fake", entries: [file("a.mp4")])
+        let listed = try catalog(listing)
+        XCTAssertTrue(AdminAttributes.listRoot(of: listed).contains("user.mediafs.refresh"))
+        XCTAssertTrue(AdminAttributes.listRoot(of: listed).contains("user.mediafs.stats"))
+        XCTAssertEqual(try AdminAttributes.readRoot("user.mediafs.refresh", of: listed), "")
+        _ = try listed.list("/")
+        listing.set([file("b.mp4")])
+        XCTAssertEqual(try AdminAttributes.writeRoot("user.mediafs.refresh", value: "1", to: listed), .none)
+        XCTAssertEqual(listed.names, ["b.mp4"])
+        let sources = try catalog(listing, asRoot: false)
+        XCTAssertFalse(AdminAttributes.listRoot(of: sources).contains("user.mediafs.refresh"))
+        assertErrno(ENODATA) { _ = try AdminAttributes.readRoot("user.mediafs.refresh", of: sources) }
+        assertErrno(EINVAL) { _ = try AdminAttributes.writeRoot("user.mediafs.refresh", value: "1", to: sources) }
+    }
+
     /// Records and saved listings are keyed by URL, not by path: the cache
     /// of a mount that showed the source as a directory serves it as the root.
     func testTheCacheOfTheOldLayout_servesTheRoot_withNoRequest() throws {
