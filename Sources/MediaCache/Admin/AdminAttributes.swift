@@ -149,8 +149,7 @@ public enum AdminAttributes {
         case "remove":
             try catalog.remove(name: value)
             return .none
-        case "refresh":
-            // "/ is not a listed directory" unless a directory source is the root.
+        case "refresh" where catalog.rootListingURL != nil:
             try catalog.refresh("/")
             return .none
         case "stats":

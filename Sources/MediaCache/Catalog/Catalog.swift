@@ -376,7 +376,16 @@ public final class Catalog: @unchecked Sendable {
     /// (`ProbeFeeder`), so the stats wait for about one round trip, not one
     /// each. Those without a loader are probed into their records.
     public func list(_ path: String) throws -> [Entry] {
-        let directory = try directory(at: components(path))
+        let parts = components(path)
+        let directory: Directory
+        do {
+            directory = try self.directory(at: parts)
+        } catch let error as MediaError where error.errno == ENOENT && parts.isEmpty {
+            // A listed root whose source is gone (a 404, no such bucket):
+            // readdir's ENOENT reads as the directory's end (glibc), an
+            // empty mount that hides the failure.
+            throw MediaError(EIO, error.message)
+        }
         let (entries, unknown) = state.withLock { state in
             var unknown: [String] = []
             let entries = state.children(of: directory).map { name, child -> Entry in

@@ -71,6 +71,14 @@ final class ListedRootTests: XCTestCase {
         XCTAssertEqual(fetcher.requestCount, 0)
     }
 
+    func testAListedRootWhoseSourceIsGone_failsItsListingWithEIO_notAnEmptyENOENT() throws {
+        let listing = FakeListing(origin: "fake", entries: [])
+        listing.fail(MediaError(ENOENT, "fake: HTTP 404"))
+        let c = try catalog(listing)
+        assertErrno(EIO) { _ = try c.list("/") }
+        assertErrno(ENOENT) { _ = try c.attributes(at: "/a.mp4") }
+    }
+
     func testTheSameSourceNotAsTheRoot_isOneNameInIt() throws {
         let c = try catalog(FakeListing(origin: "fake", entries: [file("a.mp4")]), asRoot: false)
         XCTAssertNil(c.rootListingURL)
@@ -168,7 +176,7 @@ final class ListedRootTests: XCTestCase {
         let sources = try catalog(listing, asRoot: false)
         XCTAssertFalse(AdminAttributes.listRoot(of: sources).contains("user.mediafs.refresh"))
         assertErrno(ENODATA) { _ = try AdminAttributes.readRoot("user.mediafs.refresh", of: sources) }
-        assertErrno(EINVAL) { _ = try AdminAttributes.writeRoot("user.mediafs.refresh", value: "1", to: sources) }
+        assertErrno(ENOTSUP) { _ = try AdminAttributes.writeRoot("user.mediafs.refresh", value: "1", to: sources) }
     }
 
     /// Records and saved listings are keyed by URL, not by path: the cache
