@@ -31,8 +31,8 @@ def serve_listing(srv, files):
 
 def stat_every_entry(m, files):
     """`ls -l` of the listed directory: every entry stats with its size."""
-    for name in os.listdir(m.path("media")):
-        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
+    for name in os.listdir(m.mountpoint):
+        assert os.stat(m.path(name)).st_size == len(files[name])
 
 
 def listed_once(mount, srv, files, cache):
@@ -53,39 +53,39 @@ def test_writing_refresh_on_a_directory_lists_it_again_at_once(mount, srv):
     files = {"a.bin": data_of(10_000, 1)}
     serve_listing(srv, files)
     m = mount(srv.url("media/"), extra=MOUNT_ARGS)
-    assert sorted(os.listdir(m.path("media"))) == ["a.bin"]
-    assert "user.mediafs.refresh" in os.listxattr(m.path("media"))
+    assert sorted(os.listdir(m.mountpoint)) == ["a.bin"]
+    assert "user.mediafs.refresh" in os.listxattr(m.mountpoint)
     files["b.bin"] = data_of(20_000, 2)
     serve_listing(srv, files)
     # Within the default 5 minutes, the old listing is believed.
-    assert sorted(os.listdir(m.path("media"))) == ["a.bin"]
-    xset(m.path("media"), "refresh", "1")
-    assert sorted(os.listdir(m.path("media"))) == ["a.bin", "b.bin"], m.stderr()
-    assert read_whole(m.path("media/b.bin")) == files["b.bin"]
-    assert xget(m.path("media"), "refresh") == ""
+    assert sorted(os.listdir(m.mountpoint)) == ["a.bin"]
+    xset(m.mountpoint, "refresh", "1")
+    assert sorted(os.listdir(m.mountpoint)) == ["a.bin", "b.bin"], m.stderr()
+    assert read_whole(m.path("b.bin")) == files["b.bin"]
+    assert xget(m.mountpoint, "refresh") == ""
 
 
 def test_files_that_left_a_listing_leave_the_mount_and_an_open_one_reads_on(mount, srv):
     files = {f"f{i}.bin": data_of(10_000 + i, i) for i in range(5)}
     serve_listing(srv, files)
     m = mount(srv.url("media/"), extra=MOUNT_ARGS)
-    assert len(os.listdir(m.path("media"))) == 5
+    assert len(os.listdir(m.mountpoint)) == 5
     entries = lambda: json.loads(xget(m.mountpoint, "stats"))["entries"]
     assert entries() == 5
-    held = os.open(m.path("media/f0.bin"), os.O_RDONLY)
+    held = os.open(m.path("f0.bin"), os.O_RDONLY)
     try:
         serve_listing(srv, {"f4.bin": files["f4.bin"]})
-        xset(m.path("media"), "refresh", "1")
-        assert os.listdir(m.path("media")) == ["f4.bin"]
+        xset(m.mountpoint, "refresh", "1")
+        assert os.listdir(m.mountpoint) == ["f4.bin"]
         assert entries() == 1, "loaders of files that left the listing are kept"
         # A handle opened before reads on; when the name returns it leads
         # to the same file, not a second one fighting over its cache.
         assert os.pread(held, 20_000, 0) == files["f0.bin"]
         serve_listing(srv, {"f0.bin": files["f0.bin"], "f4.bin": files["f4.bin"]})
-        xset(m.path("media"), "refresh", "1")
-        assert sorted(os.listdir(m.path("media"))) == ["f0.bin", "f4.bin"]
-        assert xget(m.path("media/f0.bin"), "cached_bytes") == str(len(files["f0.bin"]))
-        assert read_whole(m.path("media/f0.bin")) == files["f0.bin"]
+        xset(m.mountpoint, "refresh", "1")
+        assert sorted(os.listdir(m.mountpoint)) == ["f0.bin", "f4.bin"]
+        assert xget(m.path("f0.bin"), "cached_bytes") == str(len(files["f0.bin"]))
+        assert read_whole(m.path("f0.bin")) == files["f0.bin"]
     finally:
         os.close(held)
 
@@ -97,11 +97,11 @@ def test_ls_l_of_a_big_listing_probes_with_head_only_however_far_the_stats_run_a
     files = {f"f{i:04d}.bin": data_of(1000 + i, i) for i in range(1500)}
     serve_listing(srv, files)
     m = mount(srv.url("media/"), extra=MOUNT_ARGS)
-    names = os.listdir(m.path("media"))
+    names = os.listdir(m.mountpoint)
     assert len(names) == len(files)
     # In reverse: a scanner's order need not be the listing's.
     for name in reversed(names):
-        assert os.stat(m.path(f"media/{name}")).st_size == len(files[name])
+        assert os.stat(m.path(name)).st_size == len(files[name])
     fetched = [r for r in srv.requests if r.method == "GET" and r.path != "/media/"]
     assert not fetched, f"{len(fetched)} GETs of files during ls -l, e.g. {fetched[0].path} {fetched[0].range}"
 
@@ -114,7 +114,7 @@ def test_ls_l_after_a_remount_gets_every_size_with_the_names_and_no_stat_reaches
     cache = listed_once(mount, srv, files, tmp_path / "cache-remount")
     m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
     before = json.loads(xget(m.mountpoint, "stats"))["attribute_requests"]
-    out = subprocess.run(["ls", "-l", m.path("media")], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["ls", "-l", m.mountpoint], capture_output=True, text=True, check=True).stdout
     sizes = {line.split()[-1]: int(line.split()[4]) for line in out.splitlines()[1:]}
     assert sizes == {name: len(data) for name, data in files.items()}
     asked = json.loads(xget(m.mountpoint, "stats"))["attribute_requests"] - before
@@ -133,7 +133,7 @@ def test_a_remount_lists_from_the_saved_listing_before_any_request_then_refreshe
     srv.set_fault("media/", "drip", delay=3)
     srv.clear_log()
     m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
-    out = guarded(lambda: subprocess.run(["ls", "-l", m.path("media")], capture_output=True, text=True,
+    out = guarded(lambda: subprocess.run(["ls", "-l", m.mountpoint], capture_output=True, text=True,
                                          check=True).stdout, what="ls -l")
     sizes = {line.split()[-1]: int(line.split()[4]) for line in out.splitlines()[1:]}
     assert sizes == {name: len(data) for name, data in files.items()}, "the saved listing was not served"
@@ -141,10 +141,10 @@ def test_a_remount_lists_from_the_saved_listing_before_any_request_then_refreshe
     assert finished == [], f"requests answered before the first ls -l did: {finished}"
     srv.wait_for(lambda rs: any(r.path == "/media/" and r.done for r in rs), timeout=WAIT)
     deadline = time.monotonic() + WAIT
-    while "new.bin" not in os.listdir(m.path("media")):
+    while "new.bin" not in os.listdir(m.mountpoint):
         assert time.monotonic() < deadline, "the refresh after the remount never showed the new file"
         time.sleep(0.2)
-    assert os.stat(m.path("media/new.bin")).st_size == 777
+    assert os.stat(m.path("new.bin")).st_size == 777
 
 
 def test_a_remount_with_the_server_down_lists_from_the_saved_listing(mount, srv, tmp_path):
@@ -152,8 +152,8 @@ def test_a_remount_with_the_server_down_lists_from_the_saved_listing(mount, srv,
     cache = listed_once(mount, srv, files, tmp_path / "cache-offline")
     srv.stop()
     m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
-    assert guarded(lambda: sorted(os.listdir(m.path("media"))), what="ls") == ["a.bin", "b c.bin"]
-    assert os.stat(m.path("media/b c.bin")).st_size == 12_000
+    assert guarded(lambda: sorted(os.listdir(m.mountpoint)), what="ls") == ["a.bin", "b c.bin"]
+    assert os.stat(m.path("b c.bin")).st_size == 12_000
 
 
 def test_probe_answers_go_to_one_journal_which_cache_ls_lists_and_cache_clear_forgets(mount, srv, tmp_path):
@@ -189,39 +189,48 @@ def test_refresh_of_a_listing_whose_server_fails_keeps_the_old_listing_and_says_
     files = {"a.bin": data_of(10_000, 3)}
     serve_listing(srv, files)
     m = mount(srv.url("media/"), extra=MOUNT_ARGS)
-    assert os.listdir(m.path("media")) == ["a.bin"]
+    assert os.listdir(m.mountpoint) == ["a.bin"]
     srv.set_fault("media/", "status", status=503)
     with pytest.raises(OSError) as failure:
-        xset(m.path("media"), "refresh", "1")
+        xset(m.mountpoint, "refresh", "1")
     assert failure.value.errno == errno.EIO
-    assert os.listdir(m.path("media")) == ["a.bin"]
+    assert os.listdir(m.mountpoint) == ["a.bin"]
     assert "serving its last listing" in m.stderr()
 
 
-def test_refresh_is_refused_on_the_root_and_on_files(mount, srv):
-    serve_listing(srv, {"a.bin": data_of(1_000, 4)})
-    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+def test_refresh_is_refused_on_a_root_of_sources_and_on_files(mount, srv):
+    files = {"a.bin": data_of(1_000, 4)}
+    serve_listing(srv, files)
+    srv.add("b.bin", data_of(2_000, 14))
+    # Two sources: the root holds their names, and is not listed.
+    m = mount(srv.url("media/"), srv.url("b.bin"), extra=MOUNT_ARGS)
+    assert sorted(os.listdir(m.mountpoint)) == ["b.bin", "media"]
+    assert "user.mediafs.refresh" not in os.listxattr(m.mountpoint)
     with pytest.raises(OSError) as failure:
         xset(m.mountpoint, "refresh", "1")
     assert failure.value.errno == errno.ENOTSUP
     with pytest.raises(OSError) as failure:
         xset(m.path("media/a.bin"), "refresh", "1")
     assert failure.value.errno == errno.ENOTSUP
+    files["c.bin"] = data_of(3_000, 15)
+    serve_listing(srv, files)
+    xset(m.path("media"), "refresh", "1")
+    assert sorted(os.listdir(m.path("media"))) == ["a.bin", "c.bin"]
 
 
 def test_a_directory_whose_server_stopped_still_lists_after_its_cache_time(mount, srv):
     files = {"a.bin": data_of(50_000, 5), "b.bin": data_of(60_000, 6)}
     serve_listing(srv, files)
     m = mount(srv.url("media/"), extra=MOUNT_ARGS + ["--dir-cache-time", "1s"])
-    assert sorted(os.listdir(m.path("media"))) == ["a.bin", "b.bin"]
-    assert read_whole(m.path("media/a.bin")) == files["a.bin"]
+    assert sorted(os.listdir(m.mountpoint)) == ["a.bin", "b.bin"]
+    assert read_whole(m.path("a.bin")) == files["a.bin"]
     srv.stop()
     time.sleep(1.5)  # past the directory cache time, so a refresh is due
     for _ in range(3):
-        listed = guarded(lambda: sorted(os.listdir(m.path("media"))), what="ls")
+        listed = guarded(lambda: sorted(os.listdir(m.mountpoint)), what="ls")
         assert listed == ["a.bin", "b.bin"], m.stderr()
         time.sleep(0.5)
-    assert guarded(lambda: read_whole(m.path("media/a.bin"))) == files["a.bin"]
+    assert guarded(lambda: read_whole(m.path("a.bin"))) == files["a.bin"]
     assert "serving its last listing" in m.stderr()
 
 
@@ -229,18 +238,18 @@ def test_a_slow_listing_refresh_does_not_block_stat_of_a_known_entry(mount, srv)
     files = {"a.bin": data_of(50_000, 7)}
     serve_listing(srv, files)
     m = mount(srv.url("media/"), extra=MOUNT_ARGS + ["--dir-cache-time", "1s"])
-    assert os.listdir(m.path("media")) == ["a.bin"]
-    assert os.stat(m.path("media/a.bin")).st_size == 50_000
+    assert os.listdir(m.mountpoint) == ["a.bin"]
+    assert os.stat(m.path("a.bin")).st_size == 50_000
     # The next listing is answered after 8 s (within the mount's 10 s timeout):
     # a lookup that waited for it would return only once it is done.
     srv.set_fault("media/", "drip", delay=8)
     srv.clear_log()
     time.sleep(1.5)  # past the directory cache time, and the kernel's 1 s entry cache
-    assert guarded(lambda: os.listdir(m.path("media")), what="ls") == ["a.bin"]
+    assert guarded(lambda: os.listdir(m.mountpoint), what="ls") == ["a.bin"]
     srv.wait_for(lambda rs: any(r.path == "/media/" for r in rs), timeout=WAIT)
     time.sleep(1.1)  # the kernel forgets the entry, so stat asks mediafs
-    size = guarded(lambda: os.stat(m.path("media/a.bin")).st_size, what="stat")
-    listed = guarded(lambda: os.listdir(m.path("media")), what="ls")
+    size = guarded(lambda: os.stat(m.path("a.bin")).st_size, what="stat")
+    listed = guarded(lambda: os.listdir(m.mountpoint), what="ls")
     in_flight = [r for r in listing_gets(srv) if not r.done]
     assert size == 50_000 and listed == ["a.bin"]
     assert in_flight, "stat and ls returned only after the listing refresh ended: they waited on it"

@@ -120,9 +120,9 @@ def test_a_listing_redirected_to_another_origin_gets_no_credentials(mount, srv, 
     elsewhere.add("priv/", listing, content_type="text/html")
     srv.set_fault("priv/", "redirect", code=301, to=elsewhere.base)
     m = mount(srv.url("priv/"), extra=(*MOUNT_ARGS, *SECRET_HEADERS, *secret_config(tmp_path)))
-    assert os.listdir(m.path("priv")) == ["a.bin"]
+    assert os.listdir(m.mountpoint) == ["a.bin"]
     # The listing's links resolve against the URL asked for: a.bin is the first host's.
-    assert read_whole(m.path("priv/a.bin")) == srv.data("priv/a.bin")
+    assert read_whole(m.path("a.bin")) == srv.data("priv/a.bin")
     assert_got_every_credential(first_host_requests(srv, "/priv/"), "the listing")
     assert_got_every_credential(first_host_requests(srv, "/priv/a.bin"), "a listed file")
     assert_got_no_credential(elsewhere.requests(), "the listing")

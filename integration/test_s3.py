@@ -90,15 +90,30 @@ def listed_errno(path):
 
 def test_nested_prefixes_are_directories_and_the_folder_marker_is_skipped(s3_mount):
     m = s3_mount("s3://media/shows/")
-    assert sorted(os.listdir(m.path("shows"))) == ["a", "b"]
-    assert sorted(os.listdir(m.path("shows/a"))) == ["ep1.bin", "ep2.bin"]
-    assert os.listdir(m.path("shows/b/sub")) == ["deep.bin"]
-    assert read_whole(m.path("shows/b/sub/deep.bin")) == OBJECTS["shows/b/sub/deep.bin"]
+    assert sorted(os.listdir(m.mountpoint)) == ["a", "b"]
+    assert sorted(os.listdir(m.path("a"))) == ["ep1.bin", "ep2.bin"]
+    assert os.listdir(m.path("b/sub")) == ["deep.bin"]
+    assert read_whole(m.path("b/sub/deep.bin")) == OBJECTS["shows/b/sub/deep.bin"]
+
+
+def test_one_prefix_is_the_mount_root_and_keeps_an_added_name_through_its_refresh(s3, s3_mount):
+    m = s3_mount("s3://media/shows/a/")
+    assert sorted(os.listdir(m.mountpoint)) == ["ep1.bin", "ep2.bin"]
+    assert "user.mediafs.refresh" in os.listxattr(m.mountpoint)
+    os.setxattr(m.mountpoint, "user.mediafs.add", f"{s3.url}/public-media/open.bin".encode())
+    xset(m.mountpoint, "refresh", "1")
+    assert sorted(os.listdir(m.mountpoint)) == ["ep1.bin", "ep2.bin", "open.bin"]
+    assert read_whole(m.path("open.bin")) == body("open.bin")
+    with pytest.raises(OSError) as refused:
+        os.setxattr(m.mountpoint, "user.mediafs.remove", b"ep1.bin")
+    assert refused.value.errno == errno.EROFS
+    os.setxattr(m.mountpoint, "user.mediafs.remove", b"open.bin")
+    wait_until(lambda: sorted(os.listdir(m.mountpoint)) == ["ep1.bin", "ep2.bin"], "open.bin to go")
 
 
 def test_ls_l_sends_list_requests_only_with_sizes_and_dates_from_the_listing(s3, s3_mount):
     m = s3_mount("s3://media/")
-    root = m.path("media")
+    root = m.mountpoint
     for name in os.listdir(root / "shows" / "a"):
         st = os.stat(root / "shows" / "a" / name)
         assert st.st_size == len(OBJECTS[f"shows/a/{name}"])
@@ -117,31 +132,31 @@ def test_a_remount_lists_from_the_saved_listing_when_the_server_refuses_it(s3, s
     # refused (the remount's key is wrong), so no answer came from it.
     cache = tmp_path / "cache-s3-remount"
     m = s3_mount("s3://media/shows/", cache_dir=cache)
-    first = {name: os.stat(m.path(f"shows/a/{name}")).st_size for name in os.listdir(m.path("shows/a"))}
+    first = {name: os.stat(m.path(f"a/{name}")).st_size for name in os.listdir(m.path("a"))}
     assert first and m.unmount() == 0
     m = s3_mount("s3://media/shows/", key=(KEY_ID, "not-the-secret"), cache_dir=cache)
-    again = {name: os.stat(m.path(f"shows/a/{name}")).st_size for name in os.listdir(m.path("shows/a"))}
+    again = {name: os.stat(m.path(f"a/{name}")).st_size for name in os.listdir(m.path("a"))}
     assert again == first, m.stderr()
     assert all(r.status == 403 for r in s3.requests()), [(r.method, r.status) for r in s3.requests()]
 
 
 def test_every_page_of_a_large_prefix_is_followed(s3, s3_mount):
     m = s3_mount("s3://media/many/")
-    names = os.listdir(m.path("many"))
+    names = os.listdir(m.mountpoint)
     assert len(names) == MANY and len(set(names)) == MANY
     lists = s3.requests(list_only=True)
     assert len(lists) == -(-MANY // 1000) == 2
     assert "continuation-token" not in lists[0].query and lists[1].query["continuation-token"]
-    assert os.stat(m.path("many/f1004.bin")).st_size == len(OBJECTS["many/f1004.bin"])
+    assert os.stat(m.path("f1004.bin")).st_size == len(OBJECTS["many/f1004.bin"])
     assert s3.requests(method="HEAD") == []
 
 
 def test_names_with_spaces_hash_percent_unicode_and_dots_read_byte_exact(s3, s3_mount):
     m = s3_mount("s3://media/names/")
-    assert sorted(os.listdir(m.path("names"))) == sorted([*NAMES, "_.."])
+    assert sorted(os.listdir(m.mountpoint)) == sorted([*NAMES, "_.."])
     for name in NAMES:
-        assert read_whole(m.path(f"names/{name}")) == OBJECTS[f"names/{name}"], name
-    assert read_whole(m.path("names/_../up.bin")) == OBJECTS["names/../up.bin"]
+        assert read_whole(m.path(name)) == OBJECTS[f"names/{name}"], name
+    assert read_whole(m.path("_../up.bin")) == OBJECTS["names/../up.bin"]
     paths = {urllib.parse.unquote(r.path) for r in s3.requests(list_only=False)}
     assert "/media/names/../up.bin" in paths, "the key sent as it is, not resolved as a path"
     assert all(r.status in (200, 206) for r in s3.requests())
@@ -150,14 +165,14 @@ def test_names_with_spaces_hash_percent_unicode_and_dots_read_byte_exact(s3, s3_
 def test_reads_are_signed_ranged_gets_and_byte_exact(s3, s3_mount):
     m = s3_mount("s3://media/", extra=["--no-passthrough"])
     data = OBJECTS["top.bin"]
-    assert read_range(m.path("media/top.bin"), 1_000_003, 4096) == data[1_000_003:1_004_099]
-    assert read_whole(m.path("media/top.bin")) == data
+    assert read_range(m.path("top.bin"), 1_000_003, 4096) == data[1_000_003:1_004_099]
+    assert read_whole(m.path("top.bin")) == data
     reads = [r for r in s3.requests(list_only=False) if r.path == "/media/top.bin"]
     assert reads and all(r.method == "GET" and r.signed and r.range.startswith("bytes=") for r in reads)
     assert all(r.status == 206 for r in reads), [(r.range, r.status) for r in reads]
     # No secret in what the mount shows of itself.
     shown = mediafs("status", str(m.mountpoint), "--json").stdout + m.stderr()
-    for path in (m.path("media"), m.path("media/top.bin")):
+    for path in (m.mountpoint, m.path("top.bin")):
         shown += "".join(os.getxattr(path, name).decode(errors="replace") for name in os.listxattr(path))
     assert "mediafs" in shown and SECRET not in shown and KEY_ID not in shown
 
@@ -169,12 +184,12 @@ def test_a_refreshed_listing_with_another_etag_changes_the_file_with_no_open(s3,
     old, new = data_of(1_000_000, 501), data_of(1_000_000, 502)
     s3.backend.put_object(Bucket="media", Key=key, Body=old)
     m = s3_mount("s3://media/changing/")
-    path = m.path("changing/film.bin")
+    path = m.path("film.bin")
     assert read_whole(path) == old
     assert xget(path, "complete") == "1", m.stderr()
     s3.backend.put_object(Bucket="media", Key=key, Body=new)
     s3.clear()
-    xset(m.path("changing"), "refresh", "1")
+    xset(m.mountpoint, "refresh", "1")
     assert xget(path, "cached_bytes") == "0", m.stderr()
     assert s3.requests(list_only=False) == [], "changed by the listing alone, with no open"
     assert len(s3.requests(list_only=True)) == 1
@@ -185,7 +200,7 @@ def test_a_refreshed_listing_with_another_etag_changes_the_file_with_no_open(s3,
 
 def test_a_wrong_key_is_eacces_naming_the_directory_and_the_credentials_sent(s3_mount):
     m = s3_mount("s3://media/shows/", key=("AKIDUNKNOWN", SECRET))
-    assert listed_errno(m.path("shows")) == errno.EACCES
+    assert listed_errno(m.mountpoint) == errno.EACCES
     assert wait_for_stderr(m, "s3://media/shows/: access denied listing the directory, signed with "
                               "AWS_ACCESS_KEY_ID from the environment")
     assert "InvalidAccessKeyId" in m.stderr()
@@ -194,13 +209,15 @@ def test_a_wrong_key_is_eacces_naming_the_directory_and_the_credentials_sent(s3_
 
 def test_a_wrong_secret_fails_the_signature_check(s3_mount):
     m = s3_mount("s3://media/shows/", key=(KEY_ID, "not-the-secret"))
-    assert listed_errno(m.path("shows")) == errno.EACCES
+    assert listed_errno(m.mountpoint) == errno.EACCES
     assert wait_for_stderr(m, "SignatureDoesNotMatch")
     assert "not-the-secret" not in m.stderr()
 
 
 def test_anonymous_lists_a_public_bucket_and_is_told_when_a_private_one_refuses(s3, s3_mount):
     m = s3_mount("s3://public-media/", "s3://media/shows/", key=None)
+    # Two prefixes: a directory each in the root.
+    assert sorted(os.listdir(m.mountpoint)) == ["public-media", "shows"]
     assert os.listdir(m.path("public-media")) == ["open.bin"]
     assert read_whole(m.path("public-media/open.bin")) == body("open.bin")
     assert not any(r.signed for r in s3.requests())
@@ -211,14 +228,18 @@ def test_anonymous_lists_a_public_bucket_and_is_told_when_a_private_one_refuses(
 def test_a_wrong_region_names_the_region_the_server_gave(s3_mount):
     m = s3_mount("s3://media/shows/", extra=["--s3-region", "eu-west-3"])
     with pytest.raises(OSError):
-        os.listdir(m.path("shows"))
+        os.listdir(m.mountpoint)
     assert wait_for_stderr(m, f"bucket 'media' is in region '{REGION}', not 'eu-west-3': "
                               f"mount with --s3-region {REGION}")
 
 
 def test_a_missing_bucket_says_so(s3_mount):
     m = s3_mount("s3://no-such-bucket/")
-    assert listed_errno(m.path("no-such-bucket")) == errno.ENOENT
+    # At the root, ENOENT would read as an empty directory.
+    assert listed_errno(m.mountpoint) == errno.EIO
+    with pytest.raises(OSError) as caught:
+        os.stat(m.path("anything.bin"))
+    assert caught.value.errno == errno.ENOENT
     assert wait_for_stderr(m, "no bucket 'no-such-bucket'")
 
 
@@ -232,7 +253,7 @@ def test_session_keys_from_a_profile_are_reread_when_the_file_changes(s3, s3_mou
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
     m = s3_mount("s3://media/shows/", key=None, endpoint=False, extra=["--s3-profile", "work"])
-    assert sorted(os.listdir(m.path("shows"))) == ["a", "b"]
+    assert sorted(os.listdir(m.mountpoint)) == ["a", "b"]
     assert all(r.signed for r in s3.requests())
     # The token expires; the helper writes the next one into the file.
     s3.expire("AKIDSESSION")
@@ -240,8 +261,8 @@ def test_session_keys_from_a_profile_are_reread_when_the_file_changes(s3, s3_mou
     credentials.write_text(f"[work]\naws_access_key_id = AKIDSESSION\naws_secret_access_key = {SECRET}\n"
                            f"aws_session_token = token-two\n")
     s3.clear()
-    assert read_whole(m.path("shows/a/ep2.bin")) == OBJECTS["shows/a/ep2.bin"]
-    xset(m.path("shows"), "refresh", "1")
+    assert read_whole(m.path("a/ep2.bin")) == OBJECTS["shows/a/ep2.bin"]
+    xset(m.mountpoint, "refresh", "1")
     wait_until(lambda: s3.requests(list_only=True), "a refresh")
     wait_until(lambda: all(r.status for r in s3.requests(list_only=True)), "its answer")
     assert all(r.status in (200, 206) for r in s3.requests()), [(r.path, r.status) for r in s3.requests()]
@@ -250,7 +271,7 @@ def test_session_keys_from_a_profile_are_reread_when_the_file_changes(s3, s3_mou
 
 def test_fstab_keys_set_the_endpoint_and_region(s3, s3_mount):
     m = s3_mount("s3://media/shows/a/", endpoint=False, extra=["-o", f"s3_endpoint={s3.url},s3_region={REGION}"])
-    assert sorted(os.listdir(m.path("a"))) == ["ep1.bin", "ep2.bin"]
+    assert sorted(os.listdir(m.mountpoint)) == ["ep1.bin", "ep2.bin"]
     assert s3.requests(list_only=True)[0].query["prefix"] == "shows/a/"
 
 
@@ -265,9 +286,9 @@ def test_an_hls_playlist_in_a_bucket_is_its_vod_file_from_signed_requests(s3, s3
     s3.backend.put_object(Bucket="media", Key="lectures/talk.m3u8",
                           Body=("\n".join([*playlist, "#EXT-X-ENDLIST", ""])).encode())
     m = s3_mount("s3://media/lectures/")
-    assert sorted(os.listdir(m.path("lectures"))) == ["talk-0.ts", "talk-1.ts", "talk.ts"], m.stderr()
-    assert os.stat(m.path("lectures/talk.ts")).st_size == sum(map(len, segments))
-    assert read_whole(m.path("lectures/talk.ts")) == b"".join(segments)
+    assert sorted(os.listdir(m.mountpoint)) == ["talk-0.ts", "talk-1.ts", "talk.ts"], m.stderr()
+    assert os.stat(m.path("talk.ts")).st_size == sum(map(len, segments))
+    assert read_whole(m.path("talk.ts")) == b"".join(segments)
     asked = s3.requests(list_only=False)
     assert {r.path for r in asked} >= {"/media/lectures/talk.m3u8", "/media/lectures/talk-0.ts",
                                        "/media/lectures/talk-1.ts"}, [(r.method, r.path) for r in asked]

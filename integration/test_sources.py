@@ -22,7 +22,7 @@ import pytest
 
 import harness
 from conftest import Nginx
-from harness import data_of, free_port, mediafs, read_whole, run, wait_until, xget
+from harness import data_of, free_port, index_html, mediafs, read_whole, run, wait_until, xget
 from faultserver import FaultServer
 
 KiB, MiB = 1024, 1024 * 1024
@@ -148,19 +148,20 @@ def test_handmade_listing_is_a_directory_with_lazily_listed_subdirectories(mount
             content_type="text/html")
     srv.add("media/sub/", autoindex_html("/media/sub/", [("d.bin", "d.bin")]).encode(), content_type="text/html")
     m = mount(srv.url("media/"), extra=MOUNT_ARGS)
-    assert os.listdir(m.mountpoint) == ["media"]
-    assert os.path.isdir(m.path("media"))
+    srv.wait_idle(WAIT)
+    assert not srv.requests, "mounting sent a request"
+    # One index is the mount's root, listed on the first lookup.
+    assert listdir_sorted(m.mountpoint) == ["a.bin", "b c.bin", "sub"]
     srv.wait_idle(WAIT)
     assert not any(r.path == "/media/sub/" for r in srv.requests), \
         "a subdirectory was listed before anyone looked at it"
-    assert listdir_sorted(m.path("media")) == ["a.bin", "b c.bin", "sub"]
-    assert os.path.isdir(m.path("media/sub")) and not os.path.isdir(m.path("media/a.bin"))
-    assert os.listdir(m.path("media/sub")) == ["d.bin"]
+    assert os.path.isdir(m.path("sub")) and not os.path.isdir(m.path("a.bin"))
+    assert os.listdir(m.path("sub")) == ["d.bin"]
     assert any(r.path == "/media/sub/" for r in srv.requests)
-    assert read_whole(m.path("media/a.bin")) == files["media/a.bin"]
-    assert read_whole(m.path("media/b c.bin")) == files["media/b c.bin"]
-    assert read_whole(m.path("media/sub/d.bin")) == files["media/sub/d.bin"]
-    assert os.stat(m.path("media/sub/d.bin")).st_size == 12_000
+    assert read_whole(m.path("a.bin")) == files["media/a.bin"]
+    assert read_whole(m.path("b c.bin")) == files["media/b c.bin"]
+    assert read_whole(m.path("sub/d.bin")) == files["media/sub/d.bin"]
+    assert os.stat(m.path("sub/d.bin")).st_size == 12_000
 
 
 def test_hostile_names_in_a_listing_are_made_safe_and_unique(mount, srv):
@@ -188,7 +189,7 @@ def test_hostile_names_in_a_listing_are_made_safe_and_unique(mount, srv):
     ]
     srv.add("media/", autoindex_html("/media/", links).encode(), content_type="text/html")
     m = mount(srv.url("media/"), extra=MOUNT_ARGS)
-    names = os.listdir(m.path("media"))
+    names = os.listdir(m.mountpoint)
     for n in names:
         assert "/" not in n and "\x00" not in n and n not in (".", "..") and len(n.encode()) <= 255, repr(n)
     assert len(names) == len(set(names)), names
@@ -204,13 +205,13 @@ def test_hostile_names_in_a_listing_are_made_safe_and_unique(mount, srv):
     }
     for href, name in expected.items():
         assert name in names, f"{href} should be listed as {name!r}: {sorted(names)}"
-        assert read_whole(m.path("media") / name) == datas[href], name
+        assert read_whole(m.path(name)) == datas[href], name
     longs = [n for n in names if n.startswith("LLLL")]
     assert len(longs) == 1 and len(longs[0].encode()) <= 255, longs
-    assert read_whole(m.path("media") / longs[0]) == datas[long_name]
+    assert read_whole(m.path(longs[0])) == datas[long_name]
     bad = [n for n in names if n.startswith("bad")]
     assert len(bad) == 1, names
-    assert read_whole(m.path("media") / bad[0]) == datas["bad%FF.bin"]
+    assert read_whole(m.path(bad[0])) == datas["bad%FF.bin"]
     assert len(names) == len(expected) + 2, sorted(names)
 
 
@@ -228,11 +229,10 @@ def test_python_http_server_listing(mount, tmp_path):
     try:
         wait_until(lambda: _connectable(port), "python http.server to listen", timeout=10)
         m = mount(f"http://127.0.0.1:{port}/films/", extra=MOUNT_ARGS)
-        assert os.listdir(m.mountpoint) == ["films"]
-        assert listdir_sorted(m.path("films")) == ["One Film.mp4", "extra", "two&three.bin"], m.stderr()
-        assert os.listdir(m.path("films/extra")) == ["x.bin"]
+        assert listdir_sorted(m.mountpoint) == ["One Film.mp4", "extra", "two&three.bin"], m.stderr()
+        assert os.listdir(m.path("extra")) == ["x.bin"]
         for rel, data in files.items():
-            assert read_whole(m.mountpoint / rel) == data, rel
+            assert read_whole(m.path(rel.removeprefix("films/"))) == data, rel
         m.unmount()
     finally:
         harness.stop_popen(proc, timeout=0)
@@ -261,11 +261,10 @@ def test_nginx_autoindex_listing(mount, tmp_path):
     nginx.start()
     try:
         m = mount(nginx.url("shows") + "/", extra=MOUNT_ARGS)
-        assert os.listdir(m.mountpoint) == ["shows"]
-        assert listdir_sorted(m.path("shows")) == sorted(["café.bin", "ep 1.mkv", "s01"]), m.stderr()
-        assert os.listdir(m.path("shows/s01")) == ["e1.bin"]
+        assert listdir_sorted(m.mountpoint) == sorted(["café.bin", "ep 1.mkv", "s01"]), m.stderr()
+        assert os.listdir(m.path("s01")) == ["e1.bin"]
         for rel, data in files.items():
-            assert read_whole(m.mountpoint / rel) == data, rel
+            assert read_whole(m.path(rel.removeprefix("shows/"))) == data, rel
         m.unmount()
     finally:
         nginx.stop()
@@ -307,6 +306,67 @@ def test_mediafs_add_and_remove_commands(mount, srv):
     assert r.returncode != 0 and "No such file" in r.stdout + r.stderr, r
     r = mediafs("add", srv.url("a.bin"), "--to", "/tmp")
     assert r.returncode != 0, r
+
+
+def serve_index(srv, names):
+    """media/ served as an index page listing `names`."""
+    srv.add("media/", index_html(names).encode(), content_type="text/html")
+
+
+def test_two_indexes_are_two_directories_in_the_root(mount, srv):
+    srv.add("media/a.bin", data_of(1000, 60))
+    serve_index(srv, ["a.bin"])
+    srv.add("other/b.bin", data_of(2000, 57))
+    srv.add("other/", autoindex_html("/other/", [("b.bin", "b.bin")]).encode(), content_type="text/html")
+    m = mount(srv.url("media/"), srv.url("other/"), extra=MOUNT_ARGS)
+    assert listdir_sorted(m.mountpoint) == ["media", "other"]
+    assert os.listdir(m.path("media")) == ["a.bin"]
+    assert read_whole(m.path("other/b.bin")) == srv.data("other/b.bin")
+
+
+def test_a_list_file_of_one_index_keeps_a_name_for_it(mount, srv, tmp_path):
+    srv.add("media/a.bin", data_of(1000, 61))
+    serve_index(srv, ["a.bin"])
+    listing = tmp_path / "one.list"
+    listing.write_text(srv.url("media/") + "\n")
+    m = mount(listing, extra=MOUNT_ARGS)
+    assert os.listdir(m.mountpoint) == ["media"]
+    assert os.listdir(m.path("media")) == ["a.bin"]
+
+
+def test_add_and_remove_at_a_listed_root_keep_added_names_through_a_refresh(mount, srv):
+    for seed, name in enumerate(["a.bin", "b.bin", "c.bin"]):
+        srv.add(f"media/{name}", data_of(1000 + seed, 62 + seed))
+    serve_index(srv, ["a.bin", "b.bin"])
+    srv.add("x.bin", data_of(3000, 58))
+    srv.add("elsewhere/b.bin", data_of(4000, 59))
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    assert listdir_sorted(m.mountpoint) == ["a.bin", "b.bin"]
+    r = mediafs("add", srv.url("x.bin"), srv.url("elsewhere/b.bin"), "--to", m.mountpoint)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The listing's b.bin keeps its name; the added one is numbered.
+    wait_until(lambda: listdir_sorted(m.mountpoint) == ["a.bin", "b (2).bin", "b.bin", "x.bin"], "added files")
+    serve_index(srv, ["a.bin", "b.bin", "c.bin"])
+    os.setxattr(m.mountpoint, "user.mediafs.refresh", b"1")
+    wait_until(lambda: listdir_sorted(m.mountpoint) == ["a.bin", "b (2).bin", "b.bin", "c.bin", "x.bin"],
+               "the added names after the refresh")
+    assert read_whole(m.path("x.bin")) == srv.data("x.bin")
+    assert read_whole(m.path("b (2).bin")) == srv.data("elsewhere/b.bin")
+    assert read_whole(m.path("b.bin")) == srv.data("media/b.bin")
+    r = mediafs("remove", "a.bin", "--from", m.mountpoint)
+    assert r.returncode != 0 and "listed by the mount's source" in r.stderr, r
+    with pytest.raises(OSError) as e:
+        os.setxattr(m.mountpoint, "user.mediafs.remove", b"a.bin")
+    assert e.value.errno == errno.EROFS
+    with pytest.raises(OSError) as e:
+        os.setxattr(m.mountpoint, "user.mediafs.remove", b"nope.bin")
+    assert e.value.errno == errno.ENOENT
+    r = mediafs("remove", "x.bin", "--from", m.mountpoint)
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_until(lambda: "x.bin" not in os.listdir(m.mountpoint), "x.bin to go")
+    os.setxattr(m.mountpoint, "user.mediafs.refresh", b"1")
+    wait_until(lambda: listdir_sorted(m.mountpoint) == ["a.bin", "b (2).bin", "b.bin", "c.bin"],
+               "a removed name not to come back")
 
 
 def test_adding_a_taken_name_gets_a_numbered_name(mount, srv):
@@ -400,12 +460,12 @@ def test_credentials_in_a_listing_url_are_sent_and_never_shown(mount, srv):
     srv.add("priv/a.bin", data_of(1000, 65))
     srv.add("priv/", autoindex_html("/priv/", [("a.bin", "a.bin")]).encode(), content_type="text/html")
     m = mount(f"http://carol:{SECRET}@127.0.0.1:{srv.port}/priv/", extra=(*MOUNT_ARGS, "-d"))
-    assert os.listdir(m.path("priv")) == ["a.bin"]
-    assert read_whole(m.path("priv/a.bin")) == srv.data("priv/a.bin")
+    assert os.listdir(m.mountpoint) == ["a.bin"]
+    assert read_whole(m.path("a.bin")) == srv.data("priv/a.bin")
     recs = srv.wait_idle(WAIT)
     assert all(r.headers.get("Authorization") == basic("carol", SECRET) for r in recs), \
         [(r.path, r.headers.get("Authorization")) for r in recs]
-    assert SECRET not in xget(m.path("priv/a.bin"), "url")
+    assert SECRET not in xget(m.path("a.bin"), "url")
     assert SECRET not in mediafs("status", m.mountpoint).stdout
     assert SECRET not in m.stderr()
 

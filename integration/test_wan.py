@@ -42,7 +42,7 @@ def test_a_listings_background_probes_stay_head_only(mount, srv):
     rows = "\n".join(f'<a href="{n}">{n}</a>' for n in sorted(names))
     srv.add("media/", f"<html><body><pre>{rows}</pre></body></html>\n".encode(), content_type="text/html")
     m = mount(srv.url("media/"))
-    assert sorted(os.listdir(m.path("media"))) == sorted(names)
+    assert sorted(os.listdir(m.mountpoint)) == sorted(names)
     probes = srv.wait_for(lambda recs: (lambda p: p if len(p) >= 2 else None)(
         [r for r in recs if r.path != "/media/"]), timeout=WAIT)
     assert probes, describe(srv.requests)

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from davservers import ApacheDav, WsgiDav, make_served_dir
-from harness import data_of, read_range, read_whole, xget, xset
+from harness import data_of, mediafs, read_range, read_whole, xget, xset
 
 MOUNT_ARGS = ("--timeout", "10")
 
@@ -112,10 +112,11 @@ def fresh_dir(tmp_path_factory):
 
 def test_apache_collection_mounts_as_its_nested_tree_with_odd_names_read_byte_exact(mount, apache, served):
     m = mount(apache.url("open"), extra=MOUNT_ARGS)
-    assert os.listdir(m.mountpoint) == ["open"]
-    assert mounted_tree(m.path("open")) == disk_tree(served), m.stderr()
+    # One collection is the mount's root.
+    assert sorted(os.listdir(m.mountpoint)) == sorted(p.name for p in served.iterdir())
+    assert mounted_tree(m.mountpoint) == disk_tree(served), m.stderr()
     big = (served / "Season 1/ep 1.mkv").read_bytes()
-    assert read_range(m.path("open/Season 1/ep 1.mkv"), 1_234_567, 100_000) == big[1_234_567:1_334_567]
+    assert read_range(m.path("Season 1/ep 1.mkv"), 1_234_567, 100_000) == big[1_234_567:1_334_567]
     apache.log.wait_for(lambda es: any(e[0] == "GET" for e in es), "a GET")
     gets = apache.log.methods("GET")
     assert gets and all(status in ("200", "206") for _, _, status, _ in gets), gets
@@ -124,7 +125,7 @@ def test_apache_collection_mounts_as_its_nested_tree_with_odd_names_read_byte_ex
 def test_apache_ls_l_of_a_listed_directory_sends_one_propfind_and_no_head(mount, apache, served):
     apache.log.clear()
     m = mount(apache.url("open"), extra=MOUNT_ARGS)
-    sizes = stat_all(m.path("open"))
+    sizes = stat_all(m.mountpoint)
     expected = {p.name: (p.stat().st_size if p.is_file() else None) for p in served.iterdir()}
     assert {n: s for n, s in sizes.items() if expected[n] is not None} == \
         {n: s for n, s in expected.items() if s is not None}
@@ -132,9 +133,33 @@ def test_apache_ls_l_of_a_listed_directory_sends_one_propfind_and_no_head(mount,
     assert [(method, path, status) for method, path, status, _ in entries] == [("PROPFIND", "/open/", "207")], entries
 
 
+def test_two_collections_are_two_directories_in_the_root(mount, apache, served):
+    m = mount(apache.url("open"), apache.url("open", "Season%201/"), extra=MOUNT_ARGS)
+    assert sorted(os.listdir(m.mountpoint)) == ["Season 1", "open"]
+    assert mounted_tree(m.path("open")) == disk_tree(served), m.stderr()
+    assert mounted_tree(m.path("Season 1")) == disk_tree(served / "Season 1")
+
+
+def test_an_added_file_at_a_collection_root_survives_its_refresh_and_a_listed_one_stays(mount, apache, served,
+                                                                                       server):
+    m = mount(apache.url("open", "Season%201/"), extra=MOUNT_ARGS)
+    listed = sorted(p.name for p in (served / "Season 1").iterdir())
+    assert sorted(os.listdir(m.mountpoint)) == listed
+    r = mediafs("add", server.url("small.bin"), "--to", m.mountpoint)
+    assert r.returncode == 0, r.stdout + r.stderr
+    xset(m.mountpoint, "refresh", "1")
+    assert sorted(os.listdir(m.mountpoint)) == sorted([*listed, "small.bin"]), m.stderr()
+    r = mediafs("remove", "ep 1.mkv", "--from", m.mountpoint)
+    assert r.returncode != 0 and "listed by the mount's source" in r.stderr, r
+    r = mediafs("remove", "small.bin", "--from", m.mountpoint)
+    assert r.returncode == 0, r.stdout + r.stderr
+    xset(m.mountpoint, "refresh", "1")
+    assert sorted(os.listdir(m.mountpoint)) == listed
+
+
 def test_apache_basic_auth_lists_and_reads_as_the_user(mount, apache, served):
     m = mount(apache.url("basic", user=apache.user, password=apache.password), extra=MOUNT_ARGS)
-    assert read_whole(m.path("basic/Season 1/deep/inner file.bin")) == \
+    assert read_whole(m.path("Season 1/deep/inner file.bin")) == \
         (served / "Season 1/deep/inner file.bin").read_bytes(), m.stderr()
     answered = [e for e in apache.log.wait_for(lambda es: any(e[0] == "GET" for e in es), "a GET")
                 if e[1].startswith("/basic/") and e[2] in ("200", "206", "207")]
@@ -145,10 +170,10 @@ def test_apache_basic_auth_lists_and_reads_as_the_user(mount, apache, served):
 
 def test_apache_digest_auth_lists_and_reads_ranges_as_the_user(mount, apache, served):
     m = mount(apache.url("digest", user=apache.user, password=apache.password), extra=MOUNT_ARGS)
-    assert sorted(os.listdir(m.path("digest"))) == sorted(p.name for p in served.iterdir()), m.stderr()
+    assert sorted(os.listdir(m.mountpoint)) == sorted(p.name for p in served.iterdir()), m.stderr()
     big = (served / "Season 1/ep 1.mkv").read_bytes()
-    assert read_range(m.path("digest/Season 1/ep 1.mkv"), 2_000_000, 50_000) == big[2_000_000:2_050_000]
-    assert read_whole(m.path("digest/Season 1/ep 1.mkv")) == big
+    assert read_range(m.path("Season 1/ep 1.mkv"), 2_000_000, 50_000) == big[2_000_000:2_050_000]
+    assert read_whole(m.path("Season 1/ep 1.mkv")) == big
     answered = [e for e in apache.log.wait_for(lambda es: any(e[0] == "GET" for e in es), "a GET")
                 if e[1].startswith("/digest/") and e[2] in ("200", "206", "207")]
     assert {e[0] for e in answered} >= {"PROPFIND", "GET"}, answered
@@ -164,7 +189,7 @@ def test_apache_digest_with_netrc_credentials_lists_and_reads(mount, apache, ser
     monkeypatch.setenv("HOME", str(home))
     apache.log.clear()
     m = mount(apache.url("digest", "Season%201/"), extra=[*MOUNT_ARGS, "--netrc"])
-    assert read_whole(m.path("Season 1/ep 1.mkv")) == (served / "Season 1/ep 1.mkv").read_bytes(), m.stderr()
+    assert read_whole(m.path("ep 1.mkv")) == (served / "Season 1/ep 1.mkv").read_bytes(), m.stderr()
     answered = [e for e in apache.log.wait_for(lambda es: any(e[0] == "GET" for e in es), "a GET")
                 if e[2] in ("200", "206", "207")]
     assert {e[0] for e in answered} >= {"PROPFIND", "GET"}, answered
@@ -178,7 +203,7 @@ def test_apache_davs_is_webdav_over_https_with_digest(mount, served):
     try:
         m = mount(server.url("digest", user=server.user, password=server.password),
                   extra=[*MOUNT_ARGS, "--cacert", str(server.cert)])
-        assert mounted_tree(m.path("digest")) == disk_tree(served), m.stderr()
+        assert mounted_tree(m.mountpoint) == disk_tree(served), m.stderr()
         answered = [e for e in server.log.wait_for(lambda es: any(e[0] == "GET" for e in es), "a GET")
                     if e[2] in ("200", "206", "207")]
         assert {e[0] for e in answered} >= {"PROPFIND", "GET"} and all(e[3] == server.user for e in answered)
@@ -191,7 +216,7 @@ def test_apache_wrong_password_is_eacces_with_a_log_line_that_hides_it(mount, ap
     apache.log.clear()
     m = mount(apache.url(area, user=apache.user, password="wrong-Secret-9"), extra=MOUNT_ARGS)
     with pytest.raises(OSError) as raised:
-        os.listdir(m.path(area))
+        os.listdir(m.mountpoint)
     assert raised.value.errno == errno.EACCES
     err = m.stderr()
     assert "HTTP 401" in err and "credentials were sent" in err, err
@@ -205,7 +230,7 @@ def test_apache_wrong_password_is_eacces_with_a_log_line_that_hides_it(mount, ap
 def test_apache_no_credentials_is_eacces_saying_none_were_sent(mount, apache):
     m = mount(apache.url("basic"), extra=MOUNT_ARGS)
     with pytest.raises(OSError) as raised:
-        os.listdir(m.path("basic"))
+        os.listdir(m.mountpoint)
     assert raised.value.errno == errno.EACCES
     assert "no credentials were sent" in m.stderr(), m.stderr()
 
@@ -216,21 +241,21 @@ def test_apache_refresh_lists_added_files_and_drops_removed_ones(mount, fresh_di
     server.start()
     try:
         m = mount(server.url("open"), extra=MOUNT_ARGS)
-        assert sorted(os.listdir(m.path("open"))) == ["goes.bin", "keep.bin"]
+        assert sorted(os.listdir(m.mountpoint)) == ["goes.bin", "keep.bin"]
         (fresh_dir / "goes.bin").unlink()
         added = data_of(3_000_000, 77)
         (fresh_dir / "new file.bin").write_bytes(added)
         (fresh_dir / "new file.bin").chmod(0o644)
         # Within the directory cache time, the old listing is believed.
-        assert sorted(os.listdir(m.path("open"))) == ["goes.bin", "keep.bin"]
+        assert sorted(os.listdir(m.mountpoint)) == ["goes.bin", "keep.bin"]
         server.log.clear()
-        xset(m.path("open"), "refresh", "1")
-        assert sorted(os.listdir(m.path("open"))) == ["keep.bin", "new file.bin"], m.stderr()
+        xset(m.mountpoint, "refresh", "1")
+        assert sorted(os.listdir(m.mountpoint)) == ["keep.bin", "new file.bin"], m.stderr()
         assert [e[:3] for e in server.log.entries()] == [("PROPFIND", "/open/", "207")]
         # Fresh from the disk, its ETag is weak in the listing and strong in
         # a GET: one version still, read in ranges.
-        assert read_range(m.path("open/new file.bin"), 2_000_000, 100_000) == added[2_000_000:2_100_000], m.stderr()
-        assert read_whole(m.path("open/new file.bin")) == added
+        assert read_range(m.path("new file.bin"), 2_000_000, 100_000) == added[2_000_000:2_100_000], m.stderr()
+        assert read_whole(m.path("new file.bin")) == added
         assert "changed on the server" not in m.stderr()
     finally:
         server.remove()
@@ -250,13 +275,13 @@ def test_apache_refresh_that_lists_another_etag_drops_the_cached_bytes_with_no_o
     server.start()
     try:
         m = mount(server.url("open"), extra=MOUNT_ARGS)
-        path = m.path("open/film.bin")
+        path = m.path("film.bin")
         assert read_whole(path) == old
         assert xget(path, "complete") == "1", m.stderr()
         film.write_bytes(new)
         os.utime(film, (then + 100, then + 100))
         server.log.clear()
-        xset(m.path("open"), "refresh", "1")
+        xset(m.mountpoint, "refresh", "1")
         # Changed by the listing alone: no open, no request but the PROPFIND.
         assert xget(path, "cached_bytes") == "0", m.stderr()
         assert [e[:3] for e in server.log.entries()] == [("PROPFIND", "/open/", "207")]
@@ -278,7 +303,7 @@ def test_a_remount_lists_the_tree_with_its_sizes_from_the_saved_listings_with_th
     cache = tmp_path / "cache-dav-remount"
     try:
         m = mount(server.url("open"), extra=MOUNT_ARGS, cache_dir=cache)
-        first = mounted_tree(m.path("open"))
+        first = mounted_tree(m.mountpoint)
         assert first == disk_tree(fresh_dir), m.stderr()
         assert m.unmount() == 0
         propfinds = [e[:2] for e in server.log.entries() if e[0] == "PROPFIND"]
@@ -286,7 +311,7 @@ def test_a_remount_lists_the_tree_with_its_sizes_from_the_saved_listings_with_th
     finally:
         server.remove()
     m = mount(server.url("open"), extra=MOUNT_ARGS, cache_dir=cache)
-    assert mounted_tree(m.path("open")) == first, m.stderr()
+    assert mounted_tree(m.mountpoint) == first, m.stderr()
 
 
 def test_apache_ls_l_of_ten_thousand_files_is_one_propfind(mount, fresh_dir):
@@ -302,7 +327,7 @@ def test_apache_ls_l_of_ten_thousand_files_is_one_propfind(mount, fresh_dir):
     try:
         started = time.monotonic()
         m = mount(server.url("open", "many/"), extra=MOUNT_ARGS)
-        sizes = stat_all(m.path("many"))
+        sizes = stat_all(m.mountpoint)
         elapsed = time.monotonic() - started
         assert len(sizes) == count
         assert sizes["episode 00100.mkv"] == 100 % 97
@@ -317,16 +342,15 @@ def test_apache_ls_l_of_ten_thousand_files_is_one_propfind(mount, fresh_dir):
 
 def test_wsgidav_collection_mounts_as_its_nested_tree_read_byte_exact(mount, wsgidav, served):
     m = mount(wsgidav.url(), extra=MOUNT_ARGS)
-    (top,) = os.listdir(m.mountpoint)
-    assert mounted_tree(m.path(top)) == disk_tree(served), m.stderr()
+    assert mounted_tree(m.mountpoint) == disk_tree(served), m.stderr()
     big = (served / "Season 1/ep 1.mkv").read_bytes()
-    assert read_range(m.path(f"{top}/Season 1/ep 1.mkv"), 999_999, 77_777) == big[999_999:999_999 + 77_777]
+    assert read_range(m.path("Season 1/ep 1.mkv"), 999_999, 77_777) == big[999_999:999_999 + 77_777]
 
 
 def test_wsgidav_ls_l_of_a_listed_directory_sends_one_propfind_and_no_head(mount, wsgidav, served):
     wsgidav.log.clear()
     m = mount(wsgidav.url("Season%201/"), extra=MOUNT_ARGS)
-    sizes = stat_all(m.path("Season 1"))
+    sizes = stat_all(m.mountpoint)
     assert sizes["ep 1.mkv"] == TREE["Season 1/ep 1.mkv"]
     assert [e[:3] for e in wsgidav.log.entries()] == [("PROPFIND", "/Season 1/", "207")], wsgidav.log.entries()
 
@@ -335,9 +359,8 @@ def test_wsgidav_ls_l_of_a_listed_directory_sends_one_propfind_and_no_head(mount
 
 def test_a_server_without_propfind_is_a_clear_error(mount, server):
     m = mount(server.base_url.replace("http://", "dav://"), extra=MOUNT_ARGS)
-    (top,) = os.listdir(m.mountpoint)
     with pytest.raises(OSError) as raised:
-        os.listdir(m.path(top))
+        os.listdir(m.mountpoint)
     assert raised.value.errno == errno.EOPNOTSUPP
     err = m.stderr()
     assert "HTTP 405" in err and "does not answer PROPFIND" in err and "mount http://" in err, err
