@@ -480,11 +480,11 @@ class MediaServerBench:
         if tool == "mediafs":
             argv = [self.b.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30",
                     "--cache-max-size", CACHE_MAX, *extra, base, mp]
-            root = os.path.join(mp, DIR)
         else:
             argv = ["rclone", "mount", ":http:", mp, "--http-url", base, "--vfs-cache-mode", "full",
                     "--cache-dir", cache, "--read-only", "--vfs-cache-max-size", CACHE_MAX]
-            root = mp
+        # One index is the mount's root, for both.
+        root = mp
         # A variant's mount lives through the film, the scan and the rescan: rclone's took 8 minutes here.
         return B.Mount(tool, argv, mp, f"{tool}-ms-{key}.log", self.b, exit_wait=60, deadline=MOUNT_DEADLINE), root
 

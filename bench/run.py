@@ -939,10 +939,10 @@ class Bench:
             with open(source, "w") as f:
                 for i in range(n):
                     f.write(f"f{i:06d}.bin\thttp://127.0.0.1:{self.nginx.port}/{name}/f{i:06d}.bin\n")
-            listed = mp
         else:
             source = f"http://127.0.0.1:{self.nginx.port}/{name}/"
-            listed = os.path.join(mp, name)
+        # A list file's entries are the root's names; so are one index's.
+        listed = mp
         argv = [self.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30", source, mp]
         fig = {}
 

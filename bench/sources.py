@@ -93,7 +93,7 @@ class SourcesBench:
             argv = [self.b.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "60", url, mp]
             server.log.clear()
             with B.Mount("mediafs", argv, mp, "mediafs-dav.log", self.b, exit_wait=120) as mnt:
-                ls_s = self.b.ls_l(os.path.join(mp, "open"), n)
+                ls_s = self.b.ls_l(mp, n)
                 self.put("dav_mount_ls_s", "mediafs", mnt.mount_s + ls_s)
                 self.put("dav_rss_mib", "mediafs", self.b.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
                 self.count_dav(server, "mediafs")
@@ -102,7 +102,7 @@ class SourcesBench:
             # The remount, with the server gone: the saved listing answers.
             server.stop()
             with B.Mount("mediafs", argv, mp, "mediafs-dav-remount.log", self.b, exit_wait=120) as mnt:
-                self.put("dav_remount_ls_s", "mediafs", mnt.mount_s + self.b.ls_l(os.path.join(mp, "open"), n))
+                self.put("dav_remount_ls_s", "mediafs", mnt.mount_s + self.b.ls_l(mp, n))
             self.put("dav_remount_requests", "mediafs", 0)   # Apache was stopped: nothing could answer
         finally:
             server.remove()
@@ -179,7 +179,7 @@ class SourcesBench:
         proxy.clear()
         with B.Mount("mediafs", argv, mp, "mediafs-s3.log", self.b, exit_wait=300,
                      env=self.s3_env()) as mnt:
-            ls_s = self.b.ls_l(os.path.join(mp, "many"), n)
+            ls_s = self.b.ls_l(mp, n)
             self.put("s3_mount_ls_s", "mediafs", mnt.mount_s + ls_s)
             self.put("s3_rss_mib", "mediafs", self.b.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
             self.count_s3(proxy, "mediafs")
@@ -188,7 +188,7 @@ class SourcesBench:
         proxy.clear()
         with B.Mount("mediafs", argv, mp, "mediafs-s3-remount.log", self.b, exit_wait=300,
                      env=self.s3_env(secret="not-the-secret")) as mnt:
-            self.put("s3_remount_ls_s", "mediafs", mnt.mount_s + self.b.ls_l(os.path.join(mp, "many"), n))
+            self.put("s3_remount_ls_s", "mediafs", mnt.mount_s + self.b.ls_l(mp, n))
         self.put("s3_remount_requests", "mediafs", sum(r.status < 400 for r in proxy.requests()))
 
     def count_s3(self, proxy, tool):
@@ -248,10 +248,10 @@ class SourcesBench:
         if tool == "mediafs":
             argv = [self.b.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "60", "--s3-endpoint",
                     proxy.url, "--s3-region", REGION, f"s3://{BUCKET}/big/", mp]
-            path = os.path.join(mp, "big", "film.bin")
         else:
             argv = self.rclone_s3_argv(proxy, mp, cache, "big")
-            path = os.path.join(mp, "film.bin")
+        # One prefix is the mount's root, for both.
+        path = os.path.join(mp, "film.bin")
         B.drop_caches()
         proxy.clear()
         with B.Mount(tool, argv, mp, f"{tool}-s3-seq.log", self.b, exit_wait=60, env=self.s3_env()):
