@@ -156,6 +156,25 @@ def test_a_remount_with_the_server_down_lists_from_the_saved_listing(mount, srv,
     assert os.stat(m.path("b c.bin")).st_size == 12_000
 
 
+def test_a_cache_made_when_one_index_was_a_directory_in_the_root_serves_it_as_the_root(mount, srv, tmp_path):
+    # Before, one index was shown as mnt/media/...; a list file of it still
+    # is. The cache is keyed by URL: the root of the same index reads it.
+    files = {"a.bin": data_of(300_000, 8)}
+    serve_listing(srv, files)
+    listing = tmp_path / "one.list"
+    listing.write_text(srv.url("media/") + "\n")
+    cache = tmp_path / "cache-layout"
+    m = mount(listing, extra=MOUNT_ARGS, cache_dir=cache)
+    assert read_whole(m.path("media/a.bin")) == files["a.bin"]
+    assert m.unmount() == 0
+    srv.clear_log()
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS, cache_dir=cache)
+    assert os.listdir(m.mountpoint) == ["a.bin"]
+    assert read_whole(m.path("a.bin")) == files["a.bin"]
+    srv.wait_idle(WAIT)
+    assert [r.path for r in srv.requests if r.path != "/media/"] == [], "a cached file was asked for again"
+
+
 def test_probe_answers_go_to_one_journal_which_cache_ls_lists_and_cache_clear_forgets(mount, srv, tmp_path):
     # A stat'ed, never read entry's content info is one record appended to
     # <cache>/answers, not an entry directory (two new inodes each).
