@@ -27,7 +27,9 @@ final class ZipArchiveTests: XCTestCase {
 
     func testAStoredZip_givesItsMembersByteForByte_inTwoRounds() throws {
         // Small enough that the tail holds the directory and the local headers.
-        XCTAssertEqual(try assertServesAsWritten("stored.zip"), 1)
+        // Called outside the assertion: a skip thrown inside one counts as a failure.
+        let rounds = try assertServesAsWritten("stored.zip")
+        XCTAssertEqual(rounds, 1)
     }
 
     func testAForcedZip64Zip_readsTheZip64RecordAndExtras_andTheLocalExtraPlacesTheData() throws {
