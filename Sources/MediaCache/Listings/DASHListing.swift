@@ -4,7 +4,8 @@
 // audio adaptation set's highest-bandwidth representation a file beside it
 // (`NAME.audio-LANG.mp4`). Each is a SegmentedVOD whose URL is the MPD's
 // with `#rep=ID`: a cache key of its own, never sent (SegmentedFetcher
-// answers every request for it). Read once, at mount; the MPD is one GET.
+// answers every request for it). Read at mount (from its saved copy when
+// there is one, then again in the background); the MPD is one GET.
 import Foundation
 import MediaStore
 

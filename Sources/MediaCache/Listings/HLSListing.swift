@@ -6,8 +6,9 @@
 // playlist (no end) is refused, naming it: a file must not grow under its
 // readers. AES-128 segments are served decrypted: their keys, fetched here
 // (same origin as their playlist only, as credentials are), are held in
-// memory by the SegmentedVOD, never written anywhere. Read once, at mount;
-// each playlist and each key is one GET.
+// memory by the SegmentedVOD, never written anywhere. Read at mount (from
+// the saved playlists when there are, then again in the background); each
+// playlist and each key is one GET.
 import Foundation
 import MediaStore
 

@@ -13,7 +13,9 @@
 // with no request, and the listing is refreshed at once in the background)
 // and, when `refreshes`, again in the background once `--dir-cache-time` has
 // passed or `user.mediafs.refresh` asks. A SOURCE argument's listing (a list
-// file, a playlist) is read once, at mount, into the mount root.
+// file, a playlist) is read once, at mount, into the mount root; one over
+// http from the copy saved when it was last fetched (SavedPresentations),
+// and again in the background (Catalog+ReadAgain).
 //
 // How it fails: by throwing a MediaError that names the origin and what
 // went wrong (its errno is what a lookup answers). A directory then keeps
