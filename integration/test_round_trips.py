@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness import xget
+from harness import index_html, xget
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import linkem  # noqa: E402
@@ -177,3 +177,27 @@ def test_a_sequential_read_takes_two_round_trips(mount, srv, link, films):
                                   ["dd", "if={}", "of=/dev/null", "bs=1M", "status=none"])
     assert rounds <= 3, describe(got)
     assert len(got) <= 5, describe(got)
+
+
+@pytest.mark.parametrize("ext", ["mp4", "mkv"])
+def test_a_seek_in_a_listed_file_whose_head_was_never_fetched_does_not_stream_up_to_it(mount, srv, link, films, ext):
+    """`ls -l` of a listing (sizes by HEAD, no first bytes), then ffmpeg
+    -ss 40: the player's reads of the head start a long transfer, held at
+    its window; the seek's readahead has transfers of its own and never
+    lets that held one go on to the seek. It did: the whole file up to
+    40 s was sent first (87 MiB and 15 s of a 109 MiB film at 50 Mbit/s)."""
+    name = f"film.{ext}"
+    data = films[name]
+    srv.add(f"lib/{name}", data, content_type=TYPES[ext])
+    srv.add("lib/", index_html([name]).encode(), content_type="text/html")
+    base, requests = link
+    m = mount(base + "lib/")
+    assert {n: os.stat(m.path(n)).st_size for n in os.listdir(m.mountpoint)} == {name: len(data)}
+    srv.wait_idle(WAIT)
+    out = subprocess.run([a.replace("{}", str(m.path(name))) for a in SEEK], capture_output=True, timeout=180)
+    assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]
+    # What mediafs took in (the emulator between buffers what a held
+    # transfer leaves, so the server's count says less of the reader).
+    received = json.loads(xget(m.mountpoint, "stats"))["bytes_from_network"]
+    assert received <= len(data) // 3, \
+        f"{received} of {len(data)} bytes received for a seek to 40 s of 60\n{describe(requests())}"

@@ -654,8 +654,14 @@ public final class FileLoader: TransferDelegate, Sendable {
                 lead = presentEnd
             } else if let (id, covering) = state.transfers.first(where: {
                 !$0.value.cancelled && $0.value.position <= lead && lead < $0.value.end
+                    // A long transfer runs to the file's end: it covers a lead
+                    // only when its position or hold is near it. One far
+                    // behind (a player that read the head, then sought to 80
+                    // MiB) was let go on to the seek: 87 MiB and 15 s at 50
+                    // Mbit/s before the seek's bytes, not 5 MiB and 2 s.
+                    && (!$0.value.isLong || covers($0.value, lead, in: state))
             }) {
-                // A long transfer further on: let go on to this window.
+                // A long transfer near: let go on to this window.
                 if covering.isLong {
                     extendHold(id, to: offset + window, mustReach: 0, in: &state)
                     return

@@ -133,6 +133,22 @@ final class LongTransferTests: XCTestCase {
         assertNoByteFetchedTwice()
     }
 
+    /// A second stream far past the first one's held transfer reads ahead
+    /// with transfers of its own: the held one is not let go on to it (it
+    /// was: a player that read the head, then sought to 80 MiB, waited for
+    /// 80 MiB of the held transfer first).
+    func testAStreamFarPastAHeldTransferReadsAheadOnItsOwnAndTheHeldOneStaysHeld() throws {
+        let source = content(Int(48 * Self.mib))
+        let loader = makeLoader()
+        let long = try streamUntilHeld(loader, source, pattern: ReadPattern())
+        let record = try XCTUnwrap(fetcher.record(long.id))
+        try stream(loader, source, from: 30 * Self.mib, count: 4 * Self.mib, pattern: ReadPattern())
+        let after = try XCTUnwrap(fetcher.record(long.id))
+        XCTAssertLessThanOrEqual(after.delivered, record.allowance + fetcher.chunkSize,
+                                 "the held transfer fetched the gap: \(fetcher.gets.map { $0.range! })")
+        assertNoByteFetchedTwice()
+    }
+
     func testAReadFarPastTheHoldAsksForItsOwnBytesAndTheHeldTransferDoesNotFetchTheGap() throws {
         let source = content(Int(32 * Self.mib))
         let loader = makeLoader()
