@@ -134,9 +134,10 @@ final class LongTransferTests: XCTestCase {
     }
 
     /// A second stream far past the first one's held transfer reads ahead
-    /// with transfers of its own: the held one is not let go on to it (it
-    /// was: a player that read the head, then sought to 80 MiB, waited for
-    /// 80 MiB of the held transfer first).
+    /// with transfers of its own: the held one is not let go on to it.
+    /// (Which of two transfers covering a lead readAhead met first was the
+    /// dictionary's order, so this passed on the code that let it go on;
+    /// test_round_trips's seek after `ls -l` is the one that failed.)
     func testAStreamFarPastAHeldTransferReadsAheadOnItsOwnAndTheHeldOneStaysHeld() throws {
         let source = content(Int(48 * Self.mib))
         let loader = makeLoader()
