@@ -55,6 +55,13 @@ def library(tmp_path_factory):
         shutil.copy(fixtures / "rar" / name, lib / name)
     shutil.copy(fixtures / "zip/stored.zip", lib / "stored.zip")
     (lib / "notes.txt").write_bytes(b"plain\n")
+    # A directory that lists nothing (its index page has no links, as a
+    # debrid link's directory seldom lists): a set's volumes are found by name.
+    closed = root / "closed"
+    closed.mkdir()
+    for name in SETS["rar3-old"]:
+        shutil.copy(fixtures / "rar" / name, closed / name)
+    (closed / "index.html").write_text("<html><body>Nothing to see</body></html>\n")
     (root / "other").mkdir()
     (root / "other/x.bin").write_bytes(b"x" * 100)
     # A film stored in a ZIP by Python's zipfile, beside the same film plain.
@@ -118,6 +125,64 @@ def test_reads_across_volume_edges_are_byte_exact(mount, library):
             offset = rng.randrange(0, len(data))
             size = rng.choice([1, 4096, 65536, 150_000])
             assert read_range(member, offset, size) == data[offset:offset + size], (folder, offset, size)
+
+
+def test_an_archive_url_alone_mounts_its_members_at_the_mountpoint(mount, library):
+    """A set's first volume as the one SOURCE: its members at the
+    mountpoint (as archivemount shows one), its other volumes found in the
+    listing of their directory, every volume read by range."""
+    server, fixtures = library
+    server.clear_log()
+    m = mount(server.url("lib/rar5-vols.part1.rar"), extra=("--timeout", "10"))
+    expected = expected_members(fixtures, "rar5-vols")
+    files = mounted_files(m.mountpoint)
+    assert sorted(files) == sorted(expected), (sorted(files), m.stderr())
+    for path, data in expected.items():
+        assert read_whole(files[path]) == data, path
+    log = server.log()
+    assert [e.uri for e in log if e.uri.endswith("/")] == ["/lib/"], log
+    volumes = [e for e in log if not e.uri.endswith("/")]
+    assert {e.uri for e in volumes} == {"/lib/" + name for name in SETS["rar5-vols"]}, volumes
+    assert all(e.method == "GET" and e.range for e in volumes), volumes
+
+
+def test_an_archive_url_remounts_from_its_cache_with_the_server_gone(mount, library, tmp_path):
+    server, fixtures = library
+    cache = tmp_path / "archive-url-cache"
+    expected = expected_members(fixtures, "rar5-vols")
+    first = mount(server.url("lib/rar5-vols.part2.rar"), extra=("--timeout", "10"), cache_dir=cache)
+    assert {p: read_whole(f) for p, f in mounted_files(first.mountpoint).items()} == expected, first.stderr()
+    first.unmount()
+    server.stop()
+    try:
+        second = mount(server.url("lib/rar5-vols.part2.rar"), extra=("--timeout", "2"), cache_dir=cache)
+        files = mounted_files(second.mountpoint)
+        assert sorted(files) == sorted(expected), second.stderr()
+        assert {p: read_whole(f) for p, f in files.items()} == expected
+    finally:
+        server.start()
+
+
+def test_archive_urls_beside_others_are_folders_and_a_set_no_index_lists_is_found_by_name(mount, library):
+    server, fixtures = library
+    server.clear_log()
+    m = mount(server.url("closed/rar3-old.rar"), server.url("lib/stored.zip"), server.url("other/"),
+              extra=("--timeout", "10"))
+    assert sorted(os.listdir(m.mountpoint)) == ["other", "rar3-old", "stored"], m.stderr()
+    for folder in ("rar3-old", "stored"):
+        expected = expected_members(fixtures, folder)
+        files = mounted_files(m.path(folder))
+        assert sorted(files) == sorted(expected), (folder, sorted(files), m.stderr())
+        for path, data in expected.items():
+            assert read_whole(files[path]) == data, (folder, path)
+    # The closed directory's page lists nothing: its volumes were asked for
+    # by name, up to the first missing one, and only then read by range.
+    heads = sorted(e.uri for e in server.log() if e.method == "HEAD" and e.uri.startswith("/closed/"))
+    assert "/closed/rar3-old.r00" in heads and "/closed/rar3-old.r01" in heads, heads
+    assert "/closed/rar3-old.r02" in heads, heads
+    assert [e.status for e in server.log() if e.uri == "/closed/rar3-old.r02"] == [404]
+    # A ZIP needs no sibling: no listing of its directory.
+    assert not [e for e in server.log() if e.uri == "/lib/"], server.log()
 
 
 def test_archives_off_shows_the_volumes_as_plain_files(mount, library):

@@ -23,6 +23,11 @@ public struct ArchiveFolder: Listing {
     public var refreshes: Bool { false }
 
     public func list(in context: ListingContext) throws -> [Source] {
+        entries
+    }
+
+    /// Its files and folders: listed from memory, no request.
+    var entries: [Source] {
         var sources: [Source] = []
         var folders = Set<String>()
         for (path, source) in members where path.count > prefix.count && Array(path.prefix(prefix.count)) == prefix {

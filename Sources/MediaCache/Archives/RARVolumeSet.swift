@@ -38,6 +38,53 @@ public struct RARVolumeSet: Equatable, Sendable {
         return sets.sorted { $0.first < $1.first }
     }
 
+    /// How a volume's name numbers its set: "film.part07.rar" (`.part`,
+    /// numbers from 1, at the width the name has) or "film.rar", "film.r00"
+    /// (`.old`: the `.rar` is number -1, then `.r` and two digits or more).
+    /// The name's own case is kept in the names it makes.
+    public struct Numbering: Equatable, Sendable {
+        public enum Style: Sendable { case part, old }
+        public var base: String
+        public var style: Style
+        public var number: Int
+        /// Digits the name's number has (0-padded to it).
+        public var width: Int
+        /// What comes between the base and the digits (".part", ".r"), and
+        /// after them (".rar", ""), as the name spells them.
+        var infix: String
+        var suffix: String
+
+        /// The first volume's number.
+        public var first: Int { style == .part ? 1 : -1 }
+
+        /// The name of volume `number` of the set.
+        public func name(number: Int) -> String {
+            if style == .old, number < 0 { return base + (infix == ".R" ? ".RAR" : ".rar") }
+            let digits = String(number)
+            return base + infix + String(repeating: "0", count: max(0, width - digits.count)) + digits + suffix
+        }
+    }
+
+    /// How `name` numbers its set; nil when it is no RAR volume's name.
+    public static func numbering(of name: String) -> Numbering? {
+        let bytes = Array(name.utf8)
+        func piece(_ from: Int, _ count: Int) -> String { String(decoding: bytes[from..<(from + count)], as: UTF8.self) }
+        if let (base, number) = numbered(name, prefix: ".part", suffix: ".rar") {
+            let start = base.utf8.count, width = bytes.count - start - 9
+            return Numbering(base: base, style: .part, number: number, width: width,
+                             infix: piece(start, 5), suffix: piece(bytes.count - 4, 4))
+        }
+        if let (base, number) = numbered(name, prefix: ".r", suffix: "") {
+            let start = base.utf8.count
+            return Numbering(base: base, style: .old, number: number, width: bytes.count - start - 2,
+                             infix: piece(start, 2), suffix: "")
+        }
+        guard name.lowercased().hasSuffix(".rar"), bytes.count > 4 else { return nil }
+        let base = String(decoding: bytes.dropLast(4), as: UTF8.self)
+        return Numbering(base: base, style: .old, number: -1, width: 2,
+                         infix: piece(bytes.count - 4, 2), suffix: "")
+    }
+
     /// "film.part01.rar" -> ("film", 1); "film.r00" -> ("film", 0): the base
     /// and number of `name` when it ends with `prefix`, digits, `suffix`
     /// (case aside).

@@ -28,6 +28,7 @@ extension Catalog {
         }
         guard !sets.isEmpty else { return sources }
         var folders: [String: Source] = [:]
+        var archive: ArchiveFolder?
         var hidden = Set<String>()
         for set in sets.sorted(by: { $0.names[0] < $1.names[0] }) {
             let volumes = set.names.compactMap { files[$0] }.map { ArchiveReader.Volume(name: $0.name, url: $0.url) }
@@ -65,6 +66,7 @@ extension Catalog {
                 }
                 revalidateChanged(changed)
                 let folder = ArchiveFolder(url: volumes[0].url, members: members, prefix: [])
+                archive = folder
                 // The folder's URL names this version of the index: another
                 // one is another folder, listed anew, whose members' new
                 // sizes and validators replace their cached bytes.
@@ -77,6 +79,10 @@ extension Catalog {
                 let message = (error as? ArchiveRefusal).map { "\($0)" } ?? (error as? MediaError)?.message ?? "\(error)"
                 Log.warning("\(shown): \(message); its volumes are shown as files")
             }
+        }
+        // An archive named by its URL is the directory of its members.
+        if listing is ArchiveSource, folders.count == 1, let archive {
+            return archive.entries
         }
         // The folder where the set's first volume was, the other volumes gone.
         return sources.compactMap { source in

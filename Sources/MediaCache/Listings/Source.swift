@@ -28,10 +28,14 @@ public struct Source: Equatable, Sendable {
         self.kind = kind
     }
 
-    /// The source a URL names on its own: a `dav://` or `davs://` one is a
-    /// WebDAV collection, read over http(s); an http(s) one ending in `/` is
-    /// a directory listed by its HTTP index page, any other a file.
+    /// The source a URL names on its own: an archive's (a `.zip`, a RAR
+    /// volume) is a directory of its members; a `dav://` or `davs://` one is
+    /// a WebDAV collection, read over http(s); an http(s) one ending in `/`
+    /// is a directory listed by its HTTP index page, any other a file.
     public static func at(url: String, name: String? = nil) -> Source {
+        if let archive = ArchiveSource(url: url) {
+            return Source(name: FileNaming.safe(name ?? archive.folder), url: archive.url, kind: .directory(archive))
+        }
         if WebDAVIndex.isDAV(url) {
             let http = WebDAVIndex.httpURL(ofDAV: url)
             return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: http), url: http,

@@ -25,4 +25,32 @@ final class ArchiveVolumeSetTests: XCTestCase {
                        [RARVolumeSet(folder: "single", first: "single.rar", names: ["single.rar"]),
                         RARVolumeSet(folder: "x.part", first: "x.part.rar", names: ["x.part.rar"])])
     }
+
+    func testANumbering_namesItsSiblings_inTheNamesOwnWidthAndCase() {
+        let part = RARVolumeSet.numbering(of: "Film.PART07.RAR")
+        XCTAssertEqual(part?.base, "Film")
+        XCTAssertEqual(part?.number, 7)
+        XCTAssertEqual(part.map { [$0.first, $0.width] }, [1, 2])
+        XCTAssertEqual(part.map { [1, 9, 10, 123].map($0.name(number:)) },
+                       ["Film.PART01.RAR", "Film.PART09.RAR", "Film.PART10.RAR", "Film.PART123.RAR"])
+        let old = RARVolumeSet.numbering(of: "show.rar")
+        XCTAssertEqual(old.map { [-1, 0, 1, 100].map($0.name(number:)) }, ["show.rar", "show.r00", "show.r01", "show.r100"])
+        XCTAssertEqual(RARVolumeSet.numbering(of: "show.r05")?.number, 5)
+        XCTAssertEqual(RARVolumeSet.numbering(of: "show.r05")?.name(number: -1), "show.rar")
+        XCTAssertNil(RARVolumeSet.numbering(of: "notes.txt"))
+        XCTAssertNil(RARVolumeSet.numbering(of: "x.r0"))
+    }
+
+    func testAnArchiveURL_isADirectoryNamedAfterItsSet_andOtherURLsAreNot() {
+        let rar = Source.at(url: "http://h/a%20b/Film.part1.rar")
+        XCTAssertEqual(rar.name, "Film")
+        XCTAssertEqual((rar.listing as? ArchiveSource)?.format, .rar)
+        let zip = Source.at(url: "davs://h/dir/Show%20One.zip")
+        XCTAssertEqual(zip.name, "Show One")
+        XCTAssertEqual(zip.url, "https://h/dir/Show%20One.zip")
+        XCTAssertNotNil(Source.at(url: "http://h/x.r00").listing as? ArchiveSource)
+        XCTAssertFalse(Source.at(url: "http://h/film.mkv").isDirectory)
+        XCTAssertNil(Source.at(url: "http://h/zips/").listing as? ArchiveSource)
+        XCTAssertNil(Source.at(url: "dav://h/lib").listing as? ArchiveSource)
+    }
 }
