@@ -201,3 +201,37 @@ def test_a_seek_in_a_listed_file_whose_head_was_never_fetched_does_not_stream_up
     received = json.loads(xget(m.mountpoint, "stats"))["bytes_from_network"]
     assert received <= len(data) // 3, \
         f"{received} of {len(data)} bytes received for a seek to 40 s of 60\n{describe(requests())}"
+
+
+def zipped(name, data):
+    """`data` as the one member `name` of a stored ZIP (Python's zipfile)."""
+    import io
+    import zipfile
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr(name, data)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("ext", ["mp4", "mkv"])
+def test_a_cold_ffprobe_of_a_zip_member_takes_the_index_then_the_plain_files_rounds(mount, srv, link, films, ext):
+    """An archive's URL as the source: the index (the ZIP's head, then its
+    tail, where the central directory is; the member's local header is in
+    the head), then ffprobe as on the plain file: the member's head, and
+    the container's index in one more wave."""
+    name = f"film.{ext}"
+    srv.add("film.zip", zipped(name, films[name]), content_type="application/zip")
+    base, requests = link
+    m = mount(base + "film.zip")
+    assert os.listdir(m.mountpoint) == [name], m.stderr()
+    srv.wait_idle(WAIT)
+    indexed = len(requests())
+    out = subprocess.run([a.replace("{}", str(m.path(name))) for a in FFPROBE], capture_output=True, timeout=180)
+    assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]
+    srv.wait_idle(WAIT)
+    got = requests()
+    print(f"zip {name}: {indexed} requests to index, {len(got) - indexed} to probe, "
+          f"{linkem.rounds(got[:indexed])} + {linkem.rounds(got[indexed:])} rounds\n{describe(got)}")
+    assert linkem.rounds(got[:indexed]) <= 2 and indexed <= 2, describe(got)
+    assert linkem.rounds(got[indexed:]) <= 2, describe(got)
+    assert len(got) - indexed <= 2, describe(got)
