@@ -54,7 +54,11 @@ public struct ArchiveFolder: Listing {
         return index.members.compactMap { member in
             let path = member.path.split(separator: "/").map(String.init)
             guard !path.isEmpty, member.extents.allSatisfy({ volumes.indices.contains($0.volume) }) else { return nil }
-            let parts = member.extents.map { HLSPlaylist.Part(url: volumes[$0.volume], range: $0.range) }
+            let parts = member.extents.map { extent in
+                HLSPlaylist.Part(url: volumes[extent.volume], range: extent.range, resource: validators.indices.contains(extent.volume)
+                    ? HLSPlaylist.Part.Resource(length: validators[extent.volume].length, etag: validators[extent.volume].etag,
+                                                lastModified: validators[extent.volume].lastModified) : nil)
+            }
             let key = volumes[0] + "#member=" + (member.path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")
             let vod = SegmentedVOD(url: key, parts: parts, contentType: contentType(of: path.last!), version: version,
                                    lastModified: member.mtime.map(httpDate), isArchiveMember: true)

@@ -21,11 +21,31 @@ public enum HLSPlaylist: Equatable, Sendable {
         public var range: Range<Int64>?
         /// Set when the bytes are AES-128-CBC cipher text (`#EXT-X-KEY`).
         public var encryption: Encryption?
+        /// The version of the resource `range` was read from, when known (an
+        /// archive's volume: its offsets come from its headers): its length
+        /// and ETag. A read sends it as If-Range, and an answer of another
+        /// version fails rather than giving another version's bytes.
+        public var resource: Resource?
 
-        public init(url: String, range: Range<Int64>?, encryption: Encryption? = nil) {
+        public struct Resource: Equatable, Sendable {
+            public var length: Int64
+            public var etag: String?
+            public var lastModified: String?
+            /// What If-Range carries: a strong ETag only. A date or a weak
+            /// ETag (Apache's for a file changed within the last second)
+            /// makes a server answer 200 for the same version; the answer's
+            /// own length and validators are checked instead.
+            var ifRange: String? {
+                guard let etag, !etag.hasPrefix("W/") else { return nil }
+                return etag
+            }
+        }
+
+        public init(url: String, range: Range<Int64>?, encryption: Encryption? = nil, resource: Resource? = nil) {
             self.url = url
             self.range = range
             self.encryption = encryption
+            self.resource = resource
         }
     }
 

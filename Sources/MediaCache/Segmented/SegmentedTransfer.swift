@@ -161,6 +161,13 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         let usable = head.status == 206 ? head.contentRange?.range.lowerBound == asked.lowerBound
             && (head.contentRange?.range.count ?? 0) >= asked.count
             : head.status == 200 && asked.lowerBound == 0
+        if usable, let resource = vod.parts[piece.part].resource, !Self.answer(head, isOf: resource) {
+            // The offsets were read from another version (an archive's
+            // volume changed): its bytes here would be neither.
+            failure = MediaError.io("segment \(piece.part + 1) changed since its offsets were read "
+                                    + "(length \(resource.length), ETag \(resource.etag ?? "none"))")
+            return false
+        }
         guard usable else {
             failure = head.status == 206 || head.status == 200
                 ? MediaError.io("segment \(piece.part + 1) answered \(head.headers["content-range"] ?? "no Content-Range") "
@@ -179,6 +186,18 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
             delegateStopped = true
             return false
         }
+        return true
+    }
+
+    /// Whether an answer is of the resource version a part's offsets were
+    /// read from: its whole length and validators where it says them
+    /// (ETags compared weakly: Apache's turns strong a second after a change).
+    static func answer(_ head: ResponseHead, isOf resource: HLSPlaylist.Part.Resource) -> Bool {
+        let total = head.status == 206 ? head.contentRange?.total : head.contentLength
+        if let total, total != resource.length { return false }
+        func opaque(_ etag: String) -> Substring { etag.hasPrefix("W/") ? etag.dropFirst(2) : Substring(etag) }
+        if let etag = head.etag, let known = resource.etag { return opaque(etag) == opaque(known) }
+        if let date = head.lastModified, let known = resource.lastModified { return date == known }
         return true
     }
 

@@ -166,6 +166,7 @@ extension SegmentedVOD {
     func request(part index: Int, _ range: Range<Int64>, priority: FetchRequest.Priority,
                  group: String) -> (FetchRequest, PieceDecryptor?) {
         let (wire, decryptor) = self.wire(part: index, range)
-        return (FetchRequest(url: parts[index].url, range: wire, priority: priority, group: group), decryptor)
+        return (FetchRequest(url: parts[index].url, range: wire, ifRange: parts[index].resource?.ifRange,
+                             priority: priority, group: group), decryptor)
     }
 }

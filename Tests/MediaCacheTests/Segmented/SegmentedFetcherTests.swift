@@ -245,4 +245,21 @@ final class SegmentedFetcherTests: XCTestCase {
         XCTAssertEqual(read.body, Array(segments[2].prefix(100)))
         XCTAssertEqual(fake.gets.map(\.request.url), ["http://h.example/v/s2.ts"])
     }
+
+    func testAnArchivePartsAnswer_isItsVolumesVersion_onlyWithTheSameLengthAndETag() {
+        let resource = HLSPlaylist.Part.Resource(length: 1000, etag: "W/\"v1\"", lastModified: "Thu, 01 Jan 2026 00:00:00 GMT")
+        func head(_ status: Int, _ headers: [String: String]) -> ResponseHead { ResponseHead(status: status, headers: headers) }
+        // Apache's ETag turns strong a second after a change: the same version.
+        XCTAssertTrue(SegmentedTransfer.answer(head(206, ["content-range": "bytes 0-9/1000", "etag": "\"v1\""]), isOf: resource))
+        XCTAssertFalse(SegmentedTransfer.answer(head(206, ["content-range": "bytes 0-9/1001", "etag": "\"v1\""]), isOf: resource))
+        XCTAssertFalse(SegmentedTransfer.answer(head(206, ["content-range": "bytes 0-9/1000", "etag": "\"v2\""]), isOf: resource))
+        XCTAssertFalse(SegmentedTransfer.answer(head(200, ["content-length": "999"]), isOf: resource))
+        XCTAssertFalse(SegmentedTransfer.answer(head(206, ["content-range": "bytes 0-9/1000",
+                                                           "last-modified": "Fri, 02 Jan 2026 00:00:00 GMT"]),
+                                                isOf: HLSPlaylist.Part.Resource(length: 1000, etag: nil,
+                                                                                lastModified: "Thu, 01 Jan 2026 00:00:00 GMT")))
+        // If-Range carries a strong ETag only (a date or a weak one makes a server answer 200 for the same bytes).
+        XCTAssertNil(resource.ifRange)
+        XCTAssertEqual(HLSPlaylist.Part.Resource(length: 1, etag: "\"s\"", lastModified: nil).ifRange, "\"s\"")
+    }
 }
