@@ -60,7 +60,7 @@ public final class MediaFS: @unchecked Sendable {
 
     let owner = (uid: getuid(), gid: getgid())
     /// Directories show the mount's start as their times.
-    let mountedAt = time(nil)
+    let mountedAt = time_t(Clock.system.wall())
     private let options: Options
     /// The class of the process behind each open.
     let classifier: ProcessClassifier

@@ -46,11 +46,11 @@ public final class CacheLock: Sendable {
             close(fd)
             throw MediaError(EINVAL, "the cache lock \(path) is not a regular file")
         }
-        let deadline = DispatchTime.now() + min(max(wait, 0), 3600)
+        let deadline = Deadline.after(seconds: min(max(wait, 0), 3600))
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
-            guard code == EWOULDBLOCK, DispatchTime.now() < deadline else {
+            guard code == EWOULDBLOCK, !deadline.hasPassed else {
                 let holder = Self.holder(fd)
                 close(fd)
                 guard code == EWOULDBLOCK else { throw MediaError.system("cannot lock \(path)", errno: code) }

@@ -19,6 +19,21 @@ public struct Clock: Sendable {
 
     public static let system = Clock(monotonic: { seconds(CLOCK_MONOTONIC) }, wall: { seconds(CLOCK_REALTIME) })
 
+    /// The CLOCK_MONOTONIC moment `seconds` from now, as
+    /// pthread_cond_timedwait takes it (Condition's deadline; a year at most).
+    static func monotonicTimespec(after seconds: Double) -> timespec {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        let whole = min(max(seconds, 0), 86_400 * 365).rounded(.down)
+        var nanoseconds = spec.tv_nsec + Int((min(max(seconds, 0), 86_400 * 365) - whole) * 1e9)
+        var total = Int(spec.tv_sec) + Int(whole)
+        if nanoseconds >= 1_000_000_000 {
+            total += 1
+            nanoseconds -= 1_000_000_000
+        }
+        return timespec(tv_sec: total, tv_nsec: nanoseconds)
+    }
+
     static func seconds(_ id: clockid_t) -> Double {
         var spec = timespec()
         clock_gettime(id, &spec)

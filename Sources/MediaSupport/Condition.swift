@@ -41,16 +41,7 @@ public final class Condition: @unchecked Sendable {
     public func wait(until deadline: Deadline) -> Bool {
         let remaining = deadline.remaining
         guard remaining > 0 else { return false }
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        let whole = remaining.rounded(.down)
-        var seconds = Int(spec.tv_sec) + Int(min(whole, 86_400 * 365))
-        var nanoseconds = spec.tv_nsec + Int((remaining - whole) * 1e9)
-        if nanoseconds >= 1_000_000_000 {
-            seconds += 1
-            nanoseconds -= 1_000_000_000
-        }
-        var until = timespec(tv_sec: seconds, tv_nsec: nanoseconds)
+        var until = Clock.monotonicTimespec(after: remaining)
         pthread_cond_timedwait(condition, mutex, &until)
         return !deadline.hasPassed
     }

@@ -36,9 +36,7 @@ public final class Histogram: Sendable {
 
     /// Seconds on the monotonic clock, for `observe(since:)`.
     public static func now() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+        Clock.system.monotonic()
     }
 
     /// Records the time since `start` (from `now()`).

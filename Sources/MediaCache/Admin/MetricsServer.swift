@@ -191,8 +191,6 @@ public final class MetricsServer: @unchecked Sendable {
     }
 
     private static func monotonic() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+        Clock.system.monotonic()
     }
 }

@@ -88,17 +88,24 @@ public enum ArchiveReader {
     /// or the first failure, naming its volume.
     private static func read(_ reads: [(Int, Range<Int64>)], of volumes: [Volume], fetcher: Fetching,
                              timeout: Double) throws -> [VolumeRead.Answer] {
-        let results = Locked<[Swift.Result<VolumeRead.Answer, MediaError>?]>(Array(repeating: nil, count: reads.count))
-        let group = DispatchGroup()
+        let results = ConditionLocked<[Swift.Result<VolumeRead.Answer, MediaError>?]>(Array(repeating: nil, count: reads.count))
         var started: [TransferID] = []
         for (slot, (volume, range)) in reads.enumerated() {
-            group.enter()
             started.append(VolumeRead.start(url: volumes[volume].url, range: range, fetcher: fetcher) { result in
-                results.withLock { $0[slot] = result }
-                group.leave()
+                results.withScope { scope in
+                    scope.state[slot] = result
+                    scope.broadcast()
+                }
             })
         }
-        guard group.wait(timeout: .now() + timeout) == .success else {
+        let deadline = Deadline.after(seconds: timeout)
+        let answered = results.withScope { scope in
+            while scope.state.contains(where: { $0 == nil }) {
+                guard scope.wait(until: deadline) else { return !scope.state.contains(where: { $0 == nil }) }
+            }
+            return true
+        }
+        guard answered else {
             for id in started { fetcher.cancel(id) }
             throw MediaError(ETIMEDOUT, "\(volumes[0].name): its headers did not arrive within \(Int(timeout)) s")
         }

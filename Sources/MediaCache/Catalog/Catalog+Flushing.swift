@@ -151,6 +151,7 @@ extension Catalog {
         // Where each URL is, found once a pass and only if a record must go.
         var paths: [String: String]?
         guard let report = evictor?.run(mounted: byURL, records: recorded, membership: membership, budget: budget,
+                                        now: Int64(settings.clock.wall()),
                                         removing: { [self] url, remove in
             // Under the lock that making a loader (and loading its metadata) holds.
             state.withLock { state in

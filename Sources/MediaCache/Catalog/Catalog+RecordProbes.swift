@@ -20,7 +20,7 @@ extension Catalog {
         let choose = { (state: inout CatalogState) -> Start in
             if let loader = state.loaders[url] { return .loader(loader) }
             guard let record = state.records[url], record.size == nil, state.probing[url] == nil else { return .none }
-            let probe = RecordProbe()
+            let probe = RecordProbe(clock: self.settings.clock)
             state.probing[url] = probe
             return .record(probe)
         }
@@ -51,7 +51,7 @@ extension Catalog {
                           fromFeeder: Bool = false, then settled: (@Sendable () -> Void)? = nil) {
         let answers = probeAnswers
         let feeder = self.feeder
-        probe.started(ContentProbe.start(url: url, fetcher: fetcher, priority: priority) { [weak self] result in
+        probe.started(ContentProbe.start(url: url, fetcher: fetcher, clock: settings.clock, priority: priority) { [weak self] result in
             if let self, self.recordProbeFinishedWithoutWaiting(probe, url: url, result) {
                 probe.finish(result)
                 guard let settled else { return }

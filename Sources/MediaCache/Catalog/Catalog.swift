@@ -334,7 +334,7 @@ public final class Catalog: @unchecked Sendable {
                     known = record.attributes
                     if known == nil && record.listed {
                         // A listed entry's stat overtook its background probe.
-                        probe = state.probing[url].map { ($0, false) } ?? (RecordProbe(), true)
+                        probe = state.probing[url].map { ($0, false) } ?? (RecordProbe(clock: settings.clock), true)
                         if probe?.new == true { state.probing[url] = probe?.0 }
                     }
                 }
@@ -558,7 +558,7 @@ public final class Catalog: @unchecked Sendable {
 
     /// Notes how a source's server answered (nil: it did) for `status`.
     func noteHealth(of origin: String, failure: String?) {
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Int64(settings.clock.wall())
         health.withLock { health in
             let known = health[origin] ?? SourceHealth(origin: origin, state: "reachable", since: now, error: "")
             health[origin] = known.after(failure: failure, at: now)

@@ -14,6 +14,12 @@ final class RecordProbe: @unchecked Sendable {
     private var running: ContentProbe?
     private var promoted = false
     private var answeredAt = 0.0
+    /// The catalog's clock, which `finishedAt` is on.
+    private let clock: Clock
+
+    init(clock: Clock) {
+        self.clock = clock
+    }
     /// Whether a stat handed its failure to the entry's loader already;
     /// touched only under the catalog's lock (in its state's closures).
     var failureHandedOver = false
@@ -41,7 +47,7 @@ final class RecordProbe: @unchecked Sendable {
 
     func finish(_ result: Result<ContentInfo, MediaError>) {
         lock.withLock {
-            answeredAt = Clock.system.monotonic()
+            answeredAt = clock.monotonic()
             running = nil
         }
         answer.fulfil(result)

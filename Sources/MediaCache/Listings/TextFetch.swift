@@ -49,11 +49,11 @@ public enum TextFetch {
     public static func fetch(_ request: FetchRequest, options: HTTPOptions, timeout: Int = 30,
                              maxBytes: Int = maxBytes) throws -> Answer {
         let shown = MediaError.redacted(request.url)
-        let deadline = ContinuousClock.now + .seconds(timeout)
+        let deadline = Deadline.after(seconds: Double(timeout))
         var hop = try CurlHop(request, options: options)
         while true {
             let sink = Sink(limit: maxBytes)
-            let left = max(1, Int((deadline - ContinuousClock.now).components.seconds))
+            let left = max(1, Int(deadline.remaining))
             let code = withExtendedLifetime(sink) { perform(hop, into: sink, timeout: left) }
             if sink.tooLarge { throw MediaError(EFBIG, "\(shown): larger than \(maxBytes >> 20) MiB") }
             guard code == CURLE_OK else {

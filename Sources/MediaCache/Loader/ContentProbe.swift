@@ -45,9 +45,13 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     private let current: Locked<(id: TransferID, priority: FetchRequest.Priority)>
     private let started = Histogram.now()
 
-    private init(url: String, fetcher: Fetching, priority: FetchRequest.Priority, steps: [Step], handover: Handover?,
-                 completion: @escaping Completion) {
+    /// The mount's clock, for `sentAt` (the handover measures the link by it).
+    private let clock: Clock
+
+    private init(url: String, fetcher: Fetching, clock: Clock, priority: FetchRequest.Priority, steps: [Step],
+                 handover: Handover?, completion: @escaping Completion) {
         current = Locked((0, priority))
+        self.clock = clock
         self.url = url
         self.fetcher = fetcher
         self.completion = completion
@@ -61,11 +65,11 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     /// With `firstBytes` and a `handover`, a ranged GET asks for that many
     /// bytes (HEAD only if its answer gives no length).
     @discardableResult
-    static func start(url: String, fetcher: Fetching, priority: FetchRequest.Priority = .read,
+    static func start(url: String, fetcher: Fetching, clock: Clock, priority: FetchRequest.Priority = .read,
                       firstBytes: Int64 = 0, handover: Handover? = nil,
                       completion: @escaping Completion) -> ContentProbe {
         let steps: [Step] = firstBytes > 0 && handover != nil ? [.firstBytes(firstBytes), .head] : [.head, .byteZero]
-        let probe = ContentProbe(url: url, fetcher: fetcher, priority: priority, steps: steps, handover: handover, completion: completion)
+        let probe = ContentProbe(url: url, fetcher: fetcher, clock: clock, priority: priority, steps: steps, handover: handover, completion: completion)
         probe.send(priority: priority)
         return probe
     }
@@ -83,7 +87,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
             Log.debug("GET \(MediaError.redacted(url)) bytes 0-0")
             request = FetchRequest(url: url, range: 0..<1, priority: priority)
         }
-        sentAt = Clock.system.monotonic()
+        sentAt = clock.monotonic()
         current.withLock { current in
             current.priority = min(current.priority, request.priority)
             var request = request

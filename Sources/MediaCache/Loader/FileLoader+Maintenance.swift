@@ -63,7 +63,7 @@ extension FileLoader {
         let due = lock.withLock { $0.info != nil && wallNow() - Double($0.lastValidated) >= maxAge }
         guard due else { return false }
         let answer = OneShot<Result<ContentInfo, MediaError>>()
-        ContentProbe.start(url: source.url, fetcher: fetcher) { answer.fulfil($0) }
+        ContentProbe.start(url: source.url, fetcher: fetcher, clock: settings.clock) { answer.fulfil($0) }
         let result = answer.wait(until: deadline(after: settings.timeout))
         statistics.requests.add(1, ordering: .relaxed)
         switch result {

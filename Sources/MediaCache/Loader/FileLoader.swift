@@ -247,7 +247,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
         // a listing's stays byte-frugal.
         let firstBytes = priority == .read && !state.listed ? firstBytesOfLookup : 0
-        state.probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, priority: priority,
+        state.probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, clock: settings.clock, priority: priority,
                                                   firstBytes: firstBytes, handover: { [self] info, id, head, askedAt in
             self.adoptProbe(info, id: id, head: head, limit: firstBytes, askedAt: askedAt)
         }) { [self] result in

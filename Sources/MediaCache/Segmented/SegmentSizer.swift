@@ -92,7 +92,8 @@ final class SegmentSizer: Sendable {
         if let range {
             return plainLength(of: part, cipher: Int64(range.count), priority: priority)
         }
-        ContentProbe.start(url: url, fetcher: fetcher, priority: priority) { [self] result in
+        // No handover: the clock (when the probe was sent) is never read.
+        ContentProbe.start(url: url, fetcher: fetcher, clock: .system, priority: priority) { [self] result in
             guard case .success(let info) = result, vod.parts[part].encryption != nil else {
                 return learned(part, result.map(\.length), priority: priority)
             }

@@ -69,7 +69,7 @@ final class ContentProbeTests: XCTestCase {
 
     private func probe(_ fetcher: Fetching, priority: FetchRequest.Priority = .probe) -> Reports {
         let reports = Reports()
-        ContentProbe.start(url: url, fetcher: fetcher, priority: priority) { reports.add($0) }
+        ContentProbe.start(url: url, fetcher: fetcher, clock: .system, priority: priority) { reports.add($0) }
         return reports
     }
 
@@ -143,7 +143,7 @@ final class ContentProbeTests: XCTestCase {
             return ResponseHead(status: head.status, headers: head.headers.filter { $0.key != "content-length" })
         }
         let reports = Reports()
-        let running = ContentProbe.start(url: url, fetcher: stripping, priority: .probe) { reports.add($0) }
+        let running = ContentProbe.start(url: url, fetcher: stripping, clock: .system, priority: .probe) { reports.add($0) }
         running.promote()
         running.promote()
         fetcher.release()
@@ -159,7 +159,7 @@ final class ContentProbeTests: XCTestCase {
         let sink = Sink()
         let handed = Locked<[(ContentInfo, TransferID)]>([])
         let reports = Reports()
-        ContentProbe.start(url: url, fetcher: fetcher, priority: .read, firstBytes: 4096,
+        ContentProbe.start(url: url, fetcher: fetcher, clock: .system, priority: .read, firstBytes: 4096,
                            handover: { info, id, _, _ in
             handed.withLock { $0.append((info, id)) }
             return sink
@@ -180,7 +180,7 @@ final class ContentProbeTests: XCTestCase {
     }
 
     func testALookupsProbe_whoseHandoverRefuses_stopsTheBody() throws {
-        ContentProbe.start(url: url, fetcher: fetcher, priority: .read, firstBytes: 4096,
+        ContentProbe.start(url: url, fetcher: fetcher, clock: .system, priority: .read, firstBytes: 4096,
                            handover: { _, _, _, _ in nil }) { _ in }
         settled()
         XCTAssertEqual(fetcher.gets.first?.stoppedByDelegate, true)
@@ -190,7 +190,7 @@ final class ContentProbeTests: XCTestCase {
     func testALookupsProbe_ofAnEmptyFile_learnsItsLengthFromThe416_withoutAHEAD() throws {
         fetcher.add(url, bytes: [])
         let reports = Reports()
-        ContentProbe.start(url: url, fetcher: fetcher, priority: .read, firstBytes: 4096,
+        ContentProbe.start(url: url, fetcher: fetcher, clock: .system, priority: .read, firstBytes: 4096,
                            handover: { _, _, _, _ in XCTFail("an empty file has no body to hand over"); return nil }) {
             reports.add($0)
         }
