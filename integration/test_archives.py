@@ -5,9 +5,12 @@ Python's zipfile, each member compared with what `unar` extracted
 (scripts/fetch-archive-fixtures.sh). An nginx of this module's own serves
 them in a listed directory and logs every request: the volumes are read by
 range only, their heads at most 64 KiB a request, and a member's bytes are
-ranges of its volumes, byte-exact across every volume edge."""
+ranges of its volumes, byte-exact across every volume edge. A film in
+7 RAR5 volumes, too large to ship, is written here (rar5write.py, proved
+by test_rar5write.py) and checked with unar before it is mounted."""
 
 import errno
+import hashlib
 import io
 import json
 import os
@@ -20,10 +23,13 @@ from pathlib import Path
 
 import pytest
 
+import rar5write
 from conftest import Nginx, _video_codec
 from harness import read_range, read_whole, run, xset
 
 HEAD = 64 << 10
+FILM_MEMBER = "Film (2026)/film.mkv"
+FILM_VOLUMES = 7
 
 
 def fixtures_dir():
@@ -68,13 +74,21 @@ def library(tmp_path_factory):
     (root / "other").mkdir()
     (root / "other/x.bin").write_bytes(b"x" * 100)
     # A film stored in a ZIP by Python's zipfile, beside the same film plain.
+    # Noise makes it megabytes (8.5 MB with libx264), so that each of its
+    # RAR volumes below is many times a 64 KiB head read.
     film = root / "films"
     film.mkdir()
     subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                    "testsrc=duration=30:size=320x240:rate=25", "-c:v", *_video_codec(), "-g", "25",
-                    str(film / "film.mkv")], check=True, timeout=300)
+                    "testsrc=duration=30:size=320x240:rate=25", "-vf", "noise=alls=8:allf=t",
+                    "-c:v", *_video_codec(), "-g", "25", str(film / "film.mkv")], check=True, timeout=300)
     with zipfile.ZipFile(film / "film.zip", "w", compression=zipfile.ZIP_STORED) as archive:
-        archive.write(film / "film.mkv", "Film (2026)/film.mkv")
+        archive.write(film / "film.mkv", FILM_MEMBER)
+    # The same film as 7 RAR5 volumes in a directory of their own, as
+    # `rar a -m0 -vSIZE` splits it: each volume a seventh of the film and
+    # room for its headers, the last what is left.
+    (root / "rarfilm").mkdir()
+    seventh = -(-os.path.getsize(film / "film.mkv") // FILM_VOLUMES)
+    rar5write.write_rar5_volumes(film / "film.mkv", FILM_MEMBER, root / "rarfilm", "film", seventh + 1024)
     (film / "plain").mkdir()
     shutil.move(film / "film.mkv", film / "plain/film.mkv")
     for server in Nginx.serving(tmp_path_factory.mktemp("archives-nginx"), root, autoindex=True):
@@ -228,28 +242,73 @@ def test_a_remount_shows_the_members_from_the_saved_index_with_the_server_gone(m
         server.start()
 
 
+def probed(path):
+    out = run("ffprobe", "-v", "error", "-show_entries", "format=duration:stream=codec_name,width",
+              "-of", "json", str(path), timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def seeked_frames(path):
+    """The frames' MD5s of the second a seek to 20 s decodes."""
+    out = run("ffmpeg", "-hide_banner", "-loglevel", "error", "-ss", "20", "-i", str(path), "-t", "1",
+              "-f", "framemd5", "-", timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [line.split(",")[-1] for line in out.stdout.splitlines() if line and not line.startswith("#")]
+
+
 def test_a_film_in_a_stored_zip_probes_and_seeks_as_the_plain_film_does(mount, library):
     server, _ = library
     m = mount(server.url("films/"), server.url("other/"), extra=("--timeout", "10"))
     films = Path(m.path("films"))
     assert sorted(os.listdir(films)) == ["film", "plain"], (os.listdir(films), m.stderr())
-    member, plain = films / "film/Film (2026)/film.mkv", films / "plain/film.mkv"
+    member, plain = films / "film" / FILM_MEMBER, films / "plain/film.mkv"
     assert read_whole(member) == read_whole(plain)
+    assert probed(member) == probed(plain)
+    seeked = seeked_frames(member)
+    assert len(seeked) >= 20 and seeked == seeked_frames(plain)
 
-    def probe(path):
-        out = run("ffprobe", "-v", "error", "-show_entries", "format=duration:stream=codec_name,width",
-                  "-of", "json", str(path), timeout=60)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
-    assert probe(member) == probe(plain)
 
-    def frames(path):
-        out = run("ffmpeg", "-hide_banner", "-loglevel", "error", "-ss", "20", "-i", str(path), "-t", "1",
-                  "-f", "framemd5", "-", timeout=120)
-        assert out.returncode == 0, out.stderr
-        return [line.split(",")[-1] for line in out.stdout.splitlines() if line and not line.startswith("#")]
-    seeked = frames(member)
-    assert len(seeked) >= 20 and seeked == frames(plain)
+def test_a_film_in_seven_rar5_volumes_reads_as_the_film_by_ranges_of_its_volumes(mount, library, tmp_path):
+    server, _ = library
+    plain = server.root / "films/plain/film.mkv"
+    film = plain.read_bytes()
+    volumes = sorted((server.root / "rarfilm").iterdir())
+    assert [v.name for v in volumes] == [f"film.part{i}.rar" for i in range(1, FILM_VOLUMES + 1)]
+    # unar first: the set is a good one before mediafs is asked to read it.
+    out = run("unar", "-quiet", "-no-directory", "-output-directory", tmp_path / "unar", volumes[0], timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "unar" / FILM_MEMBER).read_bytes() == film
+    # Where each volume's part ends in the film, as lsar (not the writer) says.
+    listed = run("lsar", "-j", volumes[0])
+    assert listed.returncode == 0, listed.stderr
+    lengths = [p["InputLength"] for p in json.loads(listed.stdout)["lsarContents"][0]["RAR5InputParts"]]
+    assert len(lengths) == FILM_VOLUMES and sum(lengths) == len(film), lengths
+    edges = [sum(lengths[:i]) for i in range(1, FILM_VOLUMES)]
+
+    server.clear_log()
+    m = mount(server.url("rarfilm/"), server.url("other/"), extra=("--timeout", "10"))
+    folder = Path(m.path("rarfilm"))
+    assert os.listdir(folder) == ["film"], (os.listdir(folder), m.stderr())
+    member = folder / "film" / FILM_MEMBER
+    assert os.stat(member).st_size == len(film)
+    # Cold reads first, so each one's bytes come from the volumes, not the cache.
+    for edge in edges:
+        for offset, size in ((edge - 1, 2), (edge - 4096, 8192), (edge - 100_000, 150_000), (edge, 1)):
+            assert read_range(member, offset, size) == film[offset:offset + size], (edge, offset, size)
+    assert hashlib.sha256(read_whole(member)).digest() == hashlib.sha256(film).digest()
+    assert probed(member) == probed(plain)
+    seeked = seeked_frames(member)
+    assert len(seeked) >= 20 and seeked == seeked_frames(plain)
+
+    # Every volume was read by range only, and sent about what reading
+    # needed: its bytes once, besides the index's head read (and a head's
+    # worth of slack): a whole volume fetched again would show.
+    gets = [e for e in server.log() if e.method == "GET" and "/rarfilm/" in e.uri and not e.uri.endswith("/")]
+    assert gets and all(e.range for e in gets), [e for e in gets if not e.range]
+    sent = {v.name: sum(e.sent for e in gets if e.uri.endswith("/" + v.name)) for v in volumes}
+    for v in volumes:
+        assert v.stat().st_size <= sent[v.name] <= v.stat().st_size + 2 * HEAD, (v.name, v.stat().st_size, sent)
 
 
 def test_a_webdav_refresh_that_lists_the_volumes_unchanged_reads_no_header_again(mount, library):
