@@ -27,7 +27,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import baseline  # noqa: E402
 
 ROOT = "/tmp/mediafs-bench"
-DATA = os.path.join(ROOT, "data")
+# The generated data, shared by default; MEDIAFS_BENCH_DATA=DIR gives a run
+# data of its own (a scenario whose data changes must not rewrite the files
+# another engineer's run is serving).
+DATA = os.environ.get("MEDIAFS_BENCH_DATA") or os.path.join(ROOT, "data")
 # Engineers sharing a machine share the generated data but each needs a run
 # directory of their own (a run starts by emptying it).
 WORK = os.environ.get("MEDIAFS_BENCH_RUN") or os.path.join(ROOT, "run")
