@@ -419,9 +419,15 @@ public final class FileLoader: TransferDelegate, Sendable {
             // ffprobe through a 100 ms link: 5 rounds and 0.58 s, not 2 and
             // 0.23 s). A scan's or a player's alike: the plain file beside it
             // gets those bytes at its lookup whichever reads it.
+            var holesOwner = owner
             if wanted.lowerBound == 0, scope.state.present.isEmpty,
                context.segmented?.isArchiveMember(source.url) == true {
                 window = max(window, min(settings.probeFirstBytes, info.length) - wanted.lowerBound)
+                // The file's, not the handle's, as a plain file's lookup
+                // probe is: it runs to its end whatever the reader does
+                // next. A demuxer's seek to an mp4's moov stopped it at 64
+                // KiB, and the reads after the moov asked for the rest again.
+                holesOwner = ObjectIdentifier(self)
             }
             var attempts = Attempts(stops: scope.state.stops)
             let wait = scope.state.nextWait
@@ -429,7 +435,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             scope.state.waits[wait] = LoaderState.Wait(range: wanted, buffer: buffer)
             defer { scope.state.waits[wait] = nil }
             var available = scope.state.availability(of: wait)
-            try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
+            try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,
                              readClass: pattern.readClass, streams: pattern.streams, info: info,
                              attempts: &attempts, state: &scope.state)
             readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass,
@@ -466,7 +472,7 @@ public final class FileLoader: TransferDelegate, Sendable {
                     throw MediaError.io("\(source.displayURL) changed on the server during the read")
                 }
                 available = scope.state.availability(of: wait)
-                try requestHoles(in: available.missing(in: wanted), window: window, owner: owner,
+                try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,
                                  readClass: pattern.readClass, streams: pattern.streams, info: info,
                              attempts: &attempts, state: &scope.state)
             }

@@ -120,10 +120,14 @@ public final class SegmentedFetcher: Fetching, Sendable {
         if priority == .read { transfers.withLock { $0.running[id] }?.promote() }
     }
 
-    /// A VOD's transfers are cut into segments' requests, never held; other
+    /// An archive member's transfers are held piece by piece (its volumes
+    /// are large: a player's long transfer is one request a volume); an
+    /// HLS or DASH VOD's are cut into segments' requests, never held; other
     /// files' are the fetcher beneath's.
     public func holdsTransfers(of url: String) -> Bool {
-        sizer(of: url) == nil && base.holdsTransfers(of: url)
+        guard let sizer = sizer(of: url) else { return base.holdsTransfers(of: url) }
+        return sizer.vod.isArchiveMember && sizer.vod.parts.allSatisfy { $0.encryption == nil }
+            && (sizer.vod.parts.first.map { base.holdsTransfers(of: $0.url) } ?? false)
     }
 
     /// A VOD's parts' offsets once its sizer settled them; never before
@@ -133,11 +137,14 @@ public final class SegmentedFetcher: Fetching, Sendable {
     }
 
     public func allow(_ id: TransferID, through bytes: Int64) {
-        guard id & Self.ownBit == 0 else { return }
-        base.allow(id, through: bytes)
+        guard id & Self.ownBit != 0 else { return base.allow(id, through: bytes) }
+        transfers.withLock { $0.running[id] }?.allow(through: bytes)
     }
 
     public func shutdown() {
+        // A held transfer waiting for its next piece has no request that
+        // the fetcher beneath would end.
+        for transfer in transfers.withLock({ Array($0.running.values) }) { transfer.cancel() }
         base.shutdown()
         answers.stop(drain: true)
     }

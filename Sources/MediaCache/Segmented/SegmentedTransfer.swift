@@ -16,6 +16,12 @@
 // thread: `control` says whether the transfer is stopped and which piece
 // request is current, so a cancel that races the start of the next piece
 // still stops it.
+//
+// Held (an archive member's long transfer, `FetchRequest.allowance`): the
+// allowance counts the whole transfer's body; the current piece is asked
+// for with what is left of it, `allow` passes a raise on to that piece, and
+// a piece that would start past the allowance waits for the raise that
+// reaches it (started then from `allow`'s thread: no piece is running).
 import MediaNetwork
 import MediaSupport
 #if canImport(Glibc)
@@ -35,6 +41,12 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         var stopped = false
         var current: TransferID?
         var priority: FetchRequest.Priority
+        /// Body bytes the whole transfer may deliver (nil: all).
+        var allowance: Int64?
+        /// Body bytes of the pieces before the current one.
+        var pieceStart: Int64 = 0
+        /// The next piece waits for an allowance past `pieceStart`.
+        var waiting = false
     }
     private let control: Locked<Control>
 
@@ -63,7 +75,7 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         self.fetcher = fetcher
         self.answerLater = answerLater
         self.finished = finished
-        control = Locked(Control(priority: request.priority))
+        control = Locked(Control(priority: request.priority, allowance: request.allowance))
     }
 
     private var vod: SegmentedVOD { sizer.vod }
@@ -119,11 +131,23 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
 
     private func startNextPiece() {
         let piece = pieces[next]
+        // Held: the piece is asked for with what is left of the allowance,
+        // or waits for more.
+        let (priority, pieceAllowance, go) = control.withLock { control -> (FetchRequest.Priority, Int64?, Bool) in
+            guard let allowance = control.allowance, vod.parts[piece.part].encryption == nil else { return (control.priority, nil, true) }
+            let left = allowance - control.pieceStart
+            if left <= 0 {
+                control.waiting = true
+                return (control.priority, nil, false)
+            }
+            return (control.priority, left < Int64(piece.range.count) ? left : nil, true)
+        }
+        guard go else { return }
         next += 1
         due = Int64(piece.range.count)
         pieceDone = false
-        let priority = control.withLock { $0.priority }
-        let (request, decryptor) = vod.request(part: piece.part, piece.range, priority: priority, group: self.request.group)
+        var (request, decryptor) = vod.request(part: piece.part, piece.range, priority: priority, group: self.request.group)
+        request.allowance = pieceAllowance
         asked = request.range!
         self.decryptor = decryptor
         let id = fetcher.start(request, delegate: self)
@@ -137,10 +161,13 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
     /// Stops the transfer from any thread; the delegate hears `complete`
     /// with a cancellation from the current piece's end.
     func cancel() {
-        let current = control.withLock { control -> TransferID? in
+        let (current, waited) = control.withLock { control -> (TransferID?, Bool) in
             control.stopped = true
-            return control.current
+            defer { control.waiting = false }
+            return (control.current, control.waiting)
         }
+        // A piece waiting for its allowance has no request to hear it from.
+        if waited { return answerLater { [self] in end(head: nil, error: MediaError(ECANCELED, "cancelled")) } }
         if let current { fetcher.cancel(current) }
     }
 
@@ -240,8 +267,31 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
             let piece = pieces[next - 1]
             return end(head: nil, error: MediaError.io("segment \(piece.part + 1) ended \(due) bytes short"))
         }
-        if next < pieces.count { return startNextPiece() }
+        if next < pieces.count {
+            let done = Int64(pieces[next - 1].range.count)
+            control.withLock { $0.pieceStart += done }
+            return startNextPiece()
+        }
         end(head: nil, error: nil)
+    }
+
+    /// The transfer may deliver `bytes` in all: the current piece is let
+    /// go on, or the next one started if it waited for this.
+    func allow(through bytes: Int64) {
+        let (current, through, start) = control.withLock { control -> (TransferID?, Int64, Bool) in
+            guard !control.stopped, let allowance = control.allowance, bytes > allowance else { return (nil, 0, false) }
+            control.allowance = bytes
+            if control.waiting, bytes > control.pieceStart {
+                control.waiting = false
+                return (nil, 0, true)
+            }
+            return (control.current, bytes - control.pieceStart, false)
+        }
+        if start {
+            startNextPiece()
+        } else if let current, through > 0 {
+            fetcher.allow(current, through: through)
+        }
     }
 
     /// Tells the delegate the transfer is over: a head first when none was

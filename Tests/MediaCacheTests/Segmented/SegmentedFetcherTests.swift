@@ -262,4 +262,46 @@ final class SegmentedFetcherTests: XCTestCase {
         XCTAssertNil(resource.ifRange)
         XCTAssertEqual(HLSPlaylist.Part.Resource(length: 1, etag: "\"s\"", lastModified: nil).ifRange, "\"s\"")
     }
+
+    private func member() -> SegmentedVOD {
+        SegmentedVOD(url: url + "#member=film.ts", parts: vod(byteRanges: true).parts, contentType: "video/mp2t",
+                     isArchiveMember: true)
+    }
+
+    func testAnArchiveMembersLongTransfer_isHeld_eachVolumeAskedOnceWithWhatIsLeftOfTheAllowance() throws {
+        fake.setHolds(true)
+        let member = member()
+        let fetcher = SegmentedFetcher(base: fake, vods: [member, vod(byteRanges: true)])
+        XCTAssertTrue(fetcher.holdsTransfers(of: member.url))
+        XCTAssertFalse(fetcher.holdsTransfers(of: url), "an HLS VOD's segments are small: never held")
+        let collector = Collector()
+        var request = FetchRequest(url: member.url, range: 0..<3200)
+        request.allowance = 1000
+        let id = fetcher.start(request, delegate: collector)
+        // The first volume's piece ends at the allowance: the next waits, unasked.
+        XCTAssertTrue(fake.waitUntil { $0.allRecords.first?.finished == true })
+        XCTAssertEqual(fake.allRecords.count, 1)
+        fetcher.allow(id, through: 1600)
+        XCTAssertTrue(fake.waitUntil { $0.allRecords.count == 2 && $0.isHeld($0.allRecords[1].id) })
+        XCTAssertEqual(fake.allRecords[1].request.allowance, 600, "what is left of the allowance")
+        fetcher.allow(id, through: 3200)
+        XCTAssertNil(collector.end()!, "success")
+        XCTAssertEqual(collector.body, segments.flatMap { $0 })
+        XCTAssertEqual(fake.allRecords.map(\.range), [0..<1000, 1000..<2500, 2500..<3200], "one request a volume")
+        XCTAssertNil(fake.allRecords[2].request.allowance, "the rest is allowed: not held")
+    }
+
+    func testAHeldTransferCancelledWhileItsNextPieceWaits_endsCancelled() throws {
+        fake.setHolds(true)
+        let member = member()
+        let fetcher = SegmentedFetcher(base: fake, vods: [member])
+        let collector = Collector()
+        var request = FetchRequest(url: member.url, range: 0..<3200)
+        request.allowance = 1000
+        let id = fetcher.start(request, delegate: collector)
+        XCTAssertTrue(fake.waitUntil { $0.allRecords.first?.finished == true })
+        fetcher.cancel(id)
+        XCTAssertEqual(collector.end()??.errno, ECANCELED)
+        XCTAssertEqual(fake.allRecords.count, 1)
+    }
 }
