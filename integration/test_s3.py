@@ -294,3 +294,29 @@ def test_an_hls_playlist_in_a_bucket_is_its_vod_file_from_signed_requests(s3, s3
                                        "/media/lectures/talk-1.ts"}, [(r.method, r.path) for r in asked]
     assert all(r.signed for r in asked), [(r.method, r.path) for r in asked if not r.signed]
     assert all(r.range.startswith("bytes=") for r in asked if r.method == "GET" and r.path.endswith(".ts"))
+
+
+def test_an_archive_in_a_bucket_named_by_its_key_is_the_directory_of_its_members(s3, s3_mount):
+    """`s3://bucket/dir/set.part1.rar`: the set's other volumes are found in
+    the listing of its prefix (sizes and ETags from it: no HEAD), every
+    volume read by signed ranged GETs, the members equal to what unar
+    extracted from rarfile's own volumes."""
+    from test_archives import SETS, expected_members, fixtures_dir, mounted_files
+    fixtures = fixtures_dir()
+    # A bucket of its own: the other tests list `media` whole.
+    s3.backend.create_bucket(Bucket="archive-media")
+    for name in SETS["rar5-vols"]:
+        s3.backend.put_object(Bucket="archive-media", Key=f"archives/{name}", Body=(fixtures / "rar" / name).read_bytes())
+    s3.backend.put_object(Bucket="archive-media", Key="archives/other.bin", Body=b"not a volume")
+    m = s3_mount("s3://archive-media/archives/rar5-vols.part1.rar")
+    expected = expected_members(fixtures, "rar5-vols")
+    files = mounted_files(m.mountpoint)
+    assert sorted(files) == sorted(expected), (sorted(files), m.stderr())
+    for path, data in expected.items():
+        assert read_whole(files[path]) == data, path
+    asked = s3.requests(list_only=False)
+    assert all(r.signed for r in asked) and not [r for r in asked if r.method == "HEAD"], \
+        [(r.method, r.path) for r in asked]
+    assert {r.path for r in asked} == {f"/archive-media/archives/{name}" for name in SETS["rar5-vols"]}, \
+        [(r.method, r.path) for r in asked]
+    assert all(r.range.startswith("bytes=") for r in asked), [(r.path, r.range) for r in asked]

@@ -1,12 +1,13 @@
 // An archive named by its own URL (a SOURCE argument, a list file's line,
-// `mediafs add`): a `.zip`, or a volume of a RAR set (`film.part1.rar`,
+// `mediafs add`, an `s3://bucket/key` naming one): a `.zip`, or a volume of a RAR set (`film.part1.rar`,
 // `film.rar`, `film.r00`), shown as a directory of its members, as
 // fuse-zip and archivemount show one. What it lists is the set's volumes;
 // the catalog indexes them as it does a set found in any listing
 // (Catalog+ListedArchives) and shows the members in their place.
 //
 // The other volumes of a RAR set are found beside the named one: in the
-// listing of its directory (an HTML index, a WebDAV collection), or where
+// listing of its directory (an HTML index, a WebDAV collection, an S3
+// prefix), or where
 // that cannot be listed (a debrid or usenet link's directory seldom is)
 // by asking for the next names of its numbering, `probeWave` at once,
 // until one is missing. Which volume comes first is the headers' word,
@@ -23,6 +24,9 @@ public struct ArchiveSource: Listing {
     /// Whether it was named by a `dav(s)://` URL: its directory is then a
     /// WebDAV collection.
     let isDAV: Bool
+    /// The listing of the directory it is in, when its URL does not say
+    /// (an S3 object's prefix); else an HTML index or a WebDAV collection.
+    public var directory: (any Listing)?
     /// What the set shows as: "film" for film.part1.rar or film.zip.
     public let folder: String
 
@@ -72,8 +76,9 @@ public struct ArchiveSource: Listing {
     /// the sizes and validators a WebDAV listing gives); nil when that
     /// listing does not hold this volume.
     private func listedSet(in context: ListingContext) throws -> [Source]? {
-        guard let directory = directoryURL else { return nil }
-        let listing: any Listing = isDAV ? WebDAVIndex(url: directory) : HTMLIndex(url: directory)
+        guard let listing = directory ?? directoryURL.map({ url -> any Listing in
+            isDAV ? WebDAVIndex(url: url) : HTMLIndex(url: url)
+        }) else { return nil }
         let files = try listing.list(in: context).filter { !$0.isDirectory }
         guard let set = RARVolumeSet.group(files.map(\.name)).first(where: { $0.names.contains(name) }) else {
             return nil

@@ -52,9 +52,25 @@ public struct S3Prefix: Listing {
     /// The mount's directory for an `s3://` argument, named after the
     /// prefix's last part (the bucket for a whole bucket).
     public static func source(forArgument argument: String, settings: S3Mount) throws -> Source {
+        if let archive = try archive(argument: argument, endpoint: settings.endpoint) { return archive }
         let listing = try S3Prefix(argument: argument, endpoint: settings.endpoint)
         let name = listing.prefix.split(separator: "/").last.map(String.init) ?? listing.bucket
         return Source(name: FileNaming.safe(name), url: listing.origin, kind: .directory(listing))
+    }
+
+    /// An `s3://bucket/key` argument whose key names an archive (a `.zip`,
+    /// a RAR volume; no `/` after it): the directory of its members, its
+    /// sibling volumes found in the listing of its prefix. Nil for any other.
+    static func archive(argument: String, endpoint: S3Endpoint) throws -> Source? {
+        guard isS3(argument), !argument.hasSuffix("/") else { return nil }
+        let whole = try S3Prefix(argument: argument, endpoint: endpoint)
+        let key = String(whole.prefix.dropLast())
+        let parent = key.lastIndex(of: "/").map { String(key[...$0]) } ?? ""
+        guard !key.isEmpty, var archive = ArchiveSource(url: endpoint.objectURL(bucket: whole.bucket, key: key)) else {
+            return nil
+        }
+        archive.directory = S3Prefix(bucket: whole.bucket, prefix: parent, endpoint: endpoint)
+        return Source(name: FileNaming.safe(archive.folder), url: archive.url, kind: .directory(archive))
     }
 
     /// Control characters, legal in keys, shown as `?`: this names the
