@@ -38,6 +38,23 @@ public struct RARVolumeSet: Equatable, Sendable {
         return sets.sorted { $0.first < $1.first }
     }
 
+    /// Whether `name` may be an archive's (it ends `.zip`, `.rar` or `.r`
+    /// and two digits or more, case aside): a look at its last bytes only,
+    /// before any name is grouped.
+    public static func mayNameAnArchive(_ name: String) -> Bool {
+        var tail: [UInt8] = []
+        for byte in name.utf8.reversed() {
+            tail.append(byte | 0x20)    // ASCII letters to lower case; digits and '.' unchanged
+            if byte == UInt8(ascii: ".") || tail.count > 8 { break }
+        }
+        // `tail` is the name's end, reversed, up to and with its last dot.
+        if tail == Array("piz.".utf8) || tail == Array("rar.".utf8) { return true }
+        guard tail.count >= 4, tail.last == UInt8(ascii: "."), tail[tail.count - 2] == UInt8(ascii: "r") else {
+            return false
+        }
+        return tail.dropLast(2).allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+
     /// How a volume's name numbers its set: "film.part07.rar" (`.part`,
     /// numbers from 1, at the width the name has) or "film.rar", "film.r00"
     /// (`.old`: the `.rar` is number -1, then `.r` and two digits or more).

@@ -21,7 +21,12 @@ extension Catalog {
     /// last were (a set with none stays its volumes until the refresh).
     func withArchives(_ sources: [Source], of listing: any Listing, fromSaved: Bool = false) -> [Source] {
         guard archives, let segmented = fetcher as? SegmentedFetcher else { return sources }
-        let files = Dictionary(sources.filter { !$0.isDirectory }.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // Only names that may be an archive's are looked at: a dictionary of
+        // every entry raised the peak memory of a remount of a 100,000-file
+        // listing (its saved listing, then its refresh) from 129 to 158 MiB.
+        let candidates = sources.filter { !$0.isDirectory && RARVolumeSet.mayNameAnArchive($0.name) }
+        guard !candidates.isEmpty else { return sources }
+        let files = Dictionary(candidates.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var sets = RARVolumeSet.group(Array(files.keys)).map { (folder: $0.folder, format: ArchiveReader.Format.rar, names: $0.names) }
         for name in files.keys where name.lowercased().hasSuffix(".zip") && name.count > 4 {
             sets.append((String(name.dropLast(4)), .zip, [name]))

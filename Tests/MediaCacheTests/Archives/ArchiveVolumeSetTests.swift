@@ -53,4 +53,13 @@ final class ArchiveVolumeSetTests: XCTestCase {
         XCTAssertNil(Source.at(url: "http://h/zips/").listing as? ArchiveSource)
         XCTAssertNil(Source.at(url: "dav://h/lib").listing as? ArchiveSource)
     }
+
+    func testMayNameAnArchive_looksAtTheEndOnly_caseAside() {
+        for name in ["a.zip", "A.ZIP", "f.part01.rar", "f.RAR", "f.r00", "f.R123", ".rar"] {
+            XCTAssertTrue(RARVolumeSet.mayNameAnArchive(name), name)
+        }
+        for name in ["film.mkv", "zip", "a.zipx", "f.r0", "f.r", "f.rx1", "f.r1234567890", "rar", "f.zip.txt"] {
+            XCTAssertFalse(RARVolumeSet.mayNameAnArchive(name), name)
+        }
+    }
 }
