@@ -39,7 +39,7 @@ public struct ArchiveSource: Listing {
 
     /// The archive `url` names, or nil when its name is no archive's.
     public init?(url: String) {
-        let http = WebDAVIndex.isDAV(url) ? Self.fileURL(ofDAV: url) : url
+        let http = WebDAVIndex.isDAV(url) ? WebDAVIndex.httpURL(ofDAV: url, isCollection: false) : url
         guard let components = URLComponents(string: http), !components.path.hasSuffix("/"),
               components.fragment == nil, let last = components.path.split(separator: "/").last else { return nil }
         let name = last.removingPercentEncoding ?? String(last)
@@ -146,13 +146,6 @@ public struct ArchiveSource: Listing {
         let path = components.percentEncodedPath
         components.percentEncodedPath = String(path[..<(path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.endIndex)])
         return components.string
-    }
-
-    /// A file's http(s) URL from its `dav(s)://` one (no `/` added: it
-    /// names a file, not a collection).
-    static func fileURL(ofDAV url: String) -> String {
-        let scheme = url.prefix { $0 != ":" }
-        return (scheme.lowercased() == "davs" ? "https" : "http") + url.dropFirst(scheme.count)
     }
 
     /// `name` as it goes in a URL's path.

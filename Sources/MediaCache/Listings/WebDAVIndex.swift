@@ -156,10 +156,12 @@ public struct WebDAVIndex: URLListing {
         return (scheme == "dav" || scheme == "davs") && url.dropFirst(scheme.count).hasPrefix("://")
     }
 
-    /// The http(s) URL of a `dav://` or `davs://` one, its path ending in `/`.
-    public static func httpURL(ofDAV url: String) -> String {
+    /// The http(s) URL of a `dav://` or `davs://` one, its path ending in
+    /// `/` unless it names a file (`isCollection` false: an archive's URL).
+    public static func httpURL(ofDAV url: String, isCollection: Bool = true) -> String {
         let scheme = url.prefix { $0 != ":" }
         var rest = String(url.dropFirst(scheme.count))
+        guard isCollection else { return (scheme.lowercased() == "davs" ? "https" : "http") + rest }
         let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
         let authorityStart = rest.index(rest.startIndex, offsetBy: 3)
         if rest[authorityStart..<end].contains("/") {
