@@ -152,6 +152,16 @@ extension FileLoader {
                 state.waits[key]!.filled.insert(overlap)
             }
             state.transfers[id]!.position = chunk.upperBound
+            // The rate as soon as the body can tell it, not at its end: a
+            // reader that streams past a file's first fetch asks for its next
+            // bytes while that fetch still runs, and only a measured link
+            // sizes that ask (a stored film's first read of 512 KiB: the
+            // read past it went out alone, 128 KiB, one request more).
+            if current.limit == nil, !current.rateTold, let head = current.head,
+               chunk.upperBound - head.position >= LinkEstimate.minRateSample {
+                state.transfers[id]!.rateTold = true
+                settings.link?.body(chunk.upperBound - head.position, took: now() - head.at, from: source.url)
+            }
             if let length = state.info?.length,
                state.lookahead.take(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: chunk, length: length) {
                 startLookahead(in: &state)

@@ -672,6 +672,14 @@ public final class FileLoader: TransferDelegate, Sendable {
                     extendHold(id, to: offset + window, mustReach: 0, in: &state)
                     return
                 }
+                // The loader's own fetch of the first bytes (a lookup's, an
+                // archive member's head) is no sign that the reader goes past
+                // it: a demuxer reads its head, then seeks. Its first read
+                // past there asks, sized to the link by then. Read ahead from
+                // inside it, a mkv's seek sent one long transfer more, stopped.
+                if covering.owner == ObjectIdentifier(self) && covering.start == 0 {
+                    return
+                }
                 lead = covering.end
             } else {
                 break

@@ -20,6 +20,9 @@ struct LoaderState {
         /// where its body began: the link's round trip and rate.
         var askedAt: Double?
         var head: (at: Double, position: Int64)?
+        /// Its body has told the link's rate once already (at
+        /// `LinkEstimate.minRateSample` bytes, before its end).
+        var rateTold = false
         /// It asked for a range with If-Range: a 200 means another version.
         var ifRange = false
         /// Whose room under the cache limits its bytes take, and whose

@@ -190,4 +190,31 @@ final class RoundTripTests: XCTestCase {
         link.roundTrip(-1, to: far)
         XCTAssertEqual(link.bytesPerRoundTrip(to: far), LinkEstimate.maxBytes)
     }
+
+    func testAFirstFetchsBody_tellsTheLinksRate_beforeItEnds() throws {
+        // A reader that streams past the first 512 KiB asks for its next
+        // bytes while that fetch still runs: unmeasured, the ask was the
+        // kernel's 128 KiB alone (a stored film's dd, one request more).
+        _ = addContent(count: 4 << 20)
+        let time = TestClock()
+        let far = HeaderRewritingFetcher(fetcher) { _, head in
+            time.advance(0.03)   // a 30 ms round trip, on the loader's clock
+            return head
+        }
+        var settings = LoaderSettings()
+        settings.timeout = 5
+        settings.clock = time.clock
+        let link = LinkEstimate()
+        settings.link = link
+        let loader = FileLoader(source: Source(name: "video.mp4", url: url), store: store, fetcher: far,
+                                settings: settings)
+        let rateSample = LinkEstimate.minRateSample
+        fetcher.hold(2 * rateSample..<Int64.max)
+        XCTAssertEqual(try loader.contentInfo().length, 4 << 20)
+        XCTAssertEqual(try read(loader, at: 0, count: Int(rateSample)).count, Int(rateSample))
+        XCTAssertEqual(fetcher.gets.map(\.range), [0..<settings.probeFirstBytes])
+        XCTAssertFalse(fetcher.gets[0].finished, "the first fetch is held short of its end")
+        XCTAssertGreaterThan(link.bytesPerRoundTrip(to: url), 0, "its first \(rateSample) bytes told no rate")
+        fetcher.release()
+    }
 }
