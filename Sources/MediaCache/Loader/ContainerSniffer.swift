@@ -5,8 +5,7 @@
 // so a wrong or hostile head costs at most `maxBytes` fetched for nothing,
 // never a wrong byte: every number read is bounded and checked.
 //
-// What each container costs (docs/architecture.md, "Probes that know the
-// container"):
+// What each container costs (docs/decisions/0015-container-lookahead.md):
 // - MP4 with `moov` after `mdat` (ffmpeg's default): the rest of the file
 //   from `mdat`'s end, which is `moov` (and what follows it); a `moov`
 //   before `mdat` that runs past the head: the rest of that `moov`.
