@@ -52,6 +52,8 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         var allowances: [(TransferID, Int64)] = []
         var nextID: TransferID = 1
         var stopping = false
+        /// The network thread has ended and freed the multi: nothing may wake it.
+        var multiFreed = false
     }
 
     private let multi: UnsafeMutableRawPointer
@@ -104,9 +106,10 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     public static func initializeLibrary() { globalInit }
 
     /// Stops the network thread; transfers still running complete with an error.
+    /// Safe to call again (FUSE's destroy stops the catalog a second time).
     public func shutdown() {
         pending.withLock { $0.stopping = true }
-        curl_multi_wakeup(multi)
+        wake()
         if let thread { pthread_join(thread, nil) }
         thread = nil
     }
@@ -120,13 +123,13 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
                                              statistics: statistics, limit: limit))
             return id
         }
-        curl_multi_wakeup(multi)
+        wake()
         return id
     }
 
     public func cancel(_ id: TransferID) {
         pending.withLock { $0.cancels.append(id) }
-        curl_multi_wakeup(multi)
+        wake()
     }
 
     public func promote(_ id: TransferID) {
@@ -135,14 +138,23 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 
     public func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
         pending.withLock { $0.promotions.append((id, priority)) }
-        curl_multi_wakeup(multi)
+        wake()
     }
 
     public func holdsTransfers(of url: String) -> Bool { true }
 
+    /// Wakes the network thread, unless it has ended: its multi is freed
+    /// then, and a call after `shutdown` (a second one, a late cancel) woke
+    /// freed memory.
+    private func wake() {
+        pending.withLock { state in
+            if !state.multiFreed { curl_multi_wakeup(multi) }
+        }
+    }
+
     public func allow(_ id: TransferID, through bytes: Int64) {
         pending.withLock { $0.allowances.append((id, bytes)) }
-        curl_multi_wakeup(multi)
+        wake()
     }
 
     private func run() {
@@ -215,7 +227,10 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         for transfer in Array(active.values) + Array(waiting.values) {
             finish(transfer, error: MediaError(ECANCELED, "shutting down"))
         }
-        curl_multi_cleanup(multi)
+        pending.withLock { state in
+            state.multiFreed = true
+            curl_multi_cleanup(multi)
+        }
     }
 
     private func enqueue(_ transfer: CurlTransfer) {

@@ -18,8 +18,8 @@ public final class CacheLock: Sendable {
     /// Never closed before the process ends except by deinit: closing any
     /// descriptor of this open file would not drop the lock, but closing the
     /// last one does. O_CLOEXEC: a helper the process runs (fusermount3) must
-    /// not keep the cache locked. fork (fuse_daemonize) shares the open file,
-    /// so the daemon holds the lock after its parent has exited.
+    /// not keep the cache locked. The daemon is a process of its own
+    /// (DaemonStart spawns it; nothing forks), and takes the lock itself.
     private let fd: Int32
 
     /// Takes the lock, polling up to `wait` seconds while another process
@@ -32,8 +32,9 @@ public final class CacheLock: Sendable {
         guard fd >= 0 else {
             throw MediaError.system("cannot open the cache lock \(path)")
         }
-        // fuse_daemonize points 0, 1 and 2 at /dev/null: a lock opened there
-        // (by a process started with one of them closed) would be dropped.
+        // The daemon points 0, 1 and 2 at /dev/null once mounted (DaemonStart):
+        // a lock opened there (by a process started with one of them closed)
+        // would be dropped.
         if fd <= 2 {
             let moved = fcntl(fd, F_DUPFD_CLOEXEC, 3)
             let code = errno
