@@ -36,7 +36,8 @@ final class WorkerTests: XCTestCase {
 
     func testTheThread_startsWithTheFirstJob_notAtInit_andIsGoneOnceStopReturns() throws {
         let worker = Worker(name: "worker-life")
-        usleep(10_000)
+        // A thread started at init would be listed already: pthread_create
+        // returns once the kernel made it.
         let before = threadIDs()
         let ran = Locked<String?>(nil)
         worker.submit { ran.withLock { $0 = Self.threadID() } }
@@ -44,9 +45,7 @@ final class WorkerTests: XCTestCase {
         let thread = try XCTUnwrap(ran.withLock { $0 })
         XCTAssertFalse(before.contains(thread), "the thread was there before the first job")
         // stop returns once the thread left its loop; it exits right after.
-        let deadline = Date(timeIntervalSinceNow: 5)
-        while threadIDs().contains(thread) && Date() < deadline { usleep(1000) }
-        XCTAssertFalse(threadIDs().contains(thread), "the worker's thread outlived stop")
+        XCTAssertTrue(eventually { !threadIDs().contains(thread) }, "the worker's thread outlived stop")
     }
 
     func testStop_withDrain_runsEveryQueuedJobBeforeReturning() {
@@ -57,7 +56,7 @@ final class WorkerTests: XCTestCase {
         for _ in 0..<10 { worker.submit { count.withLock { $0 += 1 } } }
         let stopping = Background { worker.stop(drain: true) }
         // Refusing new jobs tells that stop has begun.
-        while worker.submit({}) { usleep(1000) }
+        XCTAssertTrue(eventually { !worker.submit({}) }, "stop never began")
         gate.signal()
         XCTAssertNoThrow(try stopping.result())
         XCTAssertEqual(count.withLock { $0 }, 10)
@@ -77,7 +76,7 @@ final class WorkerTests: XCTestCase {
         XCTAssertEqual(running.wait(timeout: .now() + 5), .success)
         for _ in 0..<10 { worker.submit { dropped.withLock { $0 += 1 } } }
         let stopping = Background { worker.stop(drain: false) }
-        while worker.submit({ dropped.withLock { $0 += 1 } }) { usleep(1000) }
+        XCTAssertTrue(eventually { !worker.submit({ dropped.withLock { $0 += 1 } }) }, "stop never began")
         gate.signal()
         XCTAssertNoThrow(try stopping.result())
         XCTAssertTrue(finished.withLock { $0 }, "stop returned before the running job ended")
@@ -89,8 +88,15 @@ final class WorkerTests: XCTestCase {
         worker.submit {}
         worker.stop(drain: true)
         let ran = Locked(false)
-        XCTAssertFalse(worker.submit { ran.withLock { $0 = true } })
-        usleep(20_000)
+        // The refused job is let go of at once: nothing keeps it to run later.
+        final class Token: Sendable {}
+        var token: Token? = Token()
+        weak let held = token
+        XCTAssertFalse(worker.submit { [token] in
+            withExtendedLifetime(token) { ran.withLock { $0 = true } }
+        })
+        token = nil
+        XCTAssertNil(held, "the worker kept the refused job")
         XCTAssertFalse(ran.withLock { $0 })
     }
 

@@ -1,6 +1,10 @@
 // What several suites share: a seeded generator, a background runner, a
-// value shared between test threads, and what a test may ask a loader.
+// value shared between test threads, what a test may ask a loader, and the
+// one poll for a state nothing signals.
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import MediaCache
 @testable import MediaStore
 @testable import MediaNetwork
@@ -58,4 +62,19 @@ final class SharedValue<T>: @unchecked Sendable {
         get { lock.lock(); defer { lock.unlock() }; return stored }
         set { lock.lock(); stored = newValue; lock.unlock() }
     }
+}
+
+/// Looks at `predicate` until it holds; false if it still does not after
+/// `timeout` (a bound against a hang only). For a state the code under test
+/// tells no one of, and only there: a read that began to wait inside a
+/// FileLoader, a Worker whose stop began, a thread the kernel has yet to take
+/// out of /proc. What the code or a fake signals is waited for on its signal.
+func eventually(timeout: Double = 10, _ predicate: () -> Bool) -> Bool {
+    let deadline = Deadline.after(seconds: timeout)
+    while !predicate() {
+        if deadline.hasPassed { return false }
+        // The one poll of the unit tests: nothing wakes a waiter when the state changes.
+        usleep(1000)
+    }
+    return true
 }
