@@ -14,16 +14,27 @@ final class ConditionLockedTests: XCTestCase {
     }
 
     func testScopeWait_seesTheStateAnotherThreadSetWhileItWaited() {
-        let box = ConditionLocked((ready: false, value: 0))
+        let box = ConditionLocked((ready: false, value: 0, waits: 0))
+        // Said with the lock held, which the waiter keeps until its wait lets
+        // go of it: whoever holds the lock after this knows it is waiting.
+        let waiting = OneShot<Void>()
         Thread {
             box.withScope { scope in
-                while !scope.state.ready { scope.wait() }
+                waiting.fulfil(())
+                while !scope.state.ready {
+                    scope.state.waits += 1
+                    scope.wait()
+                }
                 scope.state.value += 1
                 scope.broadcast()
             }
         }.start()
-        Thread.sleep(forTimeInterval: 0.05)
-        box.withLock { $0 = (ready: true, value: 41) }
+        XCTAssertNotNil(waiting.wait(until: Deadline.after(seconds: 10)), "the waiter never began")
+        box.withLock { state in
+            XCTAssertGreaterThanOrEqual(state.waits, 1, "the waiter is not in its wait")
+            state.ready = true
+            state.value = 41
+        }
         box.broadcast()
         let deadline = Deadline.after(seconds: 10)
         let value = box.withScope { scope in
@@ -51,20 +62,25 @@ final class ConditionLockedTests: XCTestCase {
     func testScopeWait_letsGoOfTheLock_soAnotherThreadCanChangeTheState() {
         let box = ConditionLocked([Int]())
         let changed = expectation(description: "changed while the other waited")
-        let waiting = ConditionLocked(false)
+        // Said with the lock held: the other thread takes it only once the
+        // wait has let go of it.
+        let waiting = OneShot<Void>()
+        let woke = OneShot<[Int]>()
         Thread {
             box.withScope { scope in
-                waiting.withLock { $0 = true }
+                waiting.fulfil(())
                 while scope.state.isEmpty { scope.wait() }
+                woke.fulfil(scope.state)
             }
         }.start()
-        while !waiting.withLock({ $0 }) { usleep(1_000) }
+        XCTAssertNotNil(waiting.wait(until: Deadline.after(seconds: 10)), "the waiter never began")
         DispatchQueue.global().async {
             box.withLock { $0.append(1) }
             box.broadcast()
             changed.fulfill()
         }
         wait(for: [changed], timeout: 10)
+        XCTAssertEqual(woke.wait(until: Deadline.after(seconds: 10)), [1], "the waiter never woke to the change")
         XCTAssertEqual(box.withLock { $0 }, [1])
     }
 }
