@@ -8,11 +8,15 @@ import XCTest
 @testable import MediaSupport
 
 final class CacheBudgetTests: XCTestCase {
-    private let pressures = Locked(0)
+    /// The evictor's wake-ups, signalled to a test that waits for one.
+    private let pressures = ConditionLocked(0)
 
     private func budget(room: Int64? = nil, lowWater: Int64 = 0) -> CacheBudget {
         let pressures = pressures
-        let budget = CacheBudget { pressures.withLock { $0 += 1 } }
+        let budget = CacheBudget {
+            pressures.withLock { $0 += 1 }
+            pressures.broadcast()
+        }
         if let room { budget.measured(room: room, since: budget.mark, lowWater: lowWater) }
         return budget
     }
@@ -98,7 +102,7 @@ final class CacheBudgetTests: XCTestCase {
     func testAwaitRoom_wakesTheEvictor_andReturnsWhenItsPassMadeRoom() throws {
         let budget = budget(room: 0)
         let waiting = Background { budget.awaitRoom(100, timeout: 10) }
-        XCTAssertTrue(waitUntil { self.pressureCount == 1 })
+        XCTAssertEqual(awaitPressures(1), 1, "the waiter woke the evictor once")
         budget.measured(room: 200, since: budget.mark, lowWater: 0)
         XCTAssertTrue(try waiting.result())
     }
@@ -107,7 +111,7 @@ final class CacheBudgetTests: XCTestCase {
         let budget = budget(room: 0)
         let started = Date()
         let waiting = Background { budget.awaitRoom(100, timeout: 10) }
-        XCTAssertTrue(waitUntil { self.pressureCount == 1 })
+        XCTAssertEqual(awaitPressures(1), 1, "the waiter woke the evictor once")
         budget.measured(room: 50, since: budget.mark, lowWater: 0)
         XCTAssertFalse(try waiting.result())
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
@@ -121,9 +125,13 @@ final class CacheBudgetTests: XCTestCase {
         XCTAssertEqual(budget.counts.unansweredWaits, 1, "a wait no pass answered is counted")
     }
 
-    private func waitUntil(_ condition: () -> Bool) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: 5)
-        while !condition() && Date() < deadline { usleep(1000) }
-        return condition()
+    /// Waits for the evictor's `count`th wake-up (10 s at most, a bound
+    /// against a hang only); the wake-ups so far.
+    private func awaitPressures(_ count: Int) -> Int {
+        let deadline = Deadline.after(seconds: 10)
+        return pressures.withScope { scope in
+            while scope.state < count && scope.wait(until: deadline) {}
+            return scope.state
+        }
     }
 }
