@@ -86,16 +86,6 @@ final class FileLoaderTests: XCTestCase {
     private static let kib: Int64 = 1 << 10
     private static let mib: Int64 = 1 << 20
 
-    /// Polls `predicate` until it holds; false if it still does not after `timeout`.
-    private func waitUntil(timeout: Double = 10, _ predicate: () -> Bool) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while !predicate() {
-            if Date() >= deadline { return false }
-            usleep(1000)
-        }
-        return true
-    }
-
     private func sum(_ ranges: [Range<Int64>?]) -> Int64 {
         ranges.reduce(0) { $0 + Int64($1?.count ?? 0) }
     }
@@ -199,7 +189,7 @@ final class FileLoaderTests: XCTestCase {
         let a = Background { try Self.read(loader, at: 0, count: 256 << 10) }
         XCTAssertTrue(fetcher.waitUntil { $0.transfersWaitingAtHold.count == 1 })
         let b = Background { try Self.read(loader, at: 64 << 10, count: 128 << 10) }
-        XCTAssertTrue(waitUntil { loader.waitingReads == 2 }, "b never waited for bytes")
+        XCTAssertTrue(eventually { loader.waitingReads == 2 }, "b never waited for bytes")
         fetcher.release()
         XCTAssertEqual(try a.result(), Self.expected(source, 0, 256 << 10))
         XCTAssertEqual(try b.result(), Self.expected(source, 64 << 10, 128 << 10))
@@ -339,18 +329,20 @@ final class FileLoaderTests: XCTestCase {
 
     /// A 16 MiB file, a loader with `grace`, and a handle whose readahead
     /// has grown, its transfer held at the fetcher.
-    private func streamingHandle(grace: Double) throws -> (source: [UInt8], loader: FileLoader, handle: ReadPattern) {
+    private func streamingHandle(grace: Double, clock: Clock = .system) throws
+        -> (source: [UInt8], loader: FileLoader, handle: ReadPattern) {
         let source = addContent(count: 16 << 20)
-        let loader = graceLoader(grace)
+        let loader = graceLoader(grace, clock: clock)
         let handle = ReadPattern()
         loader.attach(handle)
         try growReadahead(loader, pattern: handle, source: source)
         return (source, loader, handle)
     }
 
-    private func graceLoader(_ seconds: Double) -> FileLoader {
+    private func graceLoader(_ seconds: Double, clock: Clock = .system) -> FileLoader {
         var settings = self.settings
         settings.handleGrace = seconds
+        settings.clock = clock
         return makeLoader(settings: settings)
     }
 
@@ -366,7 +358,7 @@ final class FileLoaderTests: XCTestCase {
         loader.attach(reopened)
         let at: Int64 = 6 << 20
         let reading = Background { try Self.read(loader, at: at, count: 128 << 10, pattern: reopened) }
-        XCTAssertTrue(waitUntil { loader.waitingReads == 1 })
+        XCTAssertTrue(eventually { loader.waitingReads == 1 })
         fetcher.release()
         XCTAssertEqual(try reading.result(), Self.expected(source, at, 128 << 10))
         XCTAssertTrue(fetcher.cancelled.isEmpty)
@@ -385,7 +377,7 @@ final class FileLoaderTests: XCTestCase {
         loader.attach(reopened)
         let at: Int64 = 6 << 20
         let reading = Background { try Self.read(loader, at: at, count: 128 << 10, pattern: reopened) }
-        XCTAssertTrue(waitUntil { loader.waitingReads == 1 })
+        XCTAssertTrue(eventually { loader.waitingReads == 1 })
         XCTAssertEqual(reopened.window, 0, "cold until the old handle's release")
         loader.release(closed)
         XCTAssertTrue(fetcher.cancelled.isEmpty)
@@ -397,15 +389,19 @@ final class FileLoaderTests: XCTestCase {
     }
 
     func testAClosedHandleNobodyTakesOver_stopsItsTransfersOnceItsGraceEnds() throws {
-        let (source, loader, closed) = try streamingHandle(grace: 0.05)
+        let time = TestClock()
+        let (source, loader, closed) = try streamingHandle(grace: 60, clock: time.clock)
         let held = fetcher.transfersWaitingAtHold
+        XCTAssertFalse(held.isEmpty)
         loader.release(closed)
         XCTAssertTrue(fetcher.cancelled.isEmpty)
         // A far read by another handle does not take it over.
         let other = ReadPattern()
         loader.attach(other)
         XCTAssertEqual(try read(loader, at: 0, count: 4096, pattern: other), Self.expected(source, 0, 4096))
-        Thread.sleep(forTimeInterval: 0.1)
+        loader.flush()
+        XCTAssertTrue(fetcher.cancelled.isEmpty, "a flusher's pass within the grace stopped them")
+        time.advance(61)
         loader.flush()
         XCTAssertEqual(Set(fetcher.cancelled), held, "the flusher's pass ends the grace")
         XCTAssertEqual(loader.statistics.graceResumes.load(ordering: .relaxed), 0)
@@ -420,7 +416,7 @@ final class FileLoaderTests: XCTestCase {
         let held = fetcher.transfersWaitingAtHold
         let waited: Int64 = (6 << 20) + (32 << 10)
         let waiter = Background { try Self.read(loader, at: waited, count: 4096) }
-        XCTAssertTrue(waitUntil { loader.waitingReads == 1 }, "the waiter never waited for bytes")
+        XCTAssertTrue(eventually { loader.waitingReads == 1 }, "the waiter never waited for bytes")
         loader.release(pattern)
         fetcher.release()
         XCTAssertEqual(try waiter.result(), Self.expected(source, waited, 4096))
@@ -730,6 +726,9 @@ final class FileLoaderTests: XCTestCase {
                 default: _ = loader.evict()
                 }
                 rounds += 1
+                // The stress's rate, not a wait for anything: between two
+                // freeings the readers fetch and cache bytes for the next to
+                // race with, where a tight loop would leave little cached.
                 usleep(2000)
             }
             return rounds
