@@ -98,6 +98,8 @@ final class FreeingTests: XCTestCase {
                 default: loader.flush()
                 }
                 freeings += 1
+                // Jitter, not a wait for anything: freeings land at random
+                // points of the reads, with bytes cached between them to free.
                 usleep(UInt32(random.next() % 2000))
             }
             return freeings
@@ -177,6 +179,8 @@ final class FreeingTests: XCTestCase {
         fetcher.add(url, bytes: first)
         fetcher.setChunkDelay(0.001)
         let loader = makeLoader()
+        // The change comes once every reader has read: during the reads, not before them.
+        let reading = DispatchSemaphore(value: 0)
         let readers = (0..<3).map { thread in
             Background { () -> (versions: Set<Int>, wrong: [String]) in
                 var random = SplitMix64(seed: 200 + UInt64(thread))
@@ -189,9 +193,9 @@ final class FreeingTests: XCTestCase {
                     loader.attach(pattern)
                     let count = Int(4 << 10 + random.next() % (124 << 10))
                     let offset = Int(random.next() % UInt64(length - count))
-                    guard let got = try? Self.read(loader, at: Int64(offset), count: count, pattern: pattern) else {
-                        continue
-                    }
+                    let read = try? Self.read(loader, at: Int64(offset), count: count, pattern: pattern)
+                    if step == 0 { reading.signal() }
+                    guard let got = read else { continue }
                     if got == Array(first[offset..<offset + count]) {
                         versions.insert(1)
                     } else if got == Array(second[offset..<offset + count]) {
@@ -204,7 +208,7 @@ final class FreeingTests: XCTestCase {
                 return (versions, wrong)
             }
         }
-        usleep(50_000)
+        for _ in readers { XCTAssertEqual(reading.wait(timeout: .now() + 60), .success, "a reader never read") }
         fetcher.update(url) { resource in
             resource.bytes = second
             resource.etag = "\"v2\""
