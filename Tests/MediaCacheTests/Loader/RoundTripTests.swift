@@ -64,13 +64,16 @@ final class RoundTripTests: XCTestCase {
         // kernel's 128 KiB, one by one and on a second connection, until a
         // fetch of the loader's own measured the round trip.
         let source = addContent(count: 8 << 20)
+        // The round trip on the loader's clock: its head comes 30 ms after the request.
+        let time = TestClock()
         let far = HeaderRewritingFetcher(fetcher) { request, head in
-            if request.range?.lowerBound == 0 { Thread.sleep(forTimeInterval: 0.03) }
+            if request.range?.lowerBound == 0 { time.advance(0.03) }
             return head
         }
         var settings = LoaderSettings()
         settings.timeout = 5
         settings.link = LinkEstimate()
+        settings.clock = time.clock
         let loader = FileLoader(source: Source(name: "video.mp4", url: url), store: store, fetcher: far,
                                 settings: settings)
         let first = settings.probeFirstBytes
@@ -90,13 +93,16 @@ final class RoundTripTests: XCTestCase {
         // Seen in the media-server bench: a thumbnail's readahead went out
         // as a player's, 274 MB of it outside the scan budget.
         let source = addContent(count: 8 << 20)
+        // A far link on the loader's clock: each head comes 30 ms after its request.
+        let time = TestClock()
         let far = HeaderRewritingFetcher(fetcher) { _, head in
-            Thread.sleep(forTimeInterval: 0.03)
+            time.advance(0.03)
             return head
         }
         var settings = LoaderSettings()
         settings.timeout = 5
         settings.link = LinkEstimate()
+        settings.clock = time.clock
         settings.readClasses = true
         let statistics = Statistics()
         let loader = FileLoader(source: Source(name: "video.mp4", url: url), store: store, fetcher: far,
