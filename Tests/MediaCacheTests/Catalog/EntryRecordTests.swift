@@ -307,18 +307,29 @@ final class EntryRecordTests: XCTestCase {
             return passes
         }
         let url = self.url
-        let rounds = Atomic(0)
+        // The churn and the reads take turns by events: the file stays
+        // mounted until a read found it since its add (a remove saves the
+        // loader's metadata before the add), and a read that found no file
+        // waits for the next add.
+        let turns = ConditionLocked((adds: 0, found: 0, stopped: false))
+        // Only bounds a stalled machine.
+        let deadline = Deadline.after(seconds: 60)
         let churn = Background { () -> Int in
-            while !stop.load(ordering: .relaxed) {
+            while true {
                 try c.remove(name: "a.bin")
                 let name = try c.add(url: url)
                 guard name == "a.bin" else { throw MediaError.io("added back as \(name)") }
-                rounds.add(1, ordering: .relaxed)
-                // Mounted most of the time, so reads find it (a remove
-                // saves the loader's metadata before the add: a millisecond).
-                usleep(1_000)
+                let foundAtAdd = turns.withLock { turns in
+                    turns.adds += 1
+                    return turns.found
+                }
+                turns.broadcast()
+                let stopped = turns.withScope { scope in
+                    while scope.state.found == foundAtAdd && !scope.state.stopped && scope.wait(until: deadline) {}
+                    return scope.state.stopped || deadline.hasPassed
+                }
+                if stopped { return turns.withLock { $0.adds } }
             }
-            return rounds.load(ordering: .relaxed)
         }
         var random = SplitMix64(seed: 23)
         var wrong: [String] = []
@@ -326,25 +337,32 @@ final class EntryRecordTests: XCTestCase {
         var step = 0
         // Until it left and came back many times and was evicted, however
         // the threads were scheduled (the deadline only bounds a stalled machine).
-        let deadline = Date(timeIntervalSinceNow: 60)
-        while Date() < deadline
-                && (reads < 300 || rounds.load(ordering: .relaxed) < 100 || c.statistics.snapshot.evictions < 20) {
+        while !deadline.hasPassed
+                && (reads < 300 || turns.withLock({ $0.adds }) < 100 || c.statistics.snapshot.evictions < 20) {
             defer { step += 1 }
             let offset = Int(random.next() % UInt64(Self.size))
             let count = Int(1 + random.next() % (64 << 10))
+            let addsBefore = turns.withLock { $0.adds }
             let got: [UInt8]
             do {
                 got = try read(c, at: offset, count: count)
             } catch let error as MediaError where error.errno == ENOENT {
-                usleep(100)
-                continue   // Between a remove and its add.
+                // Between a remove and its add: the add is what it waits for.
+                turns.withScope { scope in
+                    while scope.state.adds == addsBefore && scope.wait(until: deadline) {}
+                }
+                continue
             }
             reads += 1
+            turns.withLock { $0.found += 1 }
+            turns.broadcast()
             if got != Array(content[offset..<min(offset + count, Self.size)]) {
                 wrong.append("step \(step): \(count) bytes at \(offset)")
             }
         }
         stop.store(true, ordering: .relaxed)
+        turns.withLock { $0.stopped = true }
+        turns.broadcast()
         XCTAssertGreaterThanOrEqual(try churn.result(), 100, "the file seldom left the mount: the race was not run")
         XCTAssertGreaterThan(try flusher.result(), 0)
         XCTAssertEqual(wrong, [])
