@@ -18,7 +18,7 @@ final class S3CredentialsTests: XCTestCase {
 
     private func write(_ name: String, _ text: String) -> String {
         let path = directory + "/" + name
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)), path)
         return path
     }
 
