@@ -1,0 +1,262 @@
+// Which transfers a read starts or joins: its holes, the readahead past it,
+// long transfers held at their reader's window, and the stops of those no
+// read needs any more.
+import Foundation
+
+extension FileLoader {
+    /// Makes sure a transfer is on its way for every byte of `holes`: joins
+    /// running ones, starts the rest (reaching `window` further). Throws
+    /// once a read has tried too often.
+    /// `streams`: the reader reads on from where it was, so a transfer may
+    /// be a long one, held at the window.
+    func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier, readClass: ReadClass = .play,
+                      streams: Bool = false, info: ContentInfo, attempts: inout Attempts,
+                      state: inout LoaderState) throws {
+        let priority = readClass.readPriority
+        for hole in holes {
+            var point = hole.lowerBound
+            while point < hole.upperBound {
+                if let (id, covering) = state.transfers.first(where: { covers($0.value, point, in: state) }) {
+                    // A scan's read lifts a preload to a scan's place, never
+                    // a transfer to a player's.
+                    if covering.priority > priority {
+                        state.transfers[id]!.priority = priority
+                        fetcher.promote(id, to: priority)
+                    }
+                    // A long transfer goes on at least to the end of the hole.
+                    if covering.limit != nil {
+                        extendHold(id, to: max(hole.upperBound, point + window), mustReach: hole.upperBound, in: &state)
+                    }
+                    point = max(state.transfers[id]!.reach, point + 1)
+                    continue
+                }
+                // A server without ranges sends the whole body to every
+                // request: one stream at a time, which every reader joins.
+                if !info.acceptsRanges, let (_, stream) = state.transfers.first(where: { !$0.value.cancelled }) {
+                    point = max(hole.upperBound, min(stream.end, hole.upperBound))
+                    continue
+                }
+                // A VOD's part without its key fails until the key comes
+                // (`keyArrived`), as EIO: never cipher text, never a retry.
+                if let error = state.lastError, error.errno == ENOKEY {
+                    throw MediaError(EIO, "\(source.displayURL): \(error.message)")
+                }
+                // A 404 or 403 is believed for a while, not forever.
+                if let error = state.lastError, error.errno == ENOENT || error.errno == EACCES,
+                   now() - state.lastErrorAt < settings.probeRetryAfter {
+                    throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
+                }
+                if let error = state.lastError, now() < state.unavailableUntil {
+                    throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
+                }
+                if now() < state.retryAt { return }
+                if attempts.stops != state.stops { attempts = Attempts(stops: state.stops) }
+                if attempts.asked.contains(point..<point + 1) {
+                    guard attempts.retries + 1 < settings.maxAttempts else {
+                        state.unavailableUntil = now() + settings.unavailableFor
+                        state.failuresInARow = 0
+                        throw MediaError.io("\(source.displayURL): bytes \(point)-\(hole.upperBound - 1) unavailable: "
+                                            + (state.lastError?.message ?? "transfer ended early"))
+                    }
+                    attempts.retries += 1
+                    statistics.countRetry()
+                }
+                let start = point
+                let reach = max(hole.upperBound, point + window)
+                // A player that streams asks for the rest of the file once,
+                // held at `reach` until it reads on.
+                let long = window > 0 && streams && holdsTransfers(info)
+                let longEnd = ReadPattern.longTransferEnd(from: start, window: window, readClass: readClass,
+                                                          length: info.length)
+                point = startPartTransfers(at: start, end: long ? longEnd : reach, hold: long ? reach : nil,
+                                           owner: owner, info: info, priority: priority, readClass: readClass,
+                                           mustReach: hole.upperBound, in: &state)
+                attempts.asked.insert(start..<point)
+            }
+        }
+    }
+
+    /// Keeps at least half a window of bytes present or on their way past
+    /// `offset`, topping up a whole window at a time so transfers stay large.
+    /// A scan's readahead (a one-frame extraction's) is a scan's bytes, in
+    /// its budget, at a scan's place in the network's queue.
+    func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, readClass: ReadClass, streams: Bool,
+                   info: ContentInfo, in state: inout LoaderState) {
+        // Bytes read ahead while the cache cannot be written would be lost.
+        guard window > 0, offset < info.length, statistics.cacheWritable, info.acceptsRanges else { return }
+        // A long transfer of this stream (its hold at or past the read,
+        // within a window) is let go on to a window past the read, in steps
+        // of a quarter window, at most 256 KiB: one message to the network
+        // thread, not one per read, and small, so a player reading at its
+        // bitrate keeps it held for a second or two, not for the hold's limit.
+        if let (id, long) = state.transfers.first(where: { (_, transfer) in
+            !transfer.cancelled && transfer.isLong && transfer.reach >= offset && transfer.position <= offset + window
+        }) {
+            if offset + window - long.reach >= min(window / 4, Self.holdStep) {
+                extendHold(id, to: offset + window, mustReach: 0, in: &state)
+            }
+            return
+        }
+        var lead = offset
+        while lead < info.length {
+            let presentEnd = state.present.presentEnd(from: lead)
+            if presentEnd > lead {
+                lead = presentEnd
+            } else if let (id, covering) = state.transfers.first(where: {
+                !$0.value.cancelled && $0.value.position <= lead && lead < $0.value.end
+                    // A long transfer runs to the file's end: it covers a lead
+                    // only when its position or hold is near it. One far
+                    // behind (a player that read the head, then sought to 80
+                    // MiB) was let go on to the seek: 87 MiB and 15 s at 50
+                    // Mbit/s before the seek's bytes, not 5 MiB and 2 s.
+                    && (!$0.value.isLong || covers($0.value, lead, in: state))
+            }) {
+                // A long transfer near: let go on to this window.
+                if covering.isLong {
+                    extendHold(id, to: offset + window, mustReach: 0, in: &state)
+                    return
+                }
+                // The loader's own fetch of the first bytes (a lookup's, an
+                // archive member's head) is no sign that the reader goes past
+                // it: a demuxer reads its head, then seeks. Its first read
+                // past there asks, sized to the link by then. Read ahead from
+                // inside it, a mkv's seek sent one long transfer more, stopped.
+                if covering.owner == ObjectIdentifier(self) && covering.start == 0 {
+                    return
+                }
+                lead = covering.end
+            } else {
+                break
+            }
+            if lead - offset >= window / 2 { return }
+        }
+        // A scan that reads on has its long transfer's hold let go on above,
+        // never a next one ahead: the server fills the sockets' buffers past
+        // a hold, so a next transfer asked before the scan gets there sent
+        // megabytes it then stopped short of (8 MiB read in 1 MiB preads:
+        // 15 MB sent). Its next miss asks for it, a round trip every 8 MiB.
+        if readClass == .scan && streams { return }
+        if lead < info.length {
+            // Only a player's readahead is a long transfer: a scan that
+            // streams returned above, and a thumbnail's runs are short.
+            let long = readClass == .play && holdsTransfers(info)
+            _ = startPartTransfers(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
+                                   owner: owner, info: info, priority: readClass == .scan ? .scan : .readahead,
+                                   readClass: readClass, in: &state)
+        }
+    }
+
+    /// Whether transfers of this file may be long ones, held by the
+    /// fetcher until their reader reads on (FetchRequest.allowance): not
+    /// for a server without ranges, whose every answer is the whole body.
+    func holdsTransfers(_ info: ContentInfo) -> Bool {
+        info.acceptsRanges && fetcher.holdsTransfers(of: source.url)
+    }
+
+    /// Lets a long transfer go on to `wanted` (up to its end), within the
+    /// room under the cache limits, and at least to `mustReach`, which a
+    /// read waits on.
+    func extendHold(_ id: TransferID, to wanted: Int64, mustReach: Int64, in state: inout LoaderState) {
+        guard let transfer = state.transfers[id], !transfer.cancelled, let limit = transfer.limit else { return }
+        var target = min(wanted, transfer.end)
+        guard target > limit else { return }
+        if let budget {
+            let more = budget.reserve(upTo: target - limit, for: transfer.readClass)
+            state.transfers[id]!.reserved += more
+            target = max(limit + more, min(target, mustReach))
+            guard target > limit else { return }
+        }
+        state.transfers[id]!.limit = target
+        fetcher.allow(id, through: target - transfer.start)
+    }
+
+    /// Whether a running transfer will soon write `point`.
+    func covers(_ transfer: Transfer, _ point: Int64, in state: borrowing LoaderState) -> Bool {
+        state.covers(transfer, point, joinDistance: settings.joinDistance)
+    }
+
+    /// Stops the transfers a handle started that no read waits on, unless
+    /// `offset` will soon be reached by one or it is nearly done: less left
+    /// than `cancelTolerance`, or than one round trip of the link carries,
+    /// which the server has sent already when the stop reaches it. Stopping
+    /// those saved nothing, and another handle's read of those bytes then
+    /// fetched them a second time (seen in CI: a 1 MiB link-sized fetch
+    /// stopped, then 112 KiB of it asked for again).
+    func cancelTransfers(of owner: ObjectIdentifier, except offset: Int64?, in state: inout LoaderState) {
+        guard state.transfers.values.contains(where: { $0.owner == owner && !$0.cancelled }) else { return }
+        let inFlight = max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
+        for (id, transfer) in state.transfers where transfer.owner == owner && !transfer.cancelled {
+            if let offset, covers(transfer, offset, in: state) { continue }
+            // A long transfer is never nearly done: it would run on to the
+            // end of the file, held or not.
+            if !transfer.isLong && transfer.end - transfer.position < inFlight { continue }
+            if state.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
+            state.transfers[id]!.cancelled = true
+            fetcher.cancel(id)
+            Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (was to reach \(transfer.end))")
+        }
+    }
+
+    /// Starts a transfer at `start` reaching toward `end`, but never into
+    /// present bytes or a running transfer, nor (past `mustReach`, the
+    /// bytes a read waits for) beyond the room under the cache limits.
+    /// `hold`: a long transfer, to `wantedEnd` but held there for now
+    /// (nil: one that runs to its end). Returns where the transfer stops
+    /// for now (`start`: none started).
+    @discardableResult
+    func startTransfer(at start: Int64, end wantedEnd: Int64, hold: Int64? = nil, owner: ObjectIdentifier,
+                       info: ContentInfo, priority: FetchRequest.Priority = .read, readClass: ReadClass = .play,
+                       mustReach: Int64 = 0, in state: inout LoaderState) -> Int64 {
+        var end = min(wantedEnd, info.length)
+        if info.length - end <= settings.tailStretch { end = info.length }
+        if let next = state.present.nextPresent(atOrAfter: start) { end = min(end, next) }
+        for transfer in state.transfers.values where !transfer.cancelled && transfer.position > start {
+            end = min(end, transfer.position)
+        }
+        var limit = hold.map { min(max($0, start), end) }
+        if limit == end { limit = nil }
+        // Room under the cache limits: a read fetches its bytes whatever
+        // (those that do not fit pass uncached); readahead and preload
+        // fetch only what will be kept.
+        let reserved = budget?.reserve(upTo: (limit ?? end) - start, for: readClass) ?? 0
+        if budget != nil {
+            if let wanted = limit {
+                limit = max(start + reserved, min(wanted, mustReach))
+                guard limit! > start else { return start }
+            } else {
+                end = max(start + reserved, min(end, mustReach))
+                guard end > start else { return start }
+            }
+        }
+        // A long transfer that would run on into these bytes stops where
+        // they begin: they are fetched once.
+        for (id, transfer) in state.transfers
+        where !transfer.cancelled && transfer.limit != nil && transfer.position <= start && start < transfer.end {
+            state.transfers[id]!.end = start
+            state.transfers[id]!.limit = min(transfer.limit!, start)
+        }
+        // The validators of now, under the lock the transfer is recorded
+        // under: its answer is judged against the same version.
+        let current = state.info ?? info
+        let validator = current.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? current.lastModified
+        var request = FetchRequest(url: source.url, range: start..<end, ifRange: validator, priority: priority)
+        request.allowance = limit.map { $0 - start }
+        let id = fetcher.start(request, delegate: self)
+        countTransferStarted()
+        state.transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
+                                       askedAt: now(), ifRange: validator != nil, readClass: readClass,
+                                       limit: limit, start: start)
+        if let limit {
+            Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1), held at \(limit)")
+        } else {
+            Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1)")
+        }
+        return limit ?? end
+    }
+
+    /// A transfer started: one more request, one more in flight.
+    func countTransferStarted() {
+        statistics.requests.add(1, ordering: .relaxed)
+        statistics.transfersInFlight.add(1, ordering: .relaxed)
+    }
+}

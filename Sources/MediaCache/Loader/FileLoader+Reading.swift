@@ -1,0 +1,254 @@
+// A read of the file: served from the data file where its bytes are present,
+// waiting (bounded) for the transfers that bring the rest, and copying
+// arriving bytes straight into the reader's buffer.
+import Foundation
+
+extension FileLoader {
+    // MARK: Reading
+
+    /// Reads up to `buffer.count` bytes at `offset`: short at the end of the
+    /// file, 0 past it. Waits for missing bytes, bounded by the timeout.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, pattern: ReadPattern) throws -> Int {
+        prepareEntry()
+        let info = try contentInfo()
+        guard offset >= 0, offset < info.length else { return 0 }
+        finishFreeing()
+        let end = offset + min(Int64(buffer.count), info.length - offset)
+        let wanted = offset..<end
+        if let budget {
+            // A read that must fetch lets the evictor free older bytes
+            // first, so that its bytes are cached too.
+            let missing = Int64(wanted.count) - lock.withLock { $0.present.overlapCount(with: wanted) }
+            if missing > 0 {
+                budget.awaitRoom(missing, timeout: min(settings.timeout, Self.roomWait), for: pattern.readClass)
+            }
+        }
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])
+        let grant = try waitUntilAvailable(wanted, into: target, info: info, pattern: pattern)
+        defer { endRead(grant.token) }
+        if grant.cachedAhead > 0, let file = grant.file {
+            // A stream read from the cache: start the disk reading the cached
+            // bytes ahead of it, so the next reads find them in the page
+            // cache. Never holes: reading those would only make zero pages.
+            _ = posix_fadvise(file.fd, off_t(end), off_t(grant.cachedAhead), POSIX_FADV_WILLNEED)
+        }
+        for part in grant.delivered.missing(in: wanted) {
+            guard let file = grant.file else {
+                throw MediaError.io("the cache of \(source.displayURL) has no data file")
+            }
+            try readPresent(from: file, into: target, at: Int(part.lowerBound - offset), range: part)
+            statistics.bytesFromCache.add(Int64(part.count), ordering: .relaxed)
+        }
+        statistics.countServed(Int64(target.count), byClass: pattern.readClass.rawValue)
+        return target.count
+    }
+
+    /// What a read may do once its bytes are available: the ranges already
+    /// in its buffer, the data file to pread the rest from (held, so it
+    /// stays open), and its token in `reading` (nil: nothing to pread).
+    struct ReadGrant {
+        var delivered: ByteRangeSet
+        var cachedAhead: Int64
+        var file: DataFile?
+        var token: Int?
+    }
+
+    /// Ends a read's claim on the bytes it preads; a freeing may wait on it.
+    func endRead(_ token: Int?) {
+        guard let token else { return }
+        let freeing = lock.withLock { state in
+            state.reading[token] = nil
+            return state.isFreeingAnything
+        }
+        if freeing { lock.broadcast() }
+    }
+
+    /// Counts a read in `reading` until its preads are done.
+    func beginRead(_ range: Range<Int64>, delivered: ByteRangeSet, cachedAhead: Int64,
+                   in state: inout LoaderState) -> ReadGrant {
+        if delivered.contains(range) { return ReadGrant(delivered: delivered, cachedAhead: 0, file: nil, token: nil) }
+        let token = state.nextWait
+        state.nextWait += 1
+        state.reading[token] = range
+        return ReadGrant(delivered: delivered, cachedAhead: cachedAhead, file: openDataFile(&state), token: token)
+    }
+
+    /// Returns once every byte of `wanted` is either copied into `buffer`
+    /// (the ranges returned) or present in the cache; the read is then
+    /// counted in `reading` until its preads are done.
+    func waitUntilAvailable(_ wanted: Range<Int64>, into buffer: UnsafeMutableRawBufferPointer,
+                            info: ContentInfo, pattern: ReadPattern) throws -> ReadGrant {
+        let deadline = deadline(after: settings.timeout)
+        let owner = ObjectIdentifier(pattern)
+        return try lock.withScope { scope in
+            let startGeneration = scope.state.generation
+            if let opened = pattern.generation, opened != startGeneration {
+                throw MediaError.io("\(source.displayURL) changed on the server since it was opened; open it again")
+            }
+            if let cached = beginCachedRead(wanted, info: info, pattern: pattern, in: &scope.state) { return cached }
+            // A reader that looks sequential fetches at least a round trip's worth
+            // of the link: less leaves it idle while the reader comes back for more.
+            var (window, ahead) = partWindows(wanted, window: pattern.fetchWindow(
+                bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0), pattern: pattern)
+            // An archive member's first read asks for what a lookup asks of
+            // a plain file (its size came from the index, so none did): a
+            // demuxer's probe reads a few hundred KiB from the start, in
+            // windows that would each cost a round trip (a stored mkv's
+            // ffprobe through a 100 ms link: 5 rounds and 0.58 s, not 2 and
+            // 0.23 s). A scan's or a player's alike: the plain file beside it
+            // gets those bytes at its lookup whichever reads it.
+            var holesOwner = owner
+            if wanted.lowerBound == 0, scope.state.present.isEmpty,
+               context.segmented?.isArchiveMember(source.url) == true {
+                window = max(window, min(settings.probeFirstBytes, info.length) - wanted.lowerBound)
+                // The file's, not the handle's, as a plain file's lookup
+                // probe is: it runs to its end whatever the reader does
+                // next. A demuxer's seek to an mp4's moov stopped it at 64
+                // KiB, and the reads after the moov asked for the rest again.
+                holesOwner = ObjectIdentifier(self)
+            }
+            var attempts = Attempts(stops: scope.state.stops)
+            let wait = scope.state.nextWait
+            scope.state.nextWait += 1
+            scope.state.waits[wait] = LoaderState.Wait(range: wanted, buffer: buffer)
+            defer { scope.state.waits[wait] = nil }
+            var available = scope.state.availability(of: wait)
+            try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,
+                             readClass: pattern.readClass, streams: pattern.streams, info: info,
+                             attempts: &attempts, state: &scope.state)
+            readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass,
+                      streams: pattern.streams, info: info,
+                      in: &scope.state)
+            // A wait that lasts says why, at debug level, after 1 s and each
+            // time it doubles: which transfer it counts on and where that is
+            // (a WAN seek once stalled 6 s with nothing in the log).
+            let waitStarted = now()
+            var reportAfter = Self.slowWaitReport
+            while !available.contains(wanted) {
+                let retryAt = scope.state.retryAt
+                var wake = retryAt > now() ? deadline.earlier(Deadline(at: retryAt, clock: settings.clock)) : deadline
+                let report = Deadline(at: waitStarted + reportAfter, clock: settings.clock)
+                let reporting = report.at < wake.at
+                if reporting { wake = report }
+                let woken = scope.wait(until: wake)
+                if !woken && reporting {
+                    reportAfter *= 2
+                    available = scope.state.availability(of: wait)
+                    if !available.contains(wanted) {
+                        Log.debug(slowWaitReason(for: wanted, missing: available.missing(in: wanted),
+                                                 since: waitStarted, in: scope.state))
+                    }
+                    continue
+                }
+                if !woken && wake.at == deadline.at {
+                    available = scope.state.availability(of: wait)
+                    if available.contains(wanted) { break }
+                    throw MediaError.io("\(source.displayURL): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
+                                        + "did not arrive within \(Int(settings.timeout)) s")
+                }
+                if scope.state.generation != startGeneration {
+                    throw MediaError.io("\(source.displayURL) changed on the server during the read")
+                }
+                available = scope.state.availability(of: wait)
+                try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,
+                                 readClass: pattern.readClass, streams: pattern.streams, info: info,
+                             attempts: &attempts, state: &scope.state)
+            }
+            if scope.state.generation != startGeneration {
+                throw MediaError.io("\(source.displayURL) changed on the server during the read")
+            }
+            return beginRead(wanted, delivered: scope.state.waits[wait]!.filled, cachedAhead: 0, in: &scope.state)
+        }
+    }
+
+    /// After how long a read's wait says why it waits (then at each doubling).
+    static let slowWaitReport = 1.0
+
+    /// Why a read still waits: the transfers that cover its first missing
+    /// byte (or none, and when a retry is due).
+    func slowWaitReason(for wanted: Range<Int64>, missing: [Range<Int64>], since started: Double,
+                        in state: LoaderState) -> String {
+        let first = missing.first?.lowerBound ?? wanted.lowerBound
+        let covering = state.transfers.filter { !$0.value.cancelled && $0.value.position <= first && first < $0.value.end }
+        let why: String
+        if covering.isEmpty {
+            let retry = state.retryAt > now() ? String(format: "a retry due in %.1f s", state.retryAt - now()) : "none yet"
+            why = "no transfer covers byte \(first) (\(retry))"
+        } else {
+            why = covering.map { id, transfer in
+                let held = transfer.limit.map { $0 < transfer.end ? ", held at \($0)" : "" } ?? ""
+                let answered = transfer.head == nil ? ", no answer yet" : ""
+                return "transfer \(id) at byte \(transfer.position) of \(transfer.start)-\(transfer.end - 1)"
+                    + " (\(transfer.priority)\(held)\(answered))"
+            }.joined(separator: "; ")
+        }
+        let waited = String(format: "%.1f", now() - started)
+        return "read \(wanted.lowerBound)-\(wanted.upperBound - 1) of \(source.displayURL) has waited \(waited) s: \(why)"
+    }
+
+    /// Records a read in the handle's pattern and the loader's; when every
+    /// byte of it is cached, counts it in `reading` (nil: it must wait).
+    private func beginCachedRead(_ wanted: Range<Int64>, info: ContentInfo, pattern: ReadPattern,
+                                 in state: inout LoaderState) -> ReadGrant? {
+        let owner = ObjectIdentifier(pattern)
+        if !pattern.hasRead, pattern.readClass == .play, settings.handleGrace > 0 {
+            if !state.lingering.isEmpty { resumeLingering(pattern, at: wanted.lowerBound, in: &state) }
+            if !pattern.hasRead, state.fresh.count < Self.maxLingering { state.fresh[owner] = pattern }
+        }
+        let previousEnd = pattern.lastReadEnd
+        if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
+            cancelTransfers(of: owner, except: wanted.lowerBound, in: &state)
+        }
+        notePartStep(wanted, after: previousEnd, pattern: pattern, info: info, in: &state)
+        state.lastAccess = wallNow()
+        state.lastReadOffset = wanted.lowerBound
+        if state.scanOnly && pattern.readClass == .scan { state.scanRead.insert(wanted) }
+        // A player's read makes the whole entry a player's.
+        if pattern.readClass == .play && state.scanOnly {
+            state.scanOnly = false
+            state.scanRead = ByteRangeSet()
+            // Saved, or a remount would take the player's bytes for a scan's.
+            state.dirty = true
+        }
+        guard state.present.contains(wanted) else { return nil }
+        // Reading cached bytes sends no request: readahead starts from a
+        // read that had to fetch, and goes on while this handle streams.
+        let fetching = state.transfers.values.contains(where: { $0.owner == owner })
+            || state.yielded.remove(owner) != nil
+        if fetching {
+            readAhead(from: wanted.upperBound, window: pattern.cachedReadWindow, owner: owner,
+                      readClass: pattern.readClass, streams: pattern.streams, info: info, in: &state)
+        }
+        // Only a stream that is not fetching reads ahead from the disk.
+        let streaming = pattern.window > 0 && !fetching
+        let ahead = streaming
+            ? min(state.present.presentEnd(from: wanted.upperBound), wanted.upperBound + Self.diskReadahead)
+                - wanted.upperBound
+            : 0
+        return beginRead(wanted, delivered: ByteRangeSet(), cachedAhead: ahead, in: &state)
+    }
+
+    /// What one read has asked for: each byte is fetched at most
+    /// `maxAttempts` times, however many holes the read spans.
+    struct Attempts {
+        var asked = ByteRangeSet()
+        var retries = 0
+        /// `stops` when these were asked: transfers the cache stopped
+        /// itself (a purge, a change) say nothing of the server.
+        var stops: Int
+    }
+
+    func readPresent(from file: DataFile, into buffer: UnsafeMutableRawBufferPointer, at start: Int,
+                     range: Range<Int64>) throws {
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<(start + Int(range.count))])
+        let count: Int
+        do {
+            count = try FileIO.readFully(fd: file.fd, into: target, at: range.lowerBound)
+        } catch let error as MediaError {
+            throw MediaError(error.errno, "read from the cache of \(source.displayURL): \(error.message)")
+        }
+        if count < target.count {
+            throw MediaError.io("cache data of \(source.displayURL) is shorter than its metadata")
+        }
+    }
+}
