@@ -23,7 +23,7 @@ extension FileLoader {
             // Transfers a read waits on go on: their bytes reach the reader, and
             // are claimed only once written after the file was emptied.
             stopAllTransfers(&state, exceptWaitedOn: true)
-            state.lastError = nil
+            state.fetches.setLastError(nil)
             state.markReset()
         }
         finishFreeing()
@@ -36,10 +36,10 @@ extension FileLoader {
     }
 
     func stopAllTransfers(_ state: inout LoaderState, exceptWaitedOn: Bool = false) {
-        state.stops += 1
-        for (id, transfer) in state.transfers where !transfer.cancelled {
-            if exceptWaitedOn, state.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
-            state.transfers[id]!.cancelled = true
+        state.fetches.countStop()
+        for (id, transfer) in state.fetches.transfers where !transfer.cancelled {
+            if exceptWaitedOn, state.fetches.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
+            state.fetches.transfers[id]!.cancelled = true
             fetcher.cancel(id)
         }
     }
@@ -50,8 +50,8 @@ extension FileLoader {
         let marked: Bool? = lock.withLock { state in
             // A pinned file's bytes are kept whatever the limits say; only a
             // purge (the user's own word) drops them.
-            guard !state.pinned, state.transfers.isEmpty, state.waits.isEmpty, !state.kernelReading else { return nil }
-            guard !state.present.isEmpty else { return false }
+            guard !state.pinned, state.fetches.transfers.isEmpty, state.fetches.waits.isEmpty, !state.handles.kernelReading else { return nil }
+            guard !state.bytes.present.isEmpty else { return false }
             state.markReset()
             return true
         }
@@ -68,16 +68,16 @@ extension FileLoader {
     /// than the whole cache, which still plays, but is not all kept.
     public func trim(to target: Int64) {
         let doomed = lock.withLock { state in
-            var excess = state.present.byteCount - target
+            var excess = state.bytes.present.byteCount - target
             var doomed = ByteRangeSet()
             // Bytes the kernel reads in place stay until its handles close;
             // a pinned file's bytes stay, however far over the limit.
-            guard excess > 0, state.hasEntry, !state.kernelReading, !state.pinned else { return doomed }
-            let lastReadOffset = state.lastReadOffset
-            let behind = state.present.ranges.filter { $0.upperBound <= lastReadOffset }
-            let ahead = Array(state.present.ranges.filter { $0.upperBound > lastReadOffset }.reversed())
+            guard excess > 0, state.bytes.hasEntry, !state.handles.kernelReading, !state.pinned else { return doomed }
+            let lastReadOffset = state.bytes.lastReadOffset
+            let behind = state.bytes.present.ranges.filter { $0.upperBound <= lastReadOffset }
+            let ahead = Array(state.bytes.present.ranges.filter { $0.upperBound > lastReadOffset }.reversed())
             for range in behind + ahead where excess > 0 {
-                if state.isWaitedOn(range) { continue }
+                if state.fetches.isWaitedOn(range) { continue }
                 let count = min(Int64(range.count), excess)
                 // Behind the reader, drop from the oldest end; ahead, from the far end.
                 let part = range.upperBound <= lastReadOffset
@@ -109,26 +109,26 @@ extension FileLoader {
     public func trimToProbeRanges() {
         let doomed = lock.withLock { state in
             var doomed = ByteRangeSet()
-            guard state.scanOnly, state.hasEntry, !state.kernelReading, !state.pinned,
-                  let length = state.info?.length else { return doomed }
+            guard state.scanOnly, state.bytes.hasEntry, !state.handles.kernelReading, !state.pinned,
+                  let length = state.version.info?.length else { return doomed }
             let span = Self.probeSpan(length: length)
             // Kept: the probe spans at either end; within them, when this
             // mount saw the scans read, only what they read and the index
             // the lookahead fetched (whole pages around them), not the
             // lookup's whole first 512 KiB beside ffprobe's 262 KB. Not
             // that finer cut while a handle is open: its probe may read on.
-            let known = !state.scanRead.isEmpty && state.openHandles == 0
+            let known = !state.bytes.scanRead.isEmpty && state.handles.openHandles == 0
             var keep = ByteRangeSet()
             for end in [0..<min(span, length), max(0, length - span)..<length] {
                 guard known else { keep.insert(end); continue }
-                for read in state.scanRead.ranges where read.overlaps(end) {
+                for read in state.bytes.scanRead.ranges where read.overlaps(end) {
                     let lower = max(read.lowerBound, end.lowerBound) / Self.page * Self.page
                     let upper = min((min(read.upperBound, end.upperBound) + Self.page - 1) / Self.page * Self.page, length)
                     keep.insert(lower..<upper)
                 }
             }
-            for range in state.present.ranges {
-                for part in keep.missing(in: range) where !state.isWaitedOn(part) { doomed.insert(part) }
+            for range in state.bytes.present.ranges {
+                for part in keep.missing(in: range) where !state.fetches.isWaitedOn(part) { doomed.insert(part) }
             }
             return Self.markTrimmed(doomed, in: &state)
         }
@@ -137,10 +137,7 @@ extension FileLoader {
 
     /// Step 1 of a trim: `doomed` unclaimed and marked; returns it.
     private static func markTrimmed(_ doomed: ByteRangeSet, in state: inout LoaderState) -> ByteRangeSet {
-        for part in doomed.ranges {
-            state.present.remove(part)
-            state.trimming.insert(part)
-        }
+        state.bytes.markTrim(doomed)
         if !doomed.isEmpty { state.dirty = true }
         return doomed
     }
@@ -155,7 +152,7 @@ extension FileLoader {
     /// Steps 2–4 for every freeing marked so far. Returns at once when none
     /// is. Call with no lock held, and never on the network thread.
     func finishFreeing() {
-        guard lock.withLock({ $0.isFreeingAnything }) else { return }
+        guard lock.withLock({ $0.bytes.isFreeingAnything }) else { return }
         flushLock.withLock { savedClaims in finishFreeingHoldingFlushLock(&savedClaims) }
     }
 
@@ -197,8 +194,8 @@ extension FileLoader {
                     state.dirty = true
                     return false
                 }
-                if freeing.resetting { state.resetsDone = max(state.resetsDone, freeing.resetsTarget) }
-                for range in freeing.doomed.ranges { state.trimming.remove(range) }
+                if freeing.resetting { state.bytes.resetsDone(upTo: freeing.resetsTarget) }
+                state.bytes.trimDone(freeing.doomed)
                 return true
             }
             guard done else { break }
@@ -210,25 +207,25 @@ extension FileLoader {
     /// marked now, then takes what it needs to persist and free them;
     /// nil when no freeing is marked.
     private func drainFreeing(_ scope: borrowing ConditionLocked<LoaderState>.Scope) -> Freeing? {
-        guard scope.state.isFreeingAnything else { return nil }
-        let resetsTarget = scope.state.resetsAsked
-        let resetting = resetsTarget > scope.state.resetsDone
-        let doomed = scope.state.trimming
+        guard scope.state.bytes.isFreeingAnything else { return nil }
+        let resetsTarget = scope.state.bytes.resetsAsked
+        let resetting = resetsTarget > scope.state.bytes.resetsDone
+        let doomed = scope.state.bytes.trimming
         func inUse(_ range: Range<Int64>) -> Bool { resetting || doomed.overlaps(range) }
-        while scope.state.reading.values.contains(where: inUse) || scope.state.writing.values.contains(where: inUse) {
+        while scope.state.bytes.isInUse(inUse) {
             scope.wait()
         }
         let snapshot = metaSnapshot(&scope.state)
         // What is freed is in the data file as it is now, claimed or not.
         let file = openDataFile(&scope.state)
         // A file the kernel reads in place is left to it whole.
-        let replace = resetting && scope.state.kernelReading
+        let replace = resetting && scope.state.handles.kernelReading
         if snapshot != nil { scope.state.dirty = false }
         // No snapshot for an entry means its data file cannot be opened
         // now: the metadata cannot be rewritten, so nothing is freed.
-        let persisted = snapshot != nil || !scope.state.hasEntry || scope.state.info == nil
+        let persisted = snapshot != nil || !scope.state.bytes.hasEntry || scope.state.version.info == nil
         return Freeing(resetsTarget: resetsTarget, resetting: resetting, doomed: doomed, snapshot: snapshot,
-                       file: file, length: scope.state.info?.length, replace: replace, persisted: persisted)
+                       file: file, length: scope.state.version.info?.length, replace: replace, persisted: persisted)
     }
 
     /// Step 4: punches `doomed`, or (nil) empties the whole data file while

@@ -21,15 +21,14 @@ extension FileLoader {
     @discardableResult
     public func attach(_ pattern: ReadPattern, throughPageCache: Bool = true) -> PageCacheUse {
         lock.withLock { state in
-            state.openHandles += 1
-            if state.openHandles == 1 { startLookahead(in: &state) }
-            let generation = state.generation
+            if state.handles.opened() == 1 { startLookahead(in: &state) }
+            let generation = state.version.generation
             pattern.generation = generation
             guard throughPageCache else { return .keep }
-            if state.pageCacheHandles.keys.contains(where: { $0 != generation }) { return .bypass }
-            state.pageCacheHandles[generation, default: 0] += 1
+            if state.handles.pageCacheHeld(byOtherThan: generation) { return .bypass }
+            state.handles.pageCacheOpened(generation: generation)
             pattern.inPageCache = true
-            return state.kernelClean == generation ? .keep : .drop
+            return state.handles.kernelClean == generation ? .keep : .drop
         }
     }
 
@@ -43,24 +42,23 @@ extension FileLoader {
     /// file every few MiB of a stream.
     public func release(_ pattern: ReadPattern) {
         lock.withLock { state in
-            if pattern.inPageCache, let opened = pattern.generation, let count = state.pageCacheHandles[opened] {
-                state.pageCacheHandles[opened] = count > 1 ? count - 1 : nil
+            if pattern.inPageCache, let opened = pattern.generation {
+                state.handles.pageCacheClosed(generation: opened)
                 pattern.inPageCache = false
             }
-            state.openHandles = max(0, state.openHandles - 1)
-            if state.openHandles == 0 { stopLookahead(in: &state) }
+            if state.handles.closed() == 0 { stopLookahead(in: &state) }
             endLingering(&state, all: false)
-            state.fresh[ObjectIdentifier(pattern)] = nil
-            state.yielded.remove(ObjectIdentifier(pattern))
+            state.handles.fresh[ObjectIdentifier(pattern)] = nil
+            state.fetches.yielded.remove(ObjectIdentifier(pattern))
             if settings.handleGrace > 0, pattern.readClass == .play, pattern.hasRead,
-               pattern.generation == state.generation {
+               pattern.generation == state.version.generation {
                 if handOver(pattern, in: &state) { return }
-                if state.lingering.count >= Self.maxLingering,
-                   let oldest = state.lingering.min(by: { $0.value.until < $1.value.until })?.key {
-                    state.lingering[oldest] = nil
+                if state.handles.lingering.count >= Self.maxLingering,
+                   let oldest = state.handles.lingering.min(by: { $0.value.until < $1.value.until })?.key {
+                    state.handles.lingering[oldest] = nil
                     cancelTransfers(of: oldest, except: nil, in: &state)
                 }
-                state.lingering[ObjectIdentifier(pattern)] = (pattern, now() + settings.handleGrace)
+                state.handles.lingering[ObjectIdentifier(pattern)] = (pattern, now() + settings.handleGrace)
                 return
             }
             cancelTransfers(of: ObjectIdentifier(pattern), except: nil, in: &state)
@@ -70,10 +68,10 @@ extension FileLoader {
     /// Stops the transfers of closed handles whose grace ended (`all`: of
     /// every closed handle).
     func endLingering(_ state: inout LoaderState, all: Bool) {
-        guard !state.lingering.isEmpty else { return }
+        guard !state.handles.lingering.isEmpty else { return }
         let now = now()
-        for (owner, closed) in state.lingering where all || closed.until <= now {
-            state.lingering[owner] = nil
+        for (owner, closed) in state.handles.lingering where all || closed.until <= now {
+            state.handles.lingering[owner] = nil
             cancelTransfers(of: owner, except: nil, in: &state)
         }
     }
@@ -82,14 +80,14 @@ extension FileLoader {
     /// release: the sequel, still on the streak it began where this one
     /// would read next, takes this one's streak and transfers.
     func handOver(_ closing: ReadPattern, in state: inout LoaderState) -> Bool {
-        guard let (id, heir) = state.fresh.first(where: {
+        guard let (id, heir) = state.handles.fresh.first(where: {
             $0.value.firstStreakStart >= 0 && closing.follows($0.value.firstStreakStart)
                 && $0.value.generation == closing.generation
         }) else { return false }
-        state.fresh[id] = nil
+        state.handles.fresh[id] = nil
         heir.inherit(closing)
         let owner = ObjectIdentifier(closing)
-        for (transfer, running) in state.transfers where running.owner == owner { state.transfers[transfer]!.owner = id }
+        for (transfer, running) in state.fetches.transfers where running.owner == owner { state.fetches.transfers[transfer]!.owner = id }
         statistics.graceResumes.add(1, ordering: .relaxed)
         return true
     }
@@ -99,13 +97,13 @@ extension FileLoader {
     /// its transfers: no cold start, no transfer stopped and asked again.
     func resumeLingering(_ pattern: ReadPattern, at offset: Int64, in state: inout LoaderState) {
         endLingering(&state, all: false)
-        guard let (owner, closed) = state.lingering.first(where: {
+        guard let (owner, closed) = state.handles.lingering.first(where: {
             $0.value.pattern.follows(offset) && $0.value.pattern.generation == pattern.generation
         }) else { return }
-        state.lingering[owner] = nil
+        state.handles.lingering[owner] = nil
         pattern.resume(from: closed.pattern)
         let heir = ObjectIdentifier(pattern)
-        for (id, transfer) in state.transfers where transfer.owner == owner { state.transfers[id]!.owner = heir }
+        for (id, transfer) in state.fetches.transfers where transfer.owner == owner { state.fetches.transfers[id]!.owner = heir }
         statistics.graceResumes.add(1, ordering: .relaxed)
         Log.debug("\(source.displayURL): a new handle goes on from byte \(offset) with a closed one's transfers")
     }
@@ -114,7 +112,7 @@ extension FileLoader {
     /// file as of `generation`: opens of that version may keep pages again.
     public func kernelForgot(generation forgotten: Int) {
         defer { lock.broadcast() }
-        lock.withLock { $0.kernelClean = max($0.kernelClean, forgotten) }
+        lock.withLock { $0.handles.kernelForgot(upTo: forgotten) }
     }
 
     /// Waits (bounded) until the kernel has dropped what it held of older
@@ -124,8 +122,8 @@ extension FileLoader {
     public func awaitKernelForgot(timeout: Double) -> Bool {
         let deadline = deadline(after: timeout)
         return lock.withScope { scope in
-            while scope.state.kernelClean < scope.state.generation {
-                if !scope.wait(until: deadline) { return scope.state.kernelClean >= scope.state.generation }
+            while scope.state.handles.kernelClean < scope.state.version.generation {
+                if !scope.wait(until: deadline) { return scope.state.handles.kernelClean >= scope.state.version.generation }
             }
             return true
         }

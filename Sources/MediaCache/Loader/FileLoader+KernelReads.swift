@@ -13,13 +13,13 @@ extension FileLoader {
     /// as many `endKernelReads(version:)`. Nil while any byte is missing.
     public func beginKernelReads() -> (fd: Int32, version: Int)? {
         lock.withLock { state in
-            guard let info = state.info, state.present.contains(0..<info.length),
+            guard let info = state.version.info, state.bytes.present.contains(0..<info.length),
                   let dataFile = openDataFile(&state) else { return nil }
             let copy = fcntl(dataFile.fd, F_DUPFD_CLOEXEC, 0)
             guard copy >= 0 else { return nil }
-            state.kernelReaders += 1
+            let version = state.handles.kernelReaderAdded()
             state.lastAccess = wallNow()
-            return (copy, state.dataVersion)
+            return (copy, version)
         }
     }
 
@@ -27,14 +27,14 @@ extension FileLoader {
     /// closed. Those of a data file since replaced count for nothing.
     public func endKernelReads(version: Int) {
         lock.withLock { state in
-            if version == state.dataVersion { state.kernelReaders = max(state.kernelReaders - 1, 0) }
+            state.handles.kernelReaderRemoved(version: version)
         }
     }
 
     /// Whether `version` (from `beginKernelReads`) is still the data file,
     /// not one a purge or a change has replaced.
     public func isCurrentData(version: Int) -> Bool {
-        lock.withLock { version == $0.dataVersion }
+        lock.withLock { version == $0.handles.dataVersion }
     }
 
     /// Empties the cache by starting a new data file, leaving the old one
@@ -51,9 +51,8 @@ extension FileLoader {
         }
         lock.withLock { state in
             openFiles.replace(ObjectIdentifier(self), with: fresh)
-            state.hasEntry = fresh != nil
-            state.dataVersion += 1
-            state.kernelReaders = 0
+            state.bytes.hasEntry = fresh != nil
+            state.handles.dataFileReplaced()
         }
     }
 }

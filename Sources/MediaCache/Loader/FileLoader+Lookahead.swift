@@ -15,7 +15,7 @@ extension FileLoader {
     /// Starts the planned ranges if a handle is open: those not present
     /// and not on their way.
     func startLookahead(in state: inout LoaderState) {
-        guard state.openHandles > 0, let info = state.info, info.acceptsRanges, statistics.cacheWritable,
+        guard state.handles.openHandles > 0, let info = state.version.info, info.acceptsRanges, statistics.cacheWritable,
               let (ranges, container) = state.lookahead.takePlan() else { return }
         let readClass: ReadClass = state.scanOnly ? .scan : .play
         let priority: FetchRequest.Priority = readClass == .scan ? .scan : .readahead
@@ -26,11 +26,11 @@ extension FileLoader {
             // the end took a request of its own for the page before them).
             let range = range.lowerBound / Self.page * Self.page..<range.upperBound
             // The container's index: a scan's file keeps it when trimmed.
-            if state.scanOnly { state.scanRead.insert(range) }
-            for hole in state.present.missing(in: range) {
+            if state.scanOnly { state.bytes.scanRead.insert(range) }
+            for hole in state.bytes.present.missing(in: range) {
                 var point = hole.lowerBound
                 while point < hole.upperBound {
-                    if let running = state.transfers.values.first(where: {
+                    if let running = state.fetches.transfers.values.first(where: {
                         !$0.cancelled && $0.position <= point && point < $0.end
                     }) {
                         point = running.end
@@ -53,9 +53,9 @@ extension FileLoader {
 
     /// The last handle closed: the lookahead's transfers no read waits on stop.
     func stopLookahead(in state: inout LoaderState) {
-        for (id, transfer) in state.transfers where transfer.owner == lookaheadOwner && !transfer.cancelled {
-            if state.isWaitedOn(transfer.position..<max(transfer.position + 1, transfer.end)) { continue }
-            state.transfers[id]!.cancelled = true
+        for (id, transfer) in state.fetches.transfers where transfer.owner == lookaheadOwner && !transfer.cancelled {
+            if state.fetches.isWaitedOn(transfer.position..<max(transfer.position + 1, transfer.end)) { continue }
+            state.fetches.transfers[id]!.cancelled = true
             fetcher.cancel(id)
             Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (lookahead, no handle open)")
         }

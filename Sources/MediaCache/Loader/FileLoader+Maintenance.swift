@@ -12,16 +12,16 @@ extension FileLoader {
     public func status() -> FileStatus {
         lock.withLock { state in
             let shown: FileStatus.State
-            if !state.transfers.isEmpty {
+            if !state.fetches.transfers.isEmpty {
                 shown = .fetching
-            } else if let error = state.lastError {
+            } else if let error = state.fetches.lastError {
                 shown = .error(error.message)
-            } else if case .failed(let error, _) = state.probe {
+            } else if case .failed(let error, _) = state.version.probe {
                 shown = .error(error.message)
             } else {
                 shown = .idle
             }
-            return FileStatus(url: source.url, info: state.info, present: state.present, state: shown,
+            return FileStatus(url: source.url, info: state.version.info, present: state.bytes.present, state: shown,
                               pinned: state.pinned)
         }
     }
@@ -45,10 +45,10 @@ extension FileLoader {
     public func usage() -> Usage {
         let allocated = EntryRecord.allocatedBytes(forKey: key, in: store)
         return lock.withLock { state in
-            Usage(allocatedBytes: state.hasEntry ? allocated : 0, lastAccess: state.lastAccess,
-                  isComplete: state.info.map { state.present.contains(0..<$0.length) } ?? false,
-                  isBusy: !state.transfers.isEmpty || !state.waits.isEmpty || state.kernelReading,
-                  isPinned: state.pinned, isScanOnly: state.scanOnly, isOpen: state.openHandles > 0)
+            Usage(allocatedBytes: state.bytes.hasEntry ? allocated : 0, lastAccess: state.lastAccess,
+                  isComplete: state.version.info.map { state.bytes.present.contains(0..<$0.length) } ?? false,
+                  isBusy: !state.fetches.transfers.isEmpty || !state.fetches.waits.isEmpty || state.handles.kernelReading,
+                  isPinned: state.pinned, isScanOnly: state.scanOnly, isOpen: state.handles.openHandles > 0)
         }
     }
 
@@ -60,7 +60,7 @@ extension FileLoader {
     /// Returns whether the file changed.
     @discardableResult
     public func revalidate(olderThan maxAge: Double) -> Bool {
-        let due = lock.withLock { $0.info != nil && wallNow() - Double($0.lastValidated) >= maxAge }
+        let due = lock.withLock { $0.version.info != nil && wallNow() - Double($0.version.lastValidated) >= maxAge }
         guard due else { return false }
         let answer = OneShot<Result<ContentInfo, MediaError>>()
         ContentProbe.start(url: source.url, fetcher: fetcher, clock: settings.clock) { answer.fulfil($0) }
@@ -69,13 +69,13 @@ extension FileLoader {
         switch result {
         case .success(let fresh):
             let changed = lock.withLock { state in
-                guard let known = state.info else { return false }
+                guard let known = state.version.info else { return false }
                 if let change = Self.difference(from: known, etag: fresh.etag, lastModified: fresh.lastModified,
                                                 length: fresh.length) {
                     replaceContent(with: fresh, reason: change, in: &state)
                     return true
                 }
-                state.lastValidated = Int64(wallNow())
+                state.version.validated(at: Int64(wallNow()))
                 state.dirty = true
                 return false
             }
@@ -96,7 +96,7 @@ extension FileLoader {
     @discardableResult
     public func listingShows(_ listed: ContentInfo) -> Bool {
         let changed = lock.withLock { state in
-            guard let known = state.info, let reason = Self.listedDifference(from: known, to: listed) else {
+            guard let known = state.version.info, let reason = Self.listedDifference(from: known, to: listed) else {
                 return false
             }
             // What a listing does not say of the new version is taken as the
@@ -178,13 +178,10 @@ extension FileLoader {
     func replaceContent(with fresh: ContentInfo, reason: String, in state: inout LoaderState) {
         Log.warning("\(source.displayURL) changed on the server (\(reason)): dropping its cached bytes")
         stopAllTransfers(&state)
-        state.generation += 1
-        state.info = fresh
-        state.sawPartial = false
-        state.lastValidated = Int64(wallNow())
-        state.lastError = nil
+        let generation = state.version.changed(to: fresh, validatedAt: Int64(wallNow()))
+        state.fetches.setLastError(nil)
         state.markReset()
-        if state.changeHandler?(state.generation) != true { state.kernelClean = state.generation }
+        if state.version.changeHandler?(generation) != true { state.handles.kernelIsClean(at: generation) }
     }
 
     /// Whether a read's failure is the first of this file's outage, to be
@@ -192,8 +189,8 @@ extension FileLoader {
     /// complete transfer.
     public func claimFailureLog() -> Bool {
         lock.withLock { state in
-            defer { state.outageLogged = true }
-            return !state.outageLogged
+            defer { state.fetches.outageLogged = true }
+            return !state.fetches.outageLogged
         }
     }
 
@@ -201,10 +198,10 @@ extension FileLoader {
     /// with, and their backoff, are forgotten, so the next read fetches.
     public func keyArrived() {
         lock.withLock { state in
-            state.lastError = nil
-            state.failuresInARow = 0
-            state.retryAt = 0
-            state.unavailableUntil = 0
+            state.fetches.setLastError(nil)
+            state.fetches.failuresInARow = 0
+            state.fetches.retryAt = 0
+            state.fetches.unavailableUntil = 0
         }
     }
 
@@ -216,24 +213,24 @@ extension FileLoader {
         lock.withLock { state in
             // The info of now, under the lock its transfers start under: one
             // read before it could name a version a change has replaced since.
-            guard let info = state.info else { return }
+            guard let info = state.version.info else { return }
             let owner = preloadOwner
             // Asked for by a user: a player's bytes.
             if state.scanOnly { state.dirty = true }
             state.scanOnly = false
             cancelTransfers(of: owner, except: nil, in: &state)
             let end = min(limit ?? info.length, info.length)
-            for hole in state.present.missing(in: 0..<end) {
+            for hole in state.bytes.present.missing(in: 0..<end) {
                 var point = hole.lowerBound
                 while point < hole.upperBound {
-                    if let (id, covering) = state.transfers.first(where: { covers($0.value, point, in: state) }) {
+                    if let (id, covering) = state.fetches.transfers.first(where: { covers($0.value, point, in: state) }) {
                         if covering.limit != nil {
                             extendHold(id, to: hole.upperBound, mustReach: 0, in: &state)
                         }
                         // No room to let it go further: preloading would only
                         // fetch bytes to drop.
-                        guard state.transfers[id]!.reach > point else { return }
-                        point = state.transfers[id]!.reach
+                        guard state.fetches.transfers[id]!.reach > point else { return }
+                        point = state.fetches.transfers[id]!.reach
                     } else {
                         let start = point
                         point = startTransfer(at: point, end: hole.upperBound, owner: owner, info: info,

@@ -68,8 +68,8 @@ extension FileLoader {
             // The page cache's reads begin at the page that holds the start.
             let start = pattern.inPageCache ? offsets[next] / Self.page * Self.page : offsets[next]
             let head = start..<min(start + size, offsets[next + 1])
-            guard let hole = state.present.missing(in: head).first,
-                  !state.transfers.values.contains(where: { covers($0, hole.lowerBound, in: state) }) else { continue }
+            guard let hole = state.bytes.present.missing(in: head).first,
+                  !state.fetches.transfers.values.contains(where: { covers($0, hole.lowerBound, in: state) }) else { continue }
             // The loader's own, not the handle's: its next read jumps, and a
             // jump stops the handle's transfers that it does not need.
             _ = startPartTransfers(at: hole.lowerBound, end: head.upperBound, hold: nil, owner: ObjectIdentifier(self),

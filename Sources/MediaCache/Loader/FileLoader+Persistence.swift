@@ -15,7 +15,7 @@ extension FileLoader {
     /// listing hands these to the kernel with the names, and must never
     /// wait on the network for them.
     public func knownAttributes() -> (size: Int64, mtime: Int)? {
-        lock.withLock { $0.info }.map(Self.attributes(of:))
+        lock.withLock { $0.version.info }.map(Self.attributes(of:))
     }
 
     static func attributes(of info: ContentInfo) -> (size: Int64, mtime: Int) {
@@ -54,15 +54,15 @@ extension FileLoader {
     /// (nil when it claims none). Nil when there is nothing to save, or the
     /// data file cannot be opened.
     func metaSnapshot(_ state: inout LoaderState) -> (meta: EntryMeta, file: DataFile?)? {
-        guard state.hasEntry, let info = state.info else { return nil }
+        guard state.bytes.hasEntry, let info = state.version.info else { return nil }
         var file: DataFile?
-        if !state.present.isEmpty {
+        if !state.bytes.present.isEmpty {
             guard let opened = openDataFile(&state) else { return nil }
             file = opened
         }
-        return (EntryMeta(url: key, info: info, present: state.present, lastAccess: Int64(state.lastAccess),
-                          lastValidated: state.lastValidated, pinned: state.pinned,
-                          scanOnly: state.scanOnly && !state.present.isEmpty), file)
+        return (EntryMeta(url: key, info: info, present: state.bytes.present, lastAccess: Int64(state.lastAccess),
+                          lastValidated: state.version.lastValidated, pinned: state.pinned,
+                          scanOnly: state.scanOnly && !state.bytes.present.isEmpty), file)
     }
 
     /// Makes the claimed bytes durable, then the metadata that claims them.

@@ -16,47 +16,47 @@ extension FileLoader {
         for hole in holes {
             var point = hole.lowerBound
             while point < hole.upperBound {
-                if let (id, covering) = state.transfers.first(where: { covers($0.value, point, in: state) }) {
+                if let (id, covering) = state.fetches.transfers.first(where: { covers($0.value, point, in: state) }) {
                     // A scan's read lifts a preload to a scan's place, never
                     // a transfer to a player's.
                     if covering.priority > priority {
-                        state.transfers[id]!.priority = priority
+                        state.fetches.transfers[id]!.priority = priority
                         fetcher.promote(id, to: priority)
                     }
                     // A long transfer goes on at least to the end of the hole.
                     if covering.limit != nil {
                         extendHold(id, to: max(hole.upperBound, point + window), mustReach: hole.upperBound, in: &state)
                     }
-                    point = max(state.transfers[id]!.reach, point + 1)
+                    point = max(state.fetches.transfers[id]!.reach, point + 1)
                     continue
                 }
                 // A server without ranges sends the whole body to every
                 // request: one stream at a time, which every reader joins.
-                if !info.acceptsRanges, let (_, stream) = state.transfers.first(where: { !$0.value.cancelled }) {
+                if !info.acceptsRanges, let (_, stream) = state.fetches.transfers.first(where: { !$0.value.cancelled }) {
                     point = max(hole.upperBound, min(stream.end, hole.upperBound))
                     continue
                 }
                 // A VOD's part without its key fails until the key comes
                 // (`keyArrived`), as EIO: never cipher text, never a retry.
-                if let error = state.lastError, error.errno == ENOKEY {
+                if let error = state.fetches.lastError, error.errno == ENOKEY {
                     throw MediaError(EIO, "\(source.displayURL): \(error.message)")
                 }
                 // A 404 or 403 is believed for a while, not forever.
-                if let error = state.lastError, error.errno == ENOENT || error.errno == EACCES,
-                   now() - state.lastErrorAt < settings.probeRetryAfter {
+                if let error = state.fetches.lastError, error.errno == ENOENT || error.errno == EACCES,
+                   now() - state.fetches.lastErrorAt < settings.probeRetryAfter {
                     throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
-                if let error = state.lastError, now() < state.unavailableUntil {
+                if let error = state.fetches.lastError, now() < state.fetches.unavailableUntil {
                     throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
                 }
-                if now() < state.retryAt { return }
-                if attempts.stops != state.stops { attempts = Attempts(stops: state.stops) }
+                if now() < state.fetches.retryAt { return }
+                if attempts.stops != state.fetches.stops { attempts = Attempts(stops: state.fetches.stops) }
                 if attempts.asked.contains(point..<point + 1) {
                     guard attempts.retries + 1 < settings.maxAttempts else {
-                        state.unavailableUntil = now() + settings.unavailableFor
-                        state.failuresInARow = 0
+                        state.fetches.unavailableUntil = now() + settings.unavailableFor
+                        state.fetches.failuresInARow = 0
                         throw MediaError.io("\(source.displayURL): bytes \(point)-\(hole.upperBound - 1) unavailable: "
-                                            + (state.lastError?.message ?? "transfer ended early"))
+                                            + (state.fetches.lastError?.message ?? "transfer ended early"))
                     }
                     attempts.retries += 1
                     statistics.countRetry()
@@ -89,7 +89,7 @@ extension FileLoader {
         // of a quarter window, at most 256 KiB: one message to the network
         // thread, not one per read, and small, so a player reading at its
         // bitrate keeps it held for a second or two, not for the hold's limit.
-        if let (id, long) = state.transfers.first(where: { (_, transfer) in
+        if let (id, long) = state.fetches.transfers.first(where: { (_, transfer) in
             !transfer.cancelled && transfer.isLong && transfer.reach >= offset && transfer.position <= offset + window
         }) {
             if offset + window - long.reach >= min(window / 4, Self.holdStep) {
@@ -99,10 +99,10 @@ extension FileLoader {
         }
         var lead = offset
         while lead < info.length {
-            let presentEnd = state.present.presentEnd(from: lead)
+            let presentEnd = state.bytes.present.presentEnd(from: lead)
             if presentEnd > lead {
                 lead = presentEnd
-            } else if let (id, covering) = state.transfers.first(where: {
+            } else if let (id, covering) = state.fetches.transfers.first(where: {
                 !$0.value.cancelled && $0.value.position <= lead && lead < $0.value.end
                     // A long transfer runs to the file's end: it covers a lead
                     // only when its position or hold is near it. One far
@@ -157,16 +157,16 @@ extension FileLoader {
     /// room under the cache limits, and at least to `mustReach`, which a
     /// read waits on.
     func extendHold(_ id: TransferID, to wanted: Int64, mustReach: Int64, in state: inout LoaderState) {
-        guard let transfer = state.transfers[id], !transfer.cancelled, let limit = transfer.limit else { return }
+        guard let transfer = state.fetches.transfers[id], !transfer.cancelled, let limit = transfer.limit else { return }
         var target = min(wanted, transfer.end)
         guard target > limit else { return }
         if let budget {
             let more = budget.reserve(upTo: target - limit, for: transfer.readClass)
-            state.transfers[id]!.reserved += more
+            state.fetches.transfers[id]!.reserved += more
             target = max(limit + more, min(target, mustReach))
             guard target > limit else { return }
         }
-        state.transfers[id]!.limit = target
+        state.fetches.transfers[id]!.limit = target
         fetcher.allow(id, through: target - transfer.start)
     }
 
@@ -183,15 +183,15 @@ extension FileLoader {
     /// fetched them a second time (seen in CI: a 1 MiB link-sized fetch
     /// stopped, then 112 KiB of it asked for again).
     func cancelTransfers(of owner: ObjectIdentifier, except offset: Int64?, in state: inout LoaderState) {
-        guard state.transfers.values.contains(where: { $0.owner == owner && !$0.cancelled }) else { return }
+        guard state.fetches.transfers.values.contains(where: { $0.owner == owner && !$0.cancelled }) else { return }
         let inFlight = max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
-        for (id, transfer) in state.transfers where transfer.owner == owner && !transfer.cancelled {
+        for (id, transfer) in state.fetches.transfers where transfer.owner == owner && !transfer.cancelled {
             if let offset, covers(transfer, offset, in: state) { continue }
             // A long transfer is never nearly done: it would run on to the
             // end of the file, held or not.
             if !transfer.isLong && transfer.end - transfer.position < inFlight { continue }
-            if state.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
-            state.transfers[id]!.cancelled = true
+            if state.fetches.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
+            state.fetches.transfers[id]!.cancelled = true
             fetcher.cancel(id)
             Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (was to reach \(transfer.end))")
         }
@@ -209,8 +209,8 @@ extension FileLoader {
                        mustReach: Int64 = 0, in state: inout LoaderState) -> Int64 {
         var end = min(wantedEnd, info.length)
         if info.length - end <= settings.tailStretch { end = info.length }
-        if let next = state.present.nextPresent(atOrAfter: start) { end = min(end, next) }
-        for transfer in state.transfers.values where !transfer.cancelled && transfer.position > start {
+        if let next = state.bytes.present.nextPresent(atOrAfter: start) { end = min(end, next) }
+        for transfer in state.fetches.transfers.values where !transfer.cancelled && transfer.position > start {
             end = min(end, transfer.position)
         }
         var limit = hold.map { min(max($0, start), end) }
@@ -230,20 +230,20 @@ extension FileLoader {
         }
         // A long transfer that would run on into these bytes stops where
         // they begin: they are fetched once.
-        for (id, transfer) in state.transfers
+        for (id, transfer) in state.fetches.transfers
         where !transfer.cancelled && transfer.limit != nil && transfer.position <= start && start < transfer.end {
-            state.transfers[id]!.end = start
-            state.transfers[id]!.limit = min(transfer.limit!, start)
+            state.fetches.transfers[id]!.end = start
+            state.fetches.transfers[id]!.limit = min(transfer.limit!, start)
         }
         // The validators of now, under the lock the transfer is recorded
         // under: its answer is judged against the same version.
-        let current = state.info ?? info
+        let current = state.version.info ?? info
         let validator = current.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? current.lastModified
         var request = FetchRequest(url: source.url, range: start..<end, ifRange: validator, priority: priority)
         request.allowance = limit.map { $0 - start }
         let id = fetcher.start(request, delegate: self)
         countTransferStarted()
-        state.transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
+        state.fetches.transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
                                        askedAt: now(), ifRange: validator != nil, readClass: readClass,
                                        limit: limit, start: start)
         if let limit {

@@ -18,7 +18,7 @@ extension FileLoader {
         if let budget {
             // A read that must fetch lets the evictor free older bytes
             // first, so that its bytes are cached too.
-            let missing = Int64(wanted.count) - lock.withLock { $0.present.overlapCount(with: wanted) }
+            let missing = Int64(wanted.count) - lock.withLock { $0.bytes.present.overlapCount(with: wanted) }
             if missing > 0 {
                 budget.awaitRoom(missing, timeout: min(settings.timeout, Self.roomWait), for: pattern.readClass)
             }
@@ -57,8 +57,8 @@ extension FileLoader {
     func endRead(_ token: Int?) {
         guard let token else { return }
         let freeing = lock.withLock { state in
-            state.reading[token] = nil
-            return state.isFreeingAnything
+            state.bytes.endReading(token: token)
+            return state.bytes.isFreeingAnything
         }
         if freeing { lock.broadcast() }
     }
@@ -67,9 +67,8 @@ extension FileLoader {
     func beginRead(_ range: Range<Int64>, delivered: ByteRangeSet, cachedAhead: Int64,
                    in state: inout LoaderState) -> ReadGrant {
         if delivered.contains(range) { return ReadGrant(delivered: delivered, cachedAhead: 0, file: nil, token: nil) }
-        let token = state.nextWait
-        state.nextWait += 1
-        state.reading[token] = range
+        let token = state.fetches.takeNumber()
+        state.bytes.beginReading(range, token: token)
         return ReadGrant(delivered: delivered, cachedAhead: cachedAhead, file: openDataFile(&state), token: token)
     }
 
@@ -81,7 +80,7 @@ extension FileLoader {
         let deadline = deadline(after: settings.timeout)
         let owner = ObjectIdentifier(pattern)
         return try lock.withScope { scope in
-            let startGeneration = scope.state.generation
+            let startGeneration = scope.state.version.generation
             if let opened = pattern.generation, opened != startGeneration {
                 throw MediaError.io("\(source.displayURL) changed on the server since it was opened; open it again")
             }
@@ -98,7 +97,7 @@ extension FileLoader {
             // 0.23 s). A scan's or a player's alike: the plain file beside it
             // gets those bytes at its lookup whichever reads it.
             var holesOwner = owner
-            if wanted.lowerBound == 0, scope.state.present.isEmpty,
+            if wanted.lowerBound == 0, scope.state.bytes.present.isEmpty,
                context.segmented?.isArchiveMember(source.url) == true {
                 window = max(window, min(settings.probeFirstBytes, info.length) - wanted.lowerBound)
                 // The file's, not the handle's, as a plain file's lookup
@@ -107,11 +106,9 @@ extension FileLoader {
                 // KiB, and the reads after the moov asked for the rest again.
                 holesOwner = ObjectIdentifier(self)
             }
-            var attempts = Attempts(stops: scope.state.stops)
-            let wait = scope.state.nextWait
-            scope.state.nextWait += 1
-            scope.state.waits[wait] = LoaderState.Wait(range: wanted, buffer: buffer)
-            defer { scope.state.waits[wait] = nil }
+            var attempts = Attempts(stops: scope.state.fetches.stops)
+            let wait = scope.state.fetches.addWait(wanted, buffer: buffer)
+            defer { scope.state.fetches.removeWait(wait) }
             var available = scope.state.availability(of: wait)
             try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,
                              readClass: pattern.readClass, streams: pattern.streams, info: info,
@@ -125,7 +122,7 @@ extension FileLoader {
             let waitStarted = now()
             var reportAfter = Self.slowWaitReport
             while !available.contains(wanted) {
-                let retryAt = scope.state.retryAt
+                let retryAt = scope.state.fetches.retryAt
                 var wake = retryAt > now() ? deadline.earlier(Deadline(at: retryAt, clock: settings.clock)) : deadline
                 let report = Deadline(at: waitStarted + reportAfter, clock: settings.clock)
                 let reporting = report.at < wake.at
@@ -146,7 +143,7 @@ extension FileLoader {
                     throw MediaError.io("\(source.displayURL): bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) "
                                         + "did not arrive within \(Int(settings.timeout)) s")
                 }
-                if scope.state.generation != startGeneration {
+                if scope.state.version.generation != startGeneration {
                     throw MediaError.io("\(source.displayURL) changed on the server during the read")
                 }
                 available = scope.state.availability(of: wait)
@@ -154,10 +151,10 @@ extension FileLoader {
                                  readClass: pattern.readClass, streams: pattern.streams, info: info,
                              attempts: &attempts, state: &scope.state)
             }
-            if scope.state.generation != startGeneration {
+            if scope.state.version.generation != startGeneration {
                 throw MediaError.io("\(source.displayURL) changed on the server during the read")
             }
-            return beginRead(wanted, delivered: scope.state.waits[wait]!.filled, cachedAhead: 0, in: &scope.state)
+            return beginRead(wanted, delivered: scope.state.fetches.waits[wait]!.filled, cachedAhead: 0, in: &scope.state)
         }
     }
 
@@ -169,10 +166,10 @@ extension FileLoader {
     func slowWaitReason(for wanted: Range<Int64>, missing: [Range<Int64>], since started: Double,
                         in state: LoaderState) -> String {
         let first = missing.first?.lowerBound ?? wanted.lowerBound
-        let covering = state.transfers.filter { !$0.value.cancelled && $0.value.position <= first && first < $0.value.end }
+        let covering = state.fetches.transfers.filter { !$0.value.cancelled && $0.value.position <= first && first < $0.value.end }
         let why: String
         if covering.isEmpty {
-            let retry = state.retryAt > now() ? String(format: "a retry due in %.1f s", state.retryAt - now()) : "none yet"
+            let retry = state.fetches.retryAt > now() ? String(format: "a retry due in %.1f s", state.fetches.retryAt - now()) : "none yet"
             why = "no transfer covers byte \(first) (\(retry))"
         } else {
             why = covering.map { id, transfer in
@@ -192,8 +189,8 @@ extension FileLoader {
                                  in state: inout LoaderState) -> ReadGrant? {
         let owner = ObjectIdentifier(pattern)
         if !pattern.hasRead, pattern.readClass == .play, settings.handleGrace > 0 {
-            if !state.lingering.isEmpty { resumeLingering(pattern, at: wanted.lowerBound, in: &state) }
-            if !pattern.hasRead, state.fresh.count < Self.maxLingering { state.fresh[owner] = pattern }
+            if !state.handles.lingering.isEmpty { resumeLingering(pattern, at: wanted.lowerBound, in: &state) }
+            if !pattern.hasRead, state.handles.fresh.count < Self.maxLingering { state.handles.fresh[owner] = pattern }
         }
         let previousEnd = pattern.lastReadEnd
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
@@ -201,20 +198,20 @@ extension FileLoader {
         }
         notePartStep(wanted, after: previousEnd, pattern: pattern, info: info, in: &state)
         state.lastAccess = wallNow()
-        state.lastReadOffset = wanted.lowerBound
-        if state.scanOnly && pattern.readClass == .scan { state.scanRead.insert(wanted) }
+        state.bytes.lastReadOffset = wanted.lowerBound
+        if state.scanOnly && pattern.readClass == .scan { state.bytes.scanRead.insert(wanted) }
         // A player's read makes the whole entry a player's.
         if pattern.readClass == .play && state.scanOnly {
             state.scanOnly = false
-            state.scanRead = ByteRangeSet()
+            state.bytes.scanRead = ByteRangeSet()
             // Saved, or a remount would take the player's bytes for a scan's.
             state.dirty = true
         }
-        guard state.present.contains(wanted) else { return nil }
+        guard state.bytes.present.contains(wanted) else { return nil }
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
-        let fetching = state.transfers.values.contains(where: { $0.owner == owner })
-            || state.yielded.remove(owner) != nil
+        let fetching = state.fetches.transfers.values.contains(where: { $0.owner == owner })
+            || state.fetches.yielded.remove(owner) != nil
         if fetching {
             readAhead(from: wanted.upperBound, window: pattern.cachedReadWindow, owner: owner,
                       readClass: pattern.readClass, streams: pattern.streams, info: info, in: &state)
@@ -222,7 +219,7 @@ extension FileLoader {
         // Only a stream that is not fetching reads ahead from the disk.
         let streaming = pattern.window > 0 && !fetching
         let ahead = streaming
-            ? min(state.present.presentEnd(from: wanted.upperBound), wanted.upperBound + Self.diskReadahead)
+            ? min(state.bytes.present.presentEnd(from: wanted.upperBound), wanted.upperBound + Self.diskReadahead)
                 - wanted.upperBound
             : 0
         return beginRead(wanted, delivered: ByteRangeSet(), cachedAhead: ahead, in: &state)

@@ -19,41 +19,41 @@ extension FileLoader {
         guard let claimsOnDisk = flushLock.withLockIfAvailable({ $0 }) else { return nil }
         return lock.withLock { state in
             // A new loader would take the kernel for clean: not before it is.
-            guard state.transfers.isEmpty, state.waits.isEmpty, state.reading.isEmpty, state.writing.isEmpty,
-                  !state.isFreeingAnything, state.kernelReaders == 0, state.kernelClean == state.generation else {
+            guard state.fetches.transfers.isEmpty, state.fetches.waits.isEmpty, state.bytes.reading.isEmpty, state.bytes.writing.isEmpty,
+                  !state.bytes.isFreeingAnything, state.handles.kernelReaders == 0, state.handles.kernelClean == state.version.generation else {
                 return nil
             }
             var unsaved: EntryMeta?
             // One whose metadata could not be read has nothing to save: its
             // record says the metadata may exist, for the next loader to read.
             if state.dirty && !cacheUnusable {
-                guard state.present.isEmpty, !claimsOnDisk, state.hasEntry, let snapshot = metaSnapshot(&state) else {
+                guard state.bytes.present.isEmpty, !claimsOnDisk, state.bytes.hasEntry, let snapshot = metaSnapshot(&state) else {
                     return nil
                 }
                 unsaved = snapshot.meta
             }
             let now = self.now()
-            switch state.probe {
+            switch state.version.probe {
             case .idle: break
             // A new loader would probe again now just the same.
             case .retrying(let at) where now >= at: break
             case .failed(_, let at) where now - at >= settings.probeRetryAfter: break
             default: return nil
             }
-            if state.lastError != nil, now - state.lastErrorAt < max(settings.probeRetryAfter, settings.unavailableFor) {
+            if state.fetches.lastError != nil, now - state.fetches.lastErrorAt < max(settings.probeRetryAfter, settings.unavailableFor) {
                 return nil
             }
-            if now < state.retryAt || now < state.unavailableUntil { return nil }
-            let info = state.info
+            if now < state.fetches.retryAt || now < state.fetches.unavailableUntil { return nil }
+            let info = state.version.info
             let attributes = info.map(Self.attributes(of:))
             var record = EntryRecord(size: attributes?.size, mtime: attributes?.mtime ?? 0,
-                                     cachedBytes: state.present.byteCount, allocatedBytes: 0,
+                                     cachedBytes: state.bytes.present.byteCount, allocatedBytes: 0,
                                      lastAccess: state.lastAccess,
-                                     isComplete: info.map { state.present.contains(0..<$0.length) } ?? false,
+                                     isComplete: info.map { state.bytes.present.contains(0..<$0.length) } ?? false,
                                      isPinned: state.pinned,
                                      // Metadata is saved only with content info.
                                      hasMeta: info != nil || cacheUnusable)
-            record.listed = state.listed && info == nil
+            record.listed = state.version.listed && info == nil
             if let info { record.take(info) }
             record.isScanOnly = state.scanOnly
             return (record, unsaved)

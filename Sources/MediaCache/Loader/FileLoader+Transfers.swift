@@ -34,18 +34,18 @@ extension FileLoader {
             // a library's stats must not push out what players fetched.
             let readClass: ReadClass = state.scanOnly ? .scan : .play
             let reserved = budget?.reserve(upTo: end, for: readClass) ?? 0
-            state.transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
+            state.fetches.transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
                                            reserved: reserved, askedAt: askedAt, readClass: readClass)
             countTransferStarted()
             guard accept(head, of: id, in: &state) else {
-                state.transfers[id] = nil
+                state.fetches.transfers[id] = nil
                 budget?.release(reserved, for: readClass)
                 statistics.transfersInFlight.add(-1, ordering: .relaxed)
                 return nil
             }
             // A server without ranges answers with the whole body: only the
             // first bytes are kept, as a HEAD would have fetched none.
-            state.transfers[id]!.end = min(state.transfers[id]!.end, end)
+            state.fetches.transfers[id]!.end = min(state.fetches.transfers[id]!.end, end)
             Log.debug("GET \(source.displayURL) bytes 0-\(end - 1) (with the probe)")
             return self
         }
@@ -54,11 +54,11 @@ extension FileLoader {
     /// Checks a transfer's head against what is known of the file; false
     /// refuses it (and the caller wakes the waiters).
     func accept(_ head: ResponseHead, of id: TransferID, in state: inout LoaderState) -> Bool {
-        guard var transfer = state.transfers[id], !transfer.cancelled, let info = state.info else { return false }
+        guard var transfer = state.fetches.transfers[id], !transfer.cancelled, let info = state.version.info else { return false }
         let problem: MediaError?
         // Bytes of this version came in ranges: a 200 now is not a server
         // without ranges (that one is known by `acceptsRanges` false).
-        let ranged = info.acceptsRanges && (state.sawPartial || !state.present.isEmpty)
+        let ranged = info.acceptsRanges && (state.version.sawPartial || !state.bytes.present.isEmpty)
         if let change = Self.change(from: info, to: head) ?? Self.wholeBodyChange(head, to: transfer, after: ranged) {
             if let fresh = ContentProbe.info(from: head) {
                 replaceContent(with: fresh, reason: change, in: &state)
@@ -76,16 +76,16 @@ extension FileLoader {
                     fetcher.allow(id, through: limit - answer.range.lowerBound)
                 }
                 transfer.start = answer.range.lowerBound
-                state.sawPartial = true
+                state.version.tookPartial()
                 problem = nil
             } else {
                 problem = MediaError.io("bad Content-Range '\(head.headers["content-range"] ?? "")' for a file of \(info.length) bytes")
             }
         } else if head.status == 200 {
-            if state.info?.acceptsRanges == true {
+            if state.version.info?.acceptsRanges == true {
                 Log.warning("\(source.displayURL): the server ignores Range and sends whole bodies; "
                             + "reads far into the file wait for the stream to reach them")
-                state.info?.acceptsRanges = false
+                state.version.ignoresRanges()
                 state.dirty = true
             }
             transfer.position = 0
@@ -101,16 +101,16 @@ extension FileLoader {
         }
         if let problem {
             if let seconds = head.retryAfterSeconds {
-                state.retryAt = now() + min(seconds, settings.timeout)
+                state.fetches.retryAt = now() + min(seconds, settings.timeout)
             }
-            state.lastError = problem
+            state.fetches.setLastError(problem)
             Log.error("\(source.displayURL): \(problem.message)")
             return false
         }
         let now = self.now()
         if let askedAt = transfer.askedAt { settings.link?.roundTrip(now - askedAt, to: source.url) }
         transfer.head = (now, transfer.position)
-        state.transfers[id] = transfer
+        state.fetches.transfers[id] = transfer
         return true
     }
 
@@ -140,18 +140,18 @@ extension FileLoader {
 
         defer { lock.broadcast() }
         return lock.withLock { state in
-            state.writing[id] = nil
+            state.bytes.endWriting(by: id)
             // A purge may have cancelled the transfer during the pwrite: its
             // bytes are then neither claimed nor handed out.
-            guard let current = state.transfers[id], !current.cancelled else { return false }
-            for (key, wait) in state.waits where wait.range.overlaps(chunk) {
+            guard let current = state.fetches.transfers[id], !current.cancelled else { return false }
+            for (key, wait) in state.fetches.waits where wait.range.overlaps(chunk) {
                 let overlap = wait.range.clamped(to: chunk)
                 let from = bytes.baseAddress! + Int(overlap.lowerBound - position)
                 (wait.buffer.baseAddress! + Int(overlap.lowerBound - wait.range.lowerBound))
                     .copyMemory(from: from, byteCount: Int(overlap.count))
-                state.waits[key]!.filled.insert(overlap)
+                state.fetches.filled(key, overlap)
             }
-            state.transfers[id]!.position = chunk.upperBound
+            state.fetches.transfers[id]!.position = chunk.upperBound
             // The rate as soon as the body can tell it, not at its end: a
             // reader that streams past a file's first fetch asks for its next
             // bytes while that fetch still runs, and only a measured link
@@ -159,18 +159,17 @@ extension FileLoader {
             // read past it went out alone, 128 KiB, one request more).
             if current.limit == nil, !current.rateTold, let head = current.head,
                chunk.upperBound - head.position >= LinkEstimate.minRateSample {
-                state.transfers[id]!.rateTold = true
+                state.fetches.transfers[id]!.rateTold = true
                 settings.link?.body(chunk.upperBound - head.position, took: now() - head.at, from: source.url)
             }
-            if let length = state.info?.length,
+            if let length = state.version.info?.length,
                state.lookahead.take(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: chunk, length: length) {
                 startLookahead(in: &state)
             }
             // Claimed only if written into the data file that is still current
             // (not replaced meanwhile) and no freeing began meanwhile (it waited for this write and will
             // erase what it wrote).
-            if cached, version == state.dataVersion, !state.isFreeing(chunk) {
-                state.present.insert(chunk)
+            if cached, version == state.handles.dataVersion, state.bytes.claim(chunk) {
                 state.dirty = true
             }
             // More bytes than the answer announced: a lying server; stop here.
@@ -183,34 +182,34 @@ extension FileLoader {
     /// readers) and that file's version; nil when the transfer is stopped.
     private func reserveChunk(of id: TransferID, count wanted: Int,
                               in state: inout LoaderState) -> (chunk: Range<Int64>, file: DataFile?, version: Int)? {
-        guard let transfer = state.transfers[id], !transfer.cancelled else { return nil }
+        guard let transfer = state.fetches.transfers[id], !transfer.cancelled else { return nil }
         let position = transfer.position
         let count = Int(min(Int64(wanted), transfer.end - position))
         let chunk = position..<(position + Int64(count))
         // Bytes being freed are handed to readers but not written: the
         // freeing would erase them after this write, and a claim would lie.
         // So are bytes that do not fit under the cache limits.
-        var file = state.isFreeing(chunk) ? nil : openDataFile(&state)
+        var file = state.bytes.isFreeing(chunk) ? nil : openDataFile(&state)
         let readClass = transfer.readClass
         statistics.countFetched(Int64(count), byClass: readClass.rawValue)
         if file != nil, let budget {
             if transfer.reserved >= Int64(count) {
-                state.transfers[id]!.reserved -= Int64(count)
+                state.fetches.transfers[id]!.reserved -= Int64(count)
                 budget.consume(Int64(count), for: readClass)
             } else if budget.take(Int64(count) - transfer.reserved, for: readClass) {
                 budget.consume(transfer.reserved, for: readClass)
-                state.transfers[id]!.reserved = 0
-            } else if state.isWaitedOn(chunk), budget.overdraw(Int64(count) - transfer.reserved, for: readClass) {
+                state.fetches.transfers[id]!.reserved = 0
+            } else if state.fetches.isWaitedOn(chunk), budget.overdraw(Int64(count) - transfer.reserved, for: readClass) {
                 // A read's own bytes are kept: the pass this wakes frees
                 // older ones (the file read now is the newest).
                 budget.consume(transfer.reserved, for: readClass)
-                state.transfers[id]!.reserved = 0
+                state.fetches.transfers[id]!.reserved = 0
             } else {
                 file = nil
             }
         }
-        if file != nil { state.writing[id] = chunk }
-        return (chunk, file, state.dataVersion)
+        if file != nil { state.bytes.beginWriting(chunk, by: id) }
+        return (chunk, file, state.handles.dataVersion)
     }
 
     /// Writes arriving bytes into the data file. When the cache's disk is
@@ -231,7 +230,7 @@ extension FileLoader {
     public func transfer(_ id: TransferID, completeWith error: MediaError?) {
         defer { lock.broadcast() }
         lock.withLock { state in
-            guard let transfer = state.transfers.removeValue(forKey: id) else { return }
+            guard let transfer = state.fetches.transfers.removeValue(forKey: id) else { return }
             statistics.transfersInFlight.add(-1, ordering: .relaxed)
             budget?.release(transfer.reserved, for: transfer.readClass)
             // Stopped by a seek, a close or a purge: says nothing of the server.
@@ -239,7 +238,7 @@ extension FileLoader {
             // A long transfer gave its connection up, or held too long: its
             // reader's next read asks again, with no backoff.
             if transfer.limit != nil, error?.errno == FetchError.yielded, transfer.position < transfer.end {
-                state.yielded.insert(transfer.owner)
+                state.fetches.yielded.insert(transfer.owner)
                 Log.debug("\(source.displayURL): held GET ended at byte \(transfer.position): \(error!.message)")
                 return
             }
@@ -249,28 +248,28 @@ extension FileLoader {
             }
             // Every byte asked for arrived (a body longer than asked was cut there).
             if transfer.position >= transfer.end {
-                state.lastError = nil
-                state.failuresInARow = 0
-                state.retryAt = 0
-                if state.outageLogged { Log.info("\(source.displayURL): its server answers again") }
-                state.outageLogged = false
+                state.fetches.setLastError(nil)
+                state.fetches.failuresInARow = 0
+                state.fetches.retryAt = 0
+                if state.fetches.outageLogged { Log.info("\(source.displayURL): its server answers again") }
+                state.fetches.outageLogged = false
                 return
             }
-            let log: (String) -> Void = state.outageLogged ? { Log.debug($0) } : { Log.warning($0) }
+            let log: (String) -> Void = state.fetches.outageLogged ? { Log.debug($0) } : { Log.warning($0) }
             if let error, error.errno != ECANCELED {
-                state.lastError = error
+                state.fetches.setLastError(error)
                 log("\(source.displayURL): transfer stopped at byte \(transfer.position): \(error.message)"
-                    + (state.outageLogged ? "" : " (further failures of this file are logged at debug level until it is read again)"))
-                state.outageLogged = true
+                    + (state.fetches.outageLogged ? "" : " (further failures of this file are logged at debug level until it is read again)"))
+                state.fetches.outageLogged = true
             } else if error == nil {
-                state.lastError = MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced")
-                log("\(source.displayURL): \(state.lastError!.message)")
-                state.outageLogged = true
+                state.fetches.setLastError(MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced"))
+                log("\(source.displayURL): \(state.fetches.lastError!.message)")
+                state.fetches.outageLogged = true
             }
             // Otherwise the cache stopped it over a bad answer, already logged.
             // The next try waits longer each time: 0.25 s, 0.5 s, 1 s...
-            state.failuresInARow += 1
-            state.retryAt = max(state.retryAt, now() + backoff(afterFailures: state.failuresInARow))
+            state.fetches.failuresInARow += 1
+            state.fetches.retryAt = max(state.fetches.retryAt, now() + backoff(afterFailures: state.fetches.failuresInARow))
         }
     }
 }

@@ -80,8 +80,8 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// file's pages under every name, and `kernelForgot(generation:)`
     /// follows once it has. Nil or false: no kernel holds pages (no mount).
     public var onChange: (@Sendable (_ generation: Int) -> Bool)? {
-        get { lock.withLock { $0.changeHandler } }
-        set { lock.withLock { $0.changeHandler = newValue } }
+        get { lock.withLock { $0.version.changeHandler } }
+        set { lock.withLock { $0.version.changeHandler = newValue } }
     }
 
     public convenience init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
@@ -110,15 +110,14 @@ public final class FileLoader: TransferDelegate, Sendable {
                         + "reading it without the cache for now")
         }
         if case .found(let meta) = read {
-            state.info = meta.info
-            state.present = meta.present
+            state.version = VersionState(info: meta.info, lastValidated: meta.lastValidated)
+            state.bytes.replacePresent(meta.present)
             state.lastAccess = Double(meta.lastAccess)
-            state.lastValidated = meta.lastValidated
             state.pinned = meta.pinned
             // Kept in the metadata: a remount goes on evicting a scan's
             // bytes first, and a player's never for them.
             state.scanOnly = context.settings.readClasses && (meta.present.isEmpty || meta.scanOnly)
-            state.hasEntry = true
+            state.bytes.hasEntry = true
             state.lookahead = ContainerLookahead(cold: meta.present.isEmpty)
         }
         lock = ConditionLocked(state)
@@ -133,14 +132,14 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// it cannot be opened (said once in a while): that read or write then
     /// goes without the cache, and only it.
     func openDataFile(_ state: inout LoaderState) -> DataFile? {
-        guard state.hasEntry, let length = state.info?.length else { return nil }
+        guard state.bytes.hasEntry, let length = state.version.info?.length else { return nil }
         do {
             return try openFiles.file(for: ObjectIdentifier(self)) {
                 DataFile(fd: try store.openData(forKey: key, length: length))
             }
         } catch {
-            if now() - state.openFailureSaidAt > Self.openFailureQuiet {
-                state.openFailureSaidAt = now()
+            if now() - state.bytes.openFailureSaidAt > Self.openFailureQuiet {
+                state.bytes.openFailureSaidAt = now()
                 Log.warning("\(source.displayURL): cannot open its cache data: \(error); reading without the cache")
             }
             return nil
@@ -168,8 +167,8 @@ public final class FileLoader: TransferDelegate, Sendable {
     @discardableResult
     public func prefetchInfo(then settled: (@Sendable () -> Void)? = nil) -> Bool {
         lock.withLock { state in
-            guard state.info == nil else { return false }
-            switch state.probe {
+            guard state.version.info == nil else { return false }
+            switch state.version.probe {
             case .idle: break
             case .retrying(let at) where now() >= at: break
             default: return false
@@ -182,9 +181,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// A listing names this entry; false when its info is known already.
     func markListed() -> Bool {
         lock.withLock { state in
-            guard state.info == nil else { return false }
-            state.listed = true
-            return true
+            state.version.markListed()
         }
     }
 
@@ -201,21 +198,21 @@ public final class FileLoader: TransferDelegate, Sendable {
 
     /// Whether the content info is known without asking the server.
     public var knowsInfo: Bool {
-        lock.withLock { $0.info != nil }
+        lock.withLock { $0.version.info != nil }
     }
 
     /// The content info, from the cache or the server; waits for a probe.
     public func contentInfo() throws -> ContentInfo {
         if !entryPrepared.load(ordering: .relaxed) {
             // A lookup's probe brings the first bytes along (`startProbe`).
-            let probesBytes = lock.withLock { $0.info == nil && !$0.listed && firstBytesOfLookup > 0 }
+            let probesBytes = lock.withLock { $0.version.info == nil && !$0.version.listed && firstBytesOfLookup > 0 }
             if probesBytes { prepareEntry() }
         }
         let deadline = deadline(after: settings.timeout)
         return try lock.withScope { scope in
             while true {
-                if let info = scope.state.info { return info }
-                switch scope.state.probe {
+                if let info = scope.state.version.info { return info }
+                switch scope.state.version.probe {
                 case .running(let running):
                     running.promote()
                     if !scope.wait(until: deadline) {
@@ -246,8 +243,8 @@ public final class FileLoader: TransferDelegate, Sendable {
         // lock held here, so the state below is set first.
         // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
         // a listing's stays byte-frugal.
-        let firstBytes = priority == .read && !state.listed ? firstBytesOfLookup : 0
-        state.probe = .running(ContentProbe.start(url: source.url, fetcher: fetcher, clock: settings.clock, priority: priority,
+        let firstBytes = priority == .read && !state.version.listed ? firstBytesOfLookup : 0
+        state.version.probeStarted(ContentProbe.start(url: source.url, fetcher: fetcher, clock: settings.clock, priority: priority,
                                                   firstBytes: firstBytes, handover: { [self] info, id, head, askedAt in
             self.adoptProbe(info, id: id, head: head, limit: firstBytes, askedAt: askedAt)
         }) { [self] result in
@@ -268,17 +265,15 @@ public final class FileLoader: TransferDelegate, Sendable {
         switch result {
         case .success(let learned):
             take(learned, in: &state)
-        case .failure(let error) where error.errno == EIO && state.probeAttempts + 1 < settings.maxAttempts:
+        case .failure(let error) where error.errno == EIO && state.version.probeAttempts + 1 < settings.maxAttempts:
             // A transient failure (unreachable, 5xx): lookups waiting now,
             // or coming later, probe again after a backoff, bounded by their
             // timeout. No timer thread: nothing probes once nobody asks.
             if !logged { Log.warning("\(source.displayURL): \(error.message); retrying") }
-            state.probeAttempts += 1
-            state.probe = .retrying(at: at + backoff(afterFailures: state.probeAttempts))
+            state.version.probeWillRetry(from: at, backoff: backoff(afterFailures:))
         case .failure(let error):
             if !logged { Log.error("\(source.displayURL): \(error.message)") }
-            state.probe = .failed(error, at: at)
-            state.probeAttempts = 0
+            state.version.probeFailed(error, at: at)
         }
     }
 
@@ -295,8 +290,8 @@ public final class FileLoader: TransferDelegate, Sendable {
     func adoptRecordProbe(_ result: Result<ContentInfo, MediaError>, finishedAt: Double) {
         defer { lock.broadcast() }
         lock.withLock { state in
-            guard state.info == nil else { return }
-            if case .running = state.probe { return }
+            guard state.version.info == nil else { return }
+            if case .running = state.version.probe { return }
             switch result {
             case .success(let learned): take(learned, in: &state)
             case .failure(let error): settleProbe(.failure(error), in: &state, logged: true, at: finishedAt)
@@ -308,15 +303,11 @@ public final class FileLoader: TransferDelegate, Sendable {
     func take(_ learned: ContentInfo, in state: inout LoaderState) {
         // Its data file is made when first needed.
         openFiles.replace(ObjectIdentifier(self), with: nil)
-        state.hasEntry = !cacheUnusable
-        state.info = learned
-        state.present = ByteRangeSet()
-        state.sawPartial = false
+        state.bytes.hasEntry = !cacheUnusable
+        state.bytes.replacePresent(ByteRangeSet())
         state.lastAccess = wallNow()
-        state.lastValidated = Int64(state.lastAccess)
+        state.version.learned(learned, validatedAt: Int64(state.lastAccess))
         state.dirty = true
-        state.probe = .idle
-        state.probeAttempts = 0
         state.scanOnly = settings.readClasses
         state.lookahead = ContainerLookahead(cold: true)
     }

@@ -125,7 +125,7 @@ final class ScanBudgetTests: XCTestCase {
         let report = CacheEvictor(store: store, limits: limits).run(mounted: mounted, now: Int64(time(nil)) + 10)
         XCTAssertEqual(report.evictedEntries, 0, "no file evicted whole while a middle could go")
         for loader in loaders {
-            let present = loader.lock.withLock { $0.present }
+            let present = loader.lock.withLock { $0.bytes.present }
             XCTAssertTrue(present.contains(Int64(reads[0].lowerBound)..<Int64(reads[0].upperBound)), "head kept")
             XCTAssertTrue(present.contains(Int64(reads[1].lowerBound)..<Int64(reads[1].upperBound)), "tail kept")
             XCTAssertFalse(present.overlaps(Int64(span)..<Int64(length - span)), "the middle went: \(present)")

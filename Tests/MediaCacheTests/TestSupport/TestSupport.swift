@@ -29,7 +29,7 @@ extension FileLoader {
     /// Reads blocked on bytes still to come: what a test waits on to know a
     /// read has joined a transfer.
     var waitingReads: Int {
-        lock.withLock { $0.waits.count }
+        lock.withLock { $0.fetches.waits.count }
     }
 }
 
