@@ -1,0 +1,157 @@
+// The parts of LoaderState, each alone, without a loader: the rules each
+// owns hold whatever the loader that calls them does.
+import Foundation
+import XCTest
+@testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
+
+final class CachedBytesTests: XCTestCase {
+    func testAClaim_isRefused_whileAResetIsNotCarriedOut() {
+        var bytes = CachedBytes()
+        XCTAssertTrue(bytes.claim(0..<100))
+        bytes.markReset()
+        XCTAssertTrue(bytes.present.isEmpty, "a reset unclaims every byte at once")
+        XCTAssertFalse(bytes.claim(0..<10), "invariant 1: no claim while a freeing is marked")
+        XCTAssertTrue(bytes.present.isEmpty)
+        bytes.resetsDone(upTo: 1)
+        XCTAssertFalse(bytes.isFreeingAnything)
+        XCTAssertTrue(bytes.claim(0..<10))
+        XCTAssertEqual(bytes.present.byteCount, 10)
+    }
+
+    func testAClaim_isRefused_onlyWhereATrimPunches() {
+        var bytes = CachedBytes()
+        bytes.claim(0..<1000)
+        var doomed = ByteRangeSet()
+        doomed.insert(100..<200)
+        bytes.markTrim(doomed)
+        XCTAssertEqual(bytes.present.byteCount, 900)
+        XCTAssertFalse(bytes.claim(150..<160), "bytes being punched out are not claimed")
+        XCTAssertTrue(bytes.claim(300..<400), "bytes elsewhere are")
+        bytes.trimDone(doomed)
+        XCTAssertFalse(bytes.isFreeingAnything)
+        XCTAssertTrue(bytes.claim(150..<160))
+    }
+
+    func testResetsDone_neverGoBack() {
+        var bytes = CachedBytes()
+        bytes.markReset()
+        bytes.markReset()
+        bytes.resetsDone(upTo: 2)
+        bytes.resetsDone(upTo: 1)
+        XCTAssertFalse(bytes.isFreeing(0..<1), "a late report of an older reset does not undo a newer one's")
+        bytes.markReset()
+        XCTAssertTrue(bytes.isFreeing(0..<1))
+    }
+
+    func testPreadsAndPwrites_inUse_areSeenByAFreeing() {
+        var bytes = CachedBytes()
+        bytes.beginReading(0..<10, token: 1)
+        bytes.beginWriting(50..<60, by: 7)
+        XCTAssertTrue(bytes.isBusy)
+        XCTAssertTrue(bytes.isInUse { $0.overlaps(55..<56) })
+        XCTAssertFalse(bytes.isInUse { $0.overlaps(20..<30) })
+        bytes.endReading(token: 1)
+        bytes.endWriting(by: 7)
+        XCTAssertFalse(bytes.isBusy)
+    }
+}
+
+final class TransferBookTests: XCTestCase {
+    func testReadTokensAndWaits_neverShareANumber() {
+        var book = TransferBook(clock: .system)
+        let token = book.takeNumber()
+        var buffer = [UInt8](repeating: 0, count: 4)
+        buffer.withUnsafeMutableBytes { raw in
+            let wait = book.addWait(0..<4, buffer: raw)
+            XCTAssertNotEqual(token, wait)
+            XCTAssertTrue(book.isWaitedOn(2..<3))
+            book.filled(wait, 0..<2)
+            XCTAssertEqual(book.waits[wait]?.filled.byteCount, 2)
+            book.removeWait(wait)
+        }
+        XCTAssertFalse(book.isWaitedOn(0..<4))
+    }
+
+    func testLastError_isTimedOnItsClock() {
+        let clock = TestClock()
+        var book = TransferBook(clock: clock.clock)
+        book.setLastError(MediaError.io("gone"))
+        let first = book.lastErrorAt
+        clock.advance(100)
+        book.setLastError(nil)
+        XCTAssertNil(book.lastError)
+        XCTAssertGreaterThanOrEqual(book.lastErrorAt - first, 100, "cleared, it says when")
+    }
+}
+
+final class HandleBookTests: XCTestCase {
+    func testPageCacheHandles_ofAnOlderVersion_areSeen_untilTheyClose() {
+        var handles = HandleBook()
+        XCTAssertEqual(handles.opened(), 1)
+        handles.pageCacheOpened(generation: 0)
+        XCTAssertTrue(handles.pageCacheHeld(byOtherThan: 1))
+        XCTAssertFalse(handles.pageCacheHeld(byOtherThan: 0))
+        handles.pageCacheClosed(generation: 0)
+        handles.pageCacheClosed(generation: 0)
+        XCTAssertFalse(handles.pageCacheHeld(byOtherThan: 1), "closed once, counted once")
+        XCTAssertEqual(handles.closed(), 0)
+        XCTAssertEqual(handles.closed(), 0, "a late release never goes below none")
+    }
+
+    func testAReplacedDataFile_endsTheKernelsReadsOfTheOldOne() {
+        var handles = HandleBook()
+        let old = handles.kernelReaderAdded()
+        XCTAssertTrue(handles.kernelReading)
+        handles.dataFileReplaced()
+        XCTAssertFalse(handles.kernelReading)
+        let new = handles.kernelReaderAdded()
+        handles.kernelReaderRemoved(version: old)
+        XCTAssertTrue(handles.kernelReading, "the old file's backing gone says nothing of the new one's")
+        handles.kernelReaderRemoved(version: new)
+        XCTAssertFalse(handles.kernelReading)
+    }
+
+    func testKernelClean_onlyMovesForward() {
+        var handles = HandleBook()
+        handles.kernelForgot(upTo: 3)
+        handles.kernelForgot(upTo: 2)
+        XCTAssertEqual(handles.kernelClean, 3)
+    }
+}
+
+final class VersionStateTests: XCTestCase {
+    func testAChange_bumpsTheGeneration_andForgetsPartialAnswers() {
+        var version = VersionState(info: ContentInfo(length: 10, etag: "\"a\""), lastValidated: 5)
+        version.tookPartial()
+        let generation = version.changed(to: ContentInfo(length: 20, etag: "\"b\""), validatedAt: 9)
+        XCTAssertEqual(generation, 1)
+        XCTAssertEqual(version.generation, 1)
+        XCTAssertFalse(version.sawPartial)
+        XCTAssertEqual(version.info?.length, 20)
+        XCTAssertEqual(version.lastValidated, 9)
+    }
+
+    func testProbeRetries_backOffByFailuresInARow_andAnAnswerResetsThem() {
+        var version = VersionState()
+        var asked: [Int] = []
+        version.probeWillRetry(from: 100) { asked.append($0); return 1 }
+        version.probeWillRetry(from: 100) { asked.append($0); return 2 }
+        XCTAssertEqual(asked, [1, 2])
+        guard case .retrying(let at) = version.probe else { return XCTFail("\(version.probe)") }
+        XCTAssertEqual(at, 102)
+        version.learned(ContentInfo(length: 1), validatedAt: 7)
+        XCTAssertEqual(version.probeAttempts, 0)
+        guard case .idle = version.probe else { return XCTFail("\(version.probe)") }
+    }
+
+    func testAListing_marksOnlyAnUnknownEntry() {
+        var version = VersionState()
+        XCTAssertTrue(version.markListed())
+        XCTAssertTrue(version.listed)
+        var known = VersionState(info: ContentInfo(length: 1), lastValidated: 0)
+        XCTAssertFalse(known.markListed())
+        XCTAssertFalse(known.listed)
+    }
+}
