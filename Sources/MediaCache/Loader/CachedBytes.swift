@@ -10,10 +10,10 @@ struct CachedBytes {
     private(set) var present = ByteRangeSet()
     /// Whether the file has a cache entry (its data file is opened on
     /// demand, through `openFiles`).
-    var hasEntry = false
+    private(set) var hasEntry = false
     /// When opening the data file last failed and was said, so a mount out
     /// of descriptors logs once a while, not once a read.
-    var openFailureSaidAt = 0.0
+    private(set) var openFailureSaidAt = 0.0
     /// Reads between "bytes present" and the end of their pread, by token:
     /// freeing waits for those that overlap its bytes.
     private(set) var reading: [Int: Range<Int64>] = [:]
@@ -32,9 +32,9 @@ struct CachedBytes {
     /// what its probe read, not the lookup's whole first 512 KiB beside
     /// ffprobe's 262 KB. Empty once a player reads, or after a remount
     /// (then the probe spans at either end are kept).
-    var scanRead = ByteRangeSet()
+    private(set) var scanRead = ByteRangeSet()
     /// Where the last read started, so trimming drops played bytes first.
-    var lastReadOffset: Int64 = 0
+    private(set) var lastReadOffset: Int64 = 0
 
     init(present: ByteRangeSet = ByteRangeSet(), hasEntry: Bool = false) {
         self.present = present
@@ -107,4 +107,24 @@ struct CachedBytes {
 
     /// Whether any pread or pwrite is under way.
     var isBusy: Bool { !reading.isEmpty || !writing.isEmpty }
+
+    /// The entry's data file is (or is no longer) there to open.
+    mutating func setHasEntry(_ has: Bool) { hasEntry = has }
+
+    /// Whether a failure to open the data file at `now` is to be said: one
+    /// said within `quiet` before is not (and then this one counts as said).
+    mutating func sayOpenFailure(now: Double, quiet: Double) -> Bool {
+        guard now - openFailureSaidAt > quiet else { return false }
+        openFailureSaidAt = now
+        return true
+    }
+
+    /// A read began at `offset`: trimming drops what lies before it first.
+    mutating func noteRead(at offset: Int64) { lastReadOffset = offset }
+
+    /// A scan read `range` (or the lookahead fetched it for a scan).
+    mutating func noteScanRead(_ range: Range<Int64>) { scanRead.insert(range) }
+
+    /// A player read the file: no range is a scan's alone any more.
+    mutating func forgetScanRead() { scanRead = ByteRangeSet() }
 }

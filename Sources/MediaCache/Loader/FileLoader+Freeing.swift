@@ -39,7 +39,7 @@ extension FileLoader {
         state.fetches.countStop()
         for (id, transfer) in state.fetches.transfers where !transfer.cancelled {
             if exceptWaitedOn, state.fetches.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
-            state.fetches.transfers[id]!.cancelled = true
+            state.fetches.cancel(id)
             fetcher.cancel(id)
         }
     }

@@ -48,17 +48,17 @@ extension FileLoader {
             }
             if state.handles.closed() == 0 { stopLookahead(in: &state) }
             endLingering(&state, all: false)
-            state.handles.fresh[ObjectIdentifier(pattern)] = nil
-            state.fetches.yielded.remove(ObjectIdentifier(pattern))
+            state.handles.removeFresh(ObjectIdentifier(pattern))
+            _ = state.fetches.takeYielded(by: ObjectIdentifier(pattern))
             if settings.handleGrace > 0, pattern.readClass == .play, pattern.hasRead,
                pattern.generation == state.version.generation {
                 if handOver(pattern, in: &state) { return }
                 if state.handles.lingering.count >= Self.maxLingering,
                    let oldest = state.handles.lingering.min(by: { $0.value.until < $1.value.until })?.key {
-                    state.handles.lingering[oldest] = nil
+                    state.handles.endLingering(oldest)
                     cancelTransfers(of: oldest, except: nil, in: &state)
                 }
-                state.handles.lingering[ObjectIdentifier(pattern)] = (pattern, now() + settings.handleGrace)
+                state.handles.linger(pattern, until: now() + settings.handleGrace)
                 return
             }
             cancelTransfers(of: ObjectIdentifier(pattern), except: nil, in: &state)
@@ -71,7 +71,7 @@ extension FileLoader {
         guard !state.handles.lingering.isEmpty else { return }
         let now = now()
         for (owner, closed) in state.handles.lingering where all || closed.until <= now {
-            state.handles.lingering[owner] = nil
+            state.handles.endLingering(owner)
             cancelTransfers(of: owner, except: nil, in: &state)
         }
     }
@@ -84,10 +84,10 @@ extension FileLoader {
             $0.value.firstStreakStart >= 0 && closing.follows($0.value.firstStreakStart)
                 && $0.value.generation == closing.generation
         }) else { return false }
-        state.handles.fresh[id] = nil
+        state.handles.removeFresh(id)
         heir.inherit(closing)
         let owner = ObjectIdentifier(closing)
-        for (transfer, running) in state.fetches.transfers where running.owner == owner { state.fetches.transfers[transfer]!.owner = id }
+        state.fetches.handOver(from: owner, to: id)
         statistics.graceResumes.add(1, ordering: .relaxed)
         return true
     }
@@ -100,10 +100,10 @@ extension FileLoader {
         guard let (owner, closed) = state.handles.lingering.first(where: {
             $0.value.pattern.follows(offset) && $0.value.pattern.generation == pattern.generation
         }) else { return }
-        state.handles.lingering[owner] = nil
+        state.handles.endLingering(owner)
         pattern.resume(from: closed.pattern)
         let heir = ObjectIdentifier(pattern)
-        for (id, transfer) in state.fetches.transfers where transfer.owner == owner { state.fetches.transfers[id]!.owner = heir }
+        state.fetches.handOver(from: owner, to: heir)
         statistics.graceResumes.add(1, ordering: .relaxed)
         Log.debug("\(source.displayURL): a new handle goes on from byte \(offset) with a closed one's transfers")
     }

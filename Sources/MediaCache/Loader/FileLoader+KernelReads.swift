@@ -51,7 +51,7 @@ extension FileLoader {
         }
         lock.withLock { state in
             openFiles.replace(ObjectIdentifier(self), with: fresh)
-            state.bytes.hasEntry = fresh != nil
+            state.bytes.setHasEntry(fresh != nil)
             state.handles.dataFileReplaced()
         }
     }

@@ -26,7 +26,7 @@ extension FileLoader {
             // the end took a request of its own for the page before them).
             let range = range.lowerBound / Self.page * Self.page..<range.upperBound
             // The container's index: a scan's file keeps it when trimmed.
-            if state.scanOnly { state.bytes.scanRead.insert(range) }
+            if state.scanOnly { state.bytes.noteScanRead(range) }
             for hole in state.bytes.present.missing(in: range) {
                 var point = hole.lowerBound
                 while point < hole.upperBound {
@@ -55,7 +55,7 @@ extension FileLoader {
     func stopLookahead(in state: inout LoaderState) {
         for (id, transfer) in state.fetches.transfers where transfer.owner == lookaheadOwner && !transfer.cancelled {
             if state.fetches.isWaitedOn(transfer.position..<max(transfer.position + 1, transfer.end)) { continue }
-            state.fetches.transfers[id]!.cancelled = true
+            state.fetches.cancel(id)
             fetcher.cancel(id)
             Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (lookahead, no handle open)")
         }

@@ -189,8 +189,7 @@ extension FileLoader {
     /// complete transfer.
     public func claimFailureLog() -> Bool {
         lock.withLock { state in
-            defer { state.fetches.outageLogged = true }
-            return !state.fetches.outageLogged
+            state.fetches.claimOutageLog()
         }
     }
 
@@ -198,10 +197,7 @@ extension FileLoader {
     /// with, and their backoff, are forgotten, so the next read fetches.
     public func keyArrived() {
         lock.withLock { state in
-            state.fetches.setLastError(nil)
-            state.fetches.failuresInARow = 0
-            state.fetches.retryAt = 0
-            state.fetches.unavailableUntil = 0
+            state.fetches.forgetFailures()
         }
     }
 

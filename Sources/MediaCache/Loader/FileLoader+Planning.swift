@@ -20,7 +20,7 @@ extension FileLoader {
                     // A scan's read lifts a preload to a scan's place, never
                     // a transfer to a player's.
                     if covering.priority > priority {
-                        state.fetches.transfers[id]!.priority = priority
+                        state.fetches.promote(id, to: priority)
                         fetcher.promote(id, to: priority)
                     }
                     // A long transfer goes on at least to the end of the hole.
@@ -53,8 +53,7 @@ extension FileLoader {
                 if attempts.stops != state.fetches.stops { attempts = Attempts(stops: state.fetches.stops) }
                 if attempts.asked.contains(point..<point + 1) {
                     guard attempts.retries + 1 < settings.maxAttempts else {
-                        state.fetches.unavailableUntil = now() + settings.unavailableFor
-                        state.fetches.failuresInARow = 0
+                        state.fetches.unavailable(until: now() + settings.unavailableFor)
                         throw MediaError.io("\(source.displayURL): bytes \(point)-\(hole.upperBound - 1) unavailable: "
                                             + (state.fetches.lastError?.message ?? "transfer ended early"))
                     }
@@ -162,11 +161,11 @@ extension FileLoader {
         guard target > limit else { return }
         if let budget {
             let more = budget.reserve(upTo: target - limit, for: transfer.readClass)
-            state.fetches.transfers[id]!.reserved += more
+            state.fetches.reserve(more, for: id)
             target = max(limit + more, min(target, mustReach))
             guard target > limit else { return }
         }
-        state.fetches.transfers[id]!.limit = target
+        state.fetches.hold(id, at: target)
         fetcher.allow(id, through: target - transfer.start)
     }
 
@@ -191,7 +190,7 @@ extension FileLoader {
             // end of the file, held or not.
             if !transfer.isLong && transfer.end - transfer.position < inFlight { continue }
             if state.fetches.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
-            state.fetches.transfers[id]!.cancelled = true
+            state.fetches.cancel(id)
             fetcher.cancel(id)
             Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (was to reach \(transfer.end))")
         }
@@ -232,8 +231,7 @@ extension FileLoader {
         // they begin: they are fetched once.
         for (id, transfer) in state.fetches.transfers
         where !transfer.cancelled && transfer.limit != nil && transfer.position <= start && start < transfer.end {
-            state.fetches.transfers[id]!.end = start
-            state.fetches.transfers[id]!.limit = min(transfer.limit!, start)
+            state.fetches.cut(id, at: start)
         }
         // The validators of now, under the lock the transfer is recorded
         // under: its answer is judged against the same version.
@@ -243,9 +241,9 @@ extension FileLoader {
         request.allowance = limit.map { $0 - start }
         let id = fetcher.start(request, delegate: self)
         countTransferStarted()
-        state.fetches.transfers[id] = Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
+        state.fetches.add(id, Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
                                        askedAt: now(), ifRange: validator != nil, readClass: readClass,
-                                       limit: limit, start: start)
+                                       limit: limit, start: start))
         if let limit {
             Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1), held at \(limit)")
         } else {

@@ -190,7 +190,7 @@ extension FileLoader {
         let owner = ObjectIdentifier(pattern)
         if !pattern.hasRead, pattern.readClass == .play, settings.handleGrace > 0 {
             if !state.handles.lingering.isEmpty { resumeLingering(pattern, at: wanted.lowerBound, in: &state) }
-            if !pattern.hasRead, state.handles.fresh.count < Self.maxLingering { state.handles.fresh[owner] = pattern }
+            if !pattern.hasRead { state.handles.addFresh(pattern, most: Self.maxLingering) }
         }
         let previousEnd = pattern.lastReadEnd
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
@@ -198,12 +198,12 @@ extension FileLoader {
         }
         notePartStep(wanted, after: previousEnd, pattern: pattern, info: info, in: &state)
         state.lastAccess = wallNow()
-        state.bytes.lastReadOffset = wanted.lowerBound
-        if state.scanOnly && pattern.readClass == .scan { state.bytes.scanRead.insert(wanted) }
+        state.bytes.noteRead(at: wanted.lowerBound)
+        if state.scanOnly && pattern.readClass == .scan { state.bytes.noteScanRead(wanted) }
         // A player's read makes the whole entry a player's.
         if pattern.readClass == .play && state.scanOnly {
             state.scanOnly = false
-            state.bytes.scanRead = ByteRangeSet()
+            state.bytes.forgetScanRead()
             // Saved, or a remount would take the player's bytes for a scan's.
             state.dirty = true
         }
@@ -211,7 +211,7 @@ extension FileLoader {
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
         let fetching = state.fetches.transfers.values.contains(where: { $0.owner == owner })
-            || state.fetches.yielded.remove(owner) != nil
+            || state.fetches.takeYielded(by: owner)
         if fetching {
             readAhead(from: wanted.upperBound, window: pattern.cachedReadWindow, owner: owner,
                       readClass: pattern.readClass, streams: pattern.streams, info: info, in: &state)

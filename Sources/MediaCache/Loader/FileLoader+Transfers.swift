@@ -34,18 +34,18 @@ extension FileLoader {
             // a library's stats must not push out what players fetched.
             let readClass: ReadClass = state.scanOnly ? .scan : .play
             let reserved = budget?.reserve(upTo: end, for: readClass) ?? 0
-            state.fetches.transfers[id] = Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
-                                           reserved: reserved, askedAt: askedAt, readClass: readClass)
+            state.fetches.add(id, Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
+                                           reserved: reserved, askedAt: askedAt, readClass: readClass))
             countTransferStarted()
             guard accept(head, of: id, in: &state) else {
-                state.fetches.transfers[id] = nil
+                _ = state.fetches.remove(id)
                 budget?.release(reserved, for: readClass)
                 statistics.transfersInFlight.add(-1, ordering: .relaxed)
                 return nil
             }
             // A server without ranges answers with the whole body: only the
             // first bytes are kept, as a HEAD would have fetched none.
-            state.fetches.transfers[id]!.end = min(state.fetches.transfers[id]!.end, end)
+            state.fetches.cut(id, at: end)
             Log.debug("GET \(source.displayURL) bytes 0-\(end - 1) (with the probe)")
             return self
         }
@@ -101,7 +101,7 @@ extension FileLoader {
         }
         if let problem {
             if let seconds = head.retryAfterSeconds {
-                state.fetches.retryAt = now() + min(seconds, settings.timeout)
+                state.fetches.retry(at: now() + min(seconds, settings.timeout))
             }
             state.fetches.setLastError(problem)
             Log.error("\(source.displayURL): \(problem.message)")
@@ -110,7 +110,7 @@ extension FileLoader {
         let now = self.now()
         if let askedAt = transfer.askedAt { settings.link?.roundTrip(now - askedAt, to: source.url) }
         transfer.head = (now, transfer.position)
-        state.fetches.transfers[id] = transfer
+        state.fetches.replace(id, with: transfer)
         return true
     }
 
@@ -151,7 +151,7 @@ extension FileLoader {
                     .copyMemory(from: from, byteCount: Int(overlap.count))
                 state.fetches.filled(key, overlap)
             }
-            state.fetches.transfers[id]!.position = chunk.upperBound
+            state.fetches.advance(id, to: chunk.upperBound)
             // The rate as soon as the body can tell it, not at its end: a
             // reader that streams past a file's first fetch asks for its next
             // bytes while that fetch still runs, and only a measured link
@@ -159,7 +159,7 @@ extension FileLoader {
             // read past it went out alone, 128 KiB, one request more).
             if current.limit == nil, !current.rateTold, let head = current.head,
                chunk.upperBound - head.position >= LinkEstimate.minRateSample {
-                state.fetches.transfers[id]!.rateTold = true
+                state.fetches.rateTold(id)
                 settings.link?.body(chunk.upperBound - head.position, took: now() - head.at, from: source.url)
             }
             if let length = state.version.info?.length,
@@ -194,16 +194,16 @@ extension FileLoader {
         statistics.countFetched(Int64(count), byClass: readClass.rawValue)
         if file != nil, let budget {
             if transfer.reserved >= Int64(count) {
-                state.fetches.transfers[id]!.reserved -= Int64(count)
+                state.fetches.useReserved(Int64(count), of: id)
                 budget.consume(Int64(count), for: readClass)
             } else if budget.take(Int64(count) - transfer.reserved, for: readClass) {
                 budget.consume(transfer.reserved, for: readClass)
-                state.fetches.transfers[id]!.reserved = 0
+                state.fetches.useReserved(nil, of: id)
             } else if state.fetches.isWaitedOn(chunk), budget.overdraw(Int64(count) - transfer.reserved, for: readClass) {
                 // A read's own bytes are kept: the pass this wakes frees
                 // older ones (the file read now is the newest).
                 budget.consume(transfer.reserved, for: readClass)
-                state.fetches.transfers[id]!.reserved = 0
+                state.fetches.useReserved(nil, of: id)
             } else {
                 file = nil
             }
@@ -230,7 +230,7 @@ extension FileLoader {
     public func transfer(_ id: TransferID, completeWith error: MediaError?) {
         defer { lock.broadcast() }
         lock.withLock { state in
-            guard let transfer = state.fetches.transfers.removeValue(forKey: id) else { return }
+            guard let transfer = state.fetches.remove(id) else { return }
             statistics.transfersInFlight.add(-1, ordering: .relaxed)
             budget?.release(transfer.reserved, for: transfer.readClass)
             // Stopped by a seek, a close or a purge: says nothing of the server.
@@ -238,7 +238,7 @@ extension FileLoader {
             // A long transfer gave its connection up, or held too long: its
             // reader's next read asks again, with no backoff.
             if transfer.limit != nil, error?.errno == FetchError.yielded, transfer.position < transfer.end {
-                state.fetches.yielded.insert(transfer.owner)
+                state.fetches.yielded(by: transfer.owner)
                 Log.debug("\(source.displayURL): held GET ended at byte \(transfer.position): \(error!.message)")
                 return
             }
@@ -248,28 +248,30 @@ extension FileLoader {
             }
             // Every byte asked for arrived (a body longer than asked was cut there).
             if transfer.position >= transfer.end {
-                state.fetches.setLastError(nil)
-                state.fetches.failuresInARow = 0
-                state.fetches.retryAt = 0
-                if state.fetches.outageLogged { Log.info("\(source.displayURL): its server answers again") }
-                state.fetches.outageLogged = false
+                if state.fetches.succeeded() { Log.info("\(source.displayURL): its server answers again") }
                 return
             }
-            let log: (String) -> Void = state.fetches.outageLogged ? { Log.debug($0) } : { Log.warning($0) }
             if let error, error.errno != ECANCELED {
                 state.fetches.setLastError(error)
-                log("\(source.displayURL): transfer stopped at byte \(transfer.position): \(error.message)"
-                    + (state.fetches.outageLogged ? "" : " (further failures of this file are logged at debug level until it is read again)"))
-                state.fetches.outageLogged = true
+                let first = state.fetches.claimOutageLog()
+                let message = "\(source.displayURL): transfer stopped at byte \(transfer.position): \(error.message)"
+                if first {
+                    Log.warning(message + " (further failures of this file are logged at debug level until it is read again)")
+                } else {
+                    Log.debug(message)
+                }
             } else if error == nil {
-                state.fetches.setLastError(MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced"))
-                log("\(source.displayURL): \(state.fetches.lastError!.message)")
-                state.fetches.outageLogged = true
+                let problem = MediaError.io("server sent \(transfer.end - transfer.position) bytes fewer than announced")
+                state.fetches.setLastError(problem)
+                if state.fetches.claimOutageLog() {
+                    Log.warning("\(source.displayURL): \(problem.message)")
+                } else {
+                    Log.debug("\(source.displayURL): \(problem.message)")
+                }
             }
             // Otherwise the cache stopped it over a bad answer, already logged.
             // The next try waits longer each time: 0.25 s, 0.5 s, 1 s...
-            state.fetches.failuresInARow += 1
-            state.fetches.retryAt = max(state.fetches.retryAt, now() + backoff(afterFailures: state.fetches.failuresInARow))
+            state.fetches.failed(now: now(), backoff: backoff(afterFailures:))
         }
     }
 }

@@ -81,7 +81,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// follows once it has. Nil or false: no kernel holds pages (no mount).
     public var onChange: (@Sendable (_ generation: Int) -> Bool)? {
         get { lock.withLock { $0.version.changeHandler } }
-        set { lock.withLock { $0.version.changeHandler = newValue } }
+        set { lock.withLock { $0.version.setChangeHandler(newValue) } }
     }
 
     public convenience init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
@@ -117,7 +117,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             // Kept in the metadata: a remount goes on evicting a scan's
             // bytes first, and a player's never for them.
             state.scanOnly = context.settings.readClasses && (meta.present.isEmpty || meta.scanOnly)
-            state.bytes.hasEntry = true
+            state.bytes.setHasEntry(true)
             state.lookahead = ContainerLookahead(cold: meta.present.isEmpty)
         }
         lock = ConditionLocked(state)
@@ -138,8 +138,7 @@ public final class FileLoader: TransferDelegate, Sendable {
                 DataFile(fd: try store.openData(forKey: key, length: length))
             }
         } catch {
-            if now() - state.bytes.openFailureSaidAt > Self.openFailureQuiet {
-                state.bytes.openFailureSaidAt = now()
+            if state.bytes.sayOpenFailure(now: now(), quiet: Self.openFailureQuiet) {
                 Log.warning("\(source.displayURL): cannot open its cache data: \(error); reading without the cache")
             }
             return nil
@@ -303,7 +302,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     func take(_ learned: ContentInfo, in state: inout LoaderState) {
         // Its data file is made when first needed.
         openFiles.replace(ObjectIdentifier(self), with: nil)
-        state.bytes.hasEntry = !cacheUnusable
+        state.bytes.setHasEntry(!cacheUnusable)
         state.bytes.replacePresent(ByteRangeSet())
         state.lastAccess = wallNow()
         state.version.learned(learned, validatedAt: Int64(state.lastAccess))

@@ -8,11 +8,11 @@
 struct HandleBook {
     /// Closed players' handles within `--handle-grace`, with when it ends:
     /// their transfers run on for a handle that reads on where one stopped.
-    var lingering: [ObjectIdentifier: (pattern: ReadPattern, until: Double)] = [:]
+    private(set) var lingering: [ObjectIdentifier: (pattern: ReadPattern, until: Double)] = [:]
     /// Players' handles whose first read found no closed handle to go on
     /// from: one still open may close after them (releases come late), and
     /// then hands them its streak and transfers. Removed at their release.
-    var fresh: [ObjectIdentifier: ReadPattern] = [:]
+    private(set) var fresh: [ObjectIdentifier: ReadPattern] = [:]
     /// Handles open on the file (FUSE opens, until their release): the
     /// lookahead fetches only for a file that is being read.
     private(set) var openHandles = 0
@@ -82,4 +82,17 @@ struct HandleBook {
         dataVersion += 1
         kernelReaders = 0
     }
+
+    /// A closed player's handle runs on until `until`.
+    mutating func linger(_ pattern: ReadPattern, until: Double) { lingering[ObjectIdentifier(pattern)] = (pattern, until) }
+
+    mutating func endLingering(_ owner: ObjectIdentifier) { lingering[owner] = nil }
+
+    /// A player's handle that found no closed handle to go on from, kept
+    /// while fewer than `most` are.
+    mutating func addFresh(_ pattern: ReadPattern, most: Int) {
+        if fresh.count < most { fresh[ObjectIdentifier(pattern)] = pattern }
+    }
+
+    mutating func removeFresh(_ id: ObjectIdentifier) { fresh[id] = nil }
 }

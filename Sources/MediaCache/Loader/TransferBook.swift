@@ -6,14 +6,14 @@
 struct TransferBook {
     /// The loader's clock: when `lastError` was set.
     let clock: Clock
-    var transfers: [TransferID: LoaderState.Transfer] = [:]
+    private(set) var transfers: [TransferID: LoaderState.Transfer] = [:]
     /// Reads waiting for bytes, by wait number.
     private(set) var waits: [Int: LoaderState.Wait] = [:]
     private var nextWait = 0
     /// Long transfers that gave their connection up (`FetchError.yielded`),
     /// by owner: the owner's next cached read reads ahead again at once,
     /// as it would have let the transfer go on.
-    var yielded: Set<ObjectIdentifier> = []
+    private(set) var yielded: Set<ObjectIdentifier> = []
     /// Bumped each time the cache stops every transfer (purge, change), so
     /// a read does not count those as the server's failures.
     private(set) var stops = 0
@@ -21,15 +21,15 @@ struct TransferBook {
     private(set) var lastErrorAt = 0.0
     /// When the next transfer may start: a failing server is retried with
     /// backoff, or when its Retry-After says.
-    var retryAt = 0.0
-    var failuresInARow = 0
+    private(set) var retryAt = 0.0
+    private(set) var failuresInARow = 0
     /// Whether a failure of this file was logged since its last transfer
     /// that got every byte it asked for: a server down is one log line per
     /// file, not one per read and retry (the rest go to debug).
-    var outageLogged = false
+    private(set) var outageLogged = false
     /// After a read gave up, reads fail at once until then, so the kernel's
     /// own retries of a failed read do not each wait through the backoff.
-    var unavailableUntil = 0.0
+    private(set) var unavailableUntil = 0.0
 
     init(clock: Clock) {
         self.clock = clock
@@ -66,5 +66,100 @@ struct TransferBook {
     /// Whether a read waits on bytes of `range`.
     func isWaitedOn(_ range: Range<Int64>) -> Bool {
         waits.values.contains(where: { $0.range.overlaps(range) })
+    }
+
+    // MARK: Transfers
+
+    mutating func add(_ id: TransferID, _ transfer: LoaderState.Transfer) { transfers[id] = transfer }
+
+    /// A transfer's answer was taken (`accept`): its record as it now stands.
+    mutating func replace(_ id: TransferID, with transfer: LoaderState.Transfer) {
+        guard transfers[id] != nil else { return }
+        transfers[id] = transfer
+    }
+
+    mutating func remove(_ id: TransferID) -> LoaderState.Transfer? { transfers.removeValue(forKey: id) }
+
+    /// Asked to stop: no read counts on it any more.
+    mutating func cancel(_ id: TransferID) { transfers[id]?.cancelled = true }
+
+    /// It will bring no byte past `end`.
+    mutating func cut(_ id: TransferID, at end: Int64) {
+        guard let transfer = transfers[id] else { return }
+        transfers[id]!.end = min(transfer.end, end)
+        if let limit = transfer.limit { transfers[id]!.limit = min(limit, end) }
+    }
+
+    mutating func promote(_ id: TransferID, to priority: FetchRequest.Priority) { transfers[id]?.priority = priority }
+
+    /// A long transfer is let go on to `limit`.
+    mutating func hold(_ id: TransferID, at limit: Int64) { transfers[id]?.limit = limit }
+
+    mutating func reserve(_ bytes: Int64, for id: TransferID) { transfers[id]?.reserved += bytes }
+
+    /// `bytes` of its reserved room were used (all of it: nil).
+    mutating func useReserved(_ bytes: Int64?, of id: TransferID) {
+        guard let reserved = transfers[id]?.reserved else { return }
+        transfers[id]!.reserved = bytes.map { reserved - $0 } ?? 0
+    }
+
+    /// Its body reached `position`.
+    mutating func advance(_ id: TransferID, to position: Int64) { transfers[id]?.position = position }
+
+    mutating func rateTold(_ id: TransferID) { transfers[id]?.rateTold = true }
+
+    /// The transfers of a closed handle go on for the handle that reads on.
+    mutating func handOver(from owner: ObjectIdentifier, to heir: ObjectIdentifier) {
+        for (id, transfer) in transfers where transfer.owner == owner { transfers[id]!.owner = heir }
+    }
+
+    /// A long transfer of `owner` gave its connection up: its next cached
+    /// read reads ahead again at once.
+    mutating func yielded(by owner: ObjectIdentifier) { yielded.insert(owner) }
+
+    /// Whether `owner` had a transfer give its connection up (and forgets it).
+    mutating func takeYielded(by owner: ObjectIdentifier) -> Bool { yielded.remove(owner) != nil }
+
+    // MARK: Failures
+
+    /// Every byte a transfer asked for arrived: the server answers. Returns
+    /// whether an outage had been logged (its end is said too).
+    mutating func succeeded() -> Bool {
+        setLastError(nil)
+        failuresInARow = 0
+        retryAt = 0
+        defer { outageLogged = false }
+        return outageLogged
+    }
+
+    /// A transfer failed: the next waits `backoff(failures in a row)` from `now`.
+    mutating func failed(now: Double, backoff: (_ failures: Int) -> Double) {
+        failuresInARow += 1
+        retryAt = max(retryAt, now + backoff(failuresInARow))
+    }
+
+    /// The server said when to come back.
+    mutating func retry(at time: Double) { retryAt = time }
+
+    /// Whether this failure is the first of the outage to be logged (and
+    /// marks it logged).
+    mutating func claimOutageLog() -> Bool {
+        defer { outageLogged = true }
+        return !outageLogged
+    }
+
+    /// A read gave up: reads fail at once until `until`, and the next one
+    /// after starts a fresh count of failures.
+    mutating func unavailable(until: Double) {
+        unavailableUntil = until
+        failuresInARow = 0
+    }
+
+    /// What reads failed with, and their backoff, are forgotten.
+    mutating func forgetFailures() {
+        setLastError(nil)
+        failuresInARow = 0
+        retryAt = 0
+        unavailableUntil = 0
     }
 }

@@ -20,7 +20,9 @@ struct VersionState {
     /// When the server last confirmed this version (seconds since the epoch).
     private(set) var lastValidated: Int64 = 0
     /// `FileLoader.onChange`, called with the lock held.
-    var changeHandler: (@Sendable (_ generation: Int) -> Bool)?
+    private(set) var changeHandler: (@Sendable (_ generation: Int) -> Bool)?
+
+    mutating func setChangeHandler(_ handler: (@Sendable (_ generation: Int) -> Bool)?) { changeHandler = handler }
 
     init() {}
 
