@@ -23,7 +23,7 @@ public final class LinkEstimate: Sendable {
     /// Samples kept per origin: a route or load that changed is forgotten within these.
     public static let samples = 16
 
-    public struct Link {
+    public struct Link: Sendable {
         var roundTrips: [Double] = []
         var rates: [Double] = []
         var lastUsed = 0

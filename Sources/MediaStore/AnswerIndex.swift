@@ -6,7 +6,7 @@
 // slot, so it is stored as 1: the journal checks the URL of what it reads,
 // so two URLs on one key only cost one of them a probe.
 import MediaSupport
-public struct AnswerIndex {
+public struct AnswerIndex: Sendable {
     /// Pairs of key and value; a key of 0 is an empty slot.
     private var slots: [UInt64] = []
     private(set) var count = 0

@@ -35,7 +35,7 @@ public final class AnswerJournal: @unchecked Sendable {
     /// ones, are rewritten away at the next open.
     public static let wasteAllowed = 1_024
 
-    private struct State {
+    private struct State: Sendable {
         var fd: Int32 = -1
         /// Where the next frame goes: the end of the last whole frame.
         var end: Int64 = 0

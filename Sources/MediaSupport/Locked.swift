@@ -6,7 +6,7 @@
 // as racing too.
 import Foundation
 
-public final class Locked<Value>: @unchecked Sendable {
+public final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 

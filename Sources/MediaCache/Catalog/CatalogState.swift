@@ -15,7 +15,7 @@
 // this lock (see `liveLoader`).
 import Foundation
 
-struct CatalogState {
+struct CatalogState: Sendable {
     /// A directory of the mount: its names in order, and for a listed one,
     /// its Listing, when it was listed and when it is listed again.
     final class Directory: @unchecked Sendable {
@@ -136,11 +136,11 @@ struct CatalogState {
     let context: LoaderContext
     /// Called on every loader that comes to stand for a URL (made, or
     /// taken back from the retired), under the lock: it must not wait.
-    let adopted: (FileLoader) -> Void
+    let adopted: @Sendable (FileLoader) -> Void
 
     /// `listedRoot`: the directory source whose entries are the root.
     init(store: CacheStore, context: LoaderContext, tracksMembership: Bool, listedRoot: Source? = nil,
-         adopted: @escaping (FileLoader) -> Void) {
+         adopted: @escaping @Sendable (FileLoader) -> Void) {
         root = Directory(listing: listedRoot?.listing, url: listedRoot?.url, path: "")
         self.store = store
         self.context = context
