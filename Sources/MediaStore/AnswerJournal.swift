@@ -24,7 +24,7 @@ import Glibc
 import MediaSupport
 #endif
 
-public final class AnswerJournal: @unchecked Sendable {
+public final class AnswerJournal: Sendable {
     public static let header = Array("mediafs-answers 1\n".utf8)
     /// A frame's metadata is a URL and a few headers: longer is damage.
     public static let maxFrame = 1 << 20

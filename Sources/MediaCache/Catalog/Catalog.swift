@@ -26,7 +26,7 @@ import Foundation
 import Glibc
 #endif
 
-public final class Catalog: @unchecked Sendable {
+public final class Catalog: Sendable {
     /// How often changed metadata is written and the cache limits applied.
     public static let flushInterval: Double = 5
     /// How long a directory listing is believed before it is fetched again,

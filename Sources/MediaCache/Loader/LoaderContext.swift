@@ -4,7 +4,7 @@
 // carrying their own copies spent about 150 bytes apiece on them.
 import Foundation
 
-public final class LoaderContext: @unchecked Sendable {
+public final class LoaderContext: Sendable {
     let store: CacheStore
     let fetcher: Fetching
     let settings: LoaderSettings
