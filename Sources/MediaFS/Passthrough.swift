@@ -63,7 +63,7 @@ final class Passthrough: @unchecked Sendable {
     private let deviceFD: Int32
     /// Guards `files` (taken before a loader's lock); signalled when a
     /// handle closes.
-    private let lock = Condition()
+    private let lock = Condition(rank: .passthrough)
     private var files: [ObjectIdentifier: Handles] = [:]
     /// The kernel sends RELEASE after close() has returned, so an open
     /// right after a close may arrive first: it waits this long for it.

@@ -57,7 +57,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     }
 
     private let multi: UnsafeMutableRawPointer
-    private let pending = Locked(Pending())
+    private let pending = Locked(Pending(), rank: .fetcherPending)
     /// Touched only by the network thread.
     private var active: [TransferID: CurlTransfer] = [:]
     /// Transfers waiting for a place, by id; the order is the admission's.

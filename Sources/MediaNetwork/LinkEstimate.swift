@@ -29,7 +29,7 @@ public final class LinkEstimate: Sendable {
         var lastUsed = 0
     }
 
-    private let links = Locked<(byOrigin: [HTTPOrigin: Link], clock: Int)>(([:], 0))
+    private let links = Locked<(byOrigin: [HTTPOrigin: Link], clock: Int)>(([:], 0), rank: .linkEstimate)
 
     public init() {}
 

@@ -43,7 +43,7 @@ public final class AnswerJournal: Sendable {
     }
 
     public let path: String
-    private let state = Locked(State())
+    private let state = Locked(State(), rank: .answerJournal)
 
     public init(path: String) {
         self.path = path

@@ -12,7 +12,7 @@ public final class TrashWorker: Sendable {
     /// begins coalesce into it, those made during it into one more. Held
     /// across `submit`, so a request either joins a queued pass or learns
     /// that the worker stopped.
-    private let queued = Locked(false)
+    private let queued = Locked(false, rank: .trashQueued)
     /// Held for a whole pass, so two passes never race over the same names.
     private let passLock = NSLock()
 

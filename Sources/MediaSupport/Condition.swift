@@ -11,7 +11,11 @@ public final class Condition: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    public init() {
+    /// Where it comes in the lock order (LockRank.swift); nil: unchecked.
+    private let rank: LockRank?
+
+    public init(rank: LockRank? = nil) {
+        self.rank = rank
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -27,8 +31,16 @@ public final class Condition: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    public func lock() { pthread_mutex_lock(mutex) }
-    public func unlock() { pthread_mutex_unlock(mutex) }
+    public func lock() {
+        HeldRanks.willTake(rank)
+        pthread_mutex_lock(mutex)
+        HeldRanks.took(rank)
+    }
+
+    public func unlock() {
+        HeldRanks.released(rank)
+        pthread_mutex_unlock(mutex)
+    }
     public func broadcast() { pthread_cond_broadcast(condition) }
     public func signal() { pthread_cond_signal(condition) }
 

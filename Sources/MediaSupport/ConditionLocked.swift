@@ -12,10 +12,11 @@
 // generic class, ThreadSanitizer took the scope's accesses to it for writes
 // to the object's header, which every call reads before taking the lock.
 public final class ConditionLocked<State>: @unchecked Sendable {
-    private let condition = Condition()
+    private let condition: Condition
     private let state: UnsafeMutablePointer<State>
 
-    public init(_ state: State) {
+    public init(_ state: State, rank: LockRank? = nil) {
+        condition = Condition(rank: rank)
         self.state = UnsafeMutablePointer<State>.allocate(capacity: 1)
         self.state.initialize(to: state)
     }

@@ -9,21 +9,33 @@ import Foundation
 public final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
+    /// Where it comes in the lock order (LockRank.swift); nil: unchecked.
+    private let rank: LockRank?
 
-    public init(_ value: Value) {
+    public init(_ value: Value, rank: LockRank? = nil) {
         self.value = value
+        self.rank = rank
     }
 
     public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        HeldRanks.willTake(rank)
         lock.lock()
-        defer { lock.unlock() }
+        HeldRanks.took(rank)
+        defer {
+            HeldRanks.released(rank)
+            lock.unlock()
+        }
         return try body(&value)
     }
 
     /// `body`'s result, or nil without waiting when another thread holds the lock.
     public func withLockIfAvailable<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result? {
         guard lock.try() else { return nil }
-        defer { lock.unlock() }
+        HeldRanks.took(rank)
+        defer {
+            HeldRanks.released(rank)
+            lock.unlock()
+        }
         return try body(&value)
     }
 }

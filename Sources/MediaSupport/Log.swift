@@ -16,7 +16,7 @@ public enum Log {
     /// once mounted (`detachToSyslog`), while its other threads log.
     private static let toSyslog = Atomic<Bool>(false)
     /// The lines written while a test captures them (`capturing`), else nil.
-    private static let captured = Locked<[(level: Level, message: String)]?>(nil)
+    private static let captured = Locked<[(level: Level, message: String)]?>(nil, rank: .log)
 
     /// Set once at start-up, before any other thread runs.
     public static func configure(level: Level, sink: Sink) {

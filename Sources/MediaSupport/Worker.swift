@@ -6,7 +6,7 @@ import Foundation
 
 public final class Worker: @unchecked Sendable {
     private let name: String
-    private let condition = Condition()
+    private let condition = Condition(rank: .worker)
     // Guarded by `condition`.
     private var jobs: [@Sendable () -> Void] = []
     private var started = false
@@ -53,9 +53,15 @@ public final class Worker: @unchecked Sendable {
                 condition.wait()
                 continue
             }
-            let job = jobs.removeFirst()
+            var job: (@Sendable () -> Void)? = jobs.removeFirst()
             condition.unlock()
-            job()
+            job?()
+            // Its captures are let go here, with no lock held: a deinit they
+            // end may take locks (a CacheStore's stops its trash worker, which
+            // takes that worker's condition). Released after `lock()`, as the
+            // end of the loop body did, they ran under this worker's
+            // condition; the lock-rank check found it.
+            job = nil
             condition.lock()
         }
         finished = true

@@ -167,7 +167,7 @@ public final class Catalog: Sendable {
         initial.records.reserveCapacity(urls.count)
         for (url, record) in zip(urls, CatalogState.loadRecords(urls, from: store)) { initial.records[url] = record }
         for source in sources where !sourceIsRoot { _ = initial.insert(source, into: initial.root) }
-        state = Locked(initial)
+        state = Locked(initial, rank: .catalogState)
         feeder.starting(with: { [weak self] url, settled in self?.probeListed(url, then: settled) ?? false },
                         withoutWaiting: { [weak self] url, settled -> Bool? in
                             // Not `self?.… ?? false`: that would read a taken lock (nil) as "skip".

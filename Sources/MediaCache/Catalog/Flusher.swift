@@ -24,7 +24,7 @@ final class Flusher: @unchecked Sendable {
     /// With answers waiting, it comes back this soon.
     static let saveSlice: Double = 0.5
 
-    private let condition = Condition()
+    private let condition = Condition(rank: .flusher)
     private var stopped = false
     private var running = false
 

@@ -50,7 +50,7 @@ public final class CacheBudget: @unchecked Sendable {
     }
 
     /// Guards `state`; readers waiting for room wait on it.
-    private let condition = Condition()
+    private let condition = Condition(rank: .budget)
     private var state = State()
     /// Called when the room ran low: the evictor should run now. Called
     /// with no lock of the budget's held; it must not block.

@@ -50,7 +50,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
 
     private init(url: String, fetcher: Fetching, clock: Clock, priority: FetchRequest.Priority, steps: [Step],
                  handover: Handover?, completion: @escaping Completion) {
-        current = Locked((0, priority))
+        current = Locked((0, priority), rank: .contentProbe)
         self.clock = clock
         self.url = url
         self.fetcher = fetcher

@@ -62,7 +62,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// and reported two flushes of one loader (a `remove` and the flusher)
     /// as racing on what it guards. An idle entry is a record, so only
     /// loaders in use pay for its NSLock.
-    let flushLock = Locked(false)
+    let flushLock = Locked(false, rank: .loaderFlush)
 
     /// Everything that changes (LoaderState.swift); waits on its condition
     /// are for bytes, probes, freeing and the kernel.
@@ -120,7 +120,7 @@ public final class FileLoader: TransferDelegate, Sendable {
             state.bytes.setHasEntry(true)
             state.lookahead = ContainerLookahead(cold: meta.present.isEmpty)
         }
-        lock = ConditionLocked(state)
+        lock = ConditionLocked(state, rank: .loader)
         if case .found(let meta) = read { flushLock.withLock { $0 = !meta.present.isEmpty } }
     }
 
