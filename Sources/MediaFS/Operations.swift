@@ -274,7 +274,7 @@ func makeOperations() -> fuse_operations {
             let file = OpenFile.borrow(info!.pointee.fh)
             let target = UnsafeMutableRawBufferPointer(start: buffer, count: size)
             let started = Histogram.now()
-            defer { adapter().catalog.statistics.readWait.observe(since: started) }
+            defer { adapter().catalog.statistics.timings.readWait.observe(since: started) }
             do {
                 return Int32(try file.loader.read(into: target, at: Int64(offset), pattern: file.pattern))
             } catch let error as MediaError {

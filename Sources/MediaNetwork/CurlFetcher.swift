@@ -243,7 +243,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     private func admitQueued() {
         let started = admission.admit()
         if admission.scansDelayed > 0 {
-            statistics?.scanReadsDelayed.add(Int64(admission.scansDelayed), ordering: .relaxed)
+            statistics?.probing.scanReadsDelayed.add(Int64(admission.scansDelayed), ordering: .relaxed)
             admission.scansDelayed = 0
         }
         for id in started {

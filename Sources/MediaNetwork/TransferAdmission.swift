@@ -18,19 +18,30 @@ import MediaSupport
 public final class TransferAdmission {
     public typealias Priority = FetchRequest.Priority
 
-    /// Transfers running at once per origin.
-    public let perOrigin: Int
-    /// Transfers running at once per origin that multiplexes (HTTP/2 streams).
-    public let perMultiplexedOrigin: Int
-    /// Places per origin that probes and background transfers leave to reads.
-    public let readReserve: Int
-    /// Probes running at once, all origins together.
-    public let maxProbes: Int
-    /// Readahead and preload transfers running at once, all origins together.
-    public let maxBackground: Int
-    /// The same at origins that multiplex (streams, not connections; each
-    /// still holds a receive buffer, so they are bounded too).
-    public let maxMultiplexedBackground: Int
+    /// How many transfers may run at once, and where: fixed at mount.
+    public struct Places: Sendable {
+        /// Transfers running at once per origin.
+        public let perOrigin: Int
+        /// Transfers running at once per origin that multiplexes (HTTP/2 streams).
+        public let perMultiplexedOrigin: Int
+        /// Places per origin that probes and background transfers leave to reads.
+        public let readReserve: Int
+        /// Probes running at once, all origins together.
+        public let maxProbes: Int
+        /// Readahead and preload transfers running at once, all origins together.
+        public let maxBackground: Int
+        /// The same at origins that multiplex (streams, not connections; each
+        /// still holds a receive buffer, so they are bounded too).
+        public let maxMultiplexedBackground: Int
+    }
+
+    public let places: Places
+    public var perOrigin: Int { places.perOrigin }
+    public var perMultiplexedOrigin: Int { places.perMultiplexedOrigin }
+    public var readReserve: Int { places.readReserve }
+    public var maxProbes: Int { places.maxProbes }
+    public var maxBackground: Int { places.maxBackground }
+    public var maxMultiplexedBackground: Int { places.maxMultiplexedBackground }
 
     private struct Entry {
         let origin: HTTPOrigin?
@@ -116,12 +127,9 @@ public final class TransferAdmission {
 
     public init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int,
                 perMultiplexedOrigin: Int? = nil, maxMultiplexedBackground: Int? = nil) {
-        self.perOrigin = perOrigin
-        self.perMultiplexedOrigin = max(perMultiplexedOrigin ?? perOrigin, perOrigin)
-        self.maxMultiplexedBackground = max(maxMultiplexedBackground ?? maxBackground, maxBackground)
-        self.readReserve = readReserve
-        self.maxProbes = maxProbes
-        self.maxBackground = maxBackground
+        places = Places(perOrigin: perOrigin, perMultiplexedOrigin: max(perMultiplexedOrigin ?? perOrigin, perOrigin),
+                        readReserve: readReserve, maxProbes: maxProbes, maxBackground: maxBackground,
+                        maxMultiplexedBackground: max(maxMultiplexedBackground ?? maxBackground, maxBackground))
     }
 
     /// Origins with a transfer running or waiting (the rest are forgotten).

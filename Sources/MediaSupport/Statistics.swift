@@ -11,11 +11,10 @@ public final class Statistics: Sendable {
     public let bytesFromNetwork = Atomic<Int64>(0)
     public let requests = Atomic<Int64>(0)
     public let transfersInFlight = Atomic<Int64>(0)
-    /// Opens whose reads the kernel serves from the cache itself (passthrough).
-    public let kernelReadOpens = Atomic<Int64>(0)
-    /// Stats the kernel asked of the daemon (getattr), rather than
+    /// What the kernel asked of the daemon: opens whose reads it serves
+    /// from the cache itself (passthrough), and stats (getattr) rather than
     /// answering from what a lookup or readdirplus gave it.
-    public let attributeRequests = Atomic<Int64>(0)
+    private let kernel = KernelCounts()
     /// Transfers started again for bytes an earlier one failed to bring.
     public let retries = Atomic<Int64>(0)
     /// Cache entries the limits removed.
@@ -27,34 +26,26 @@ public final class Statistics: Sendable {
     /// connection to a read waiting for one at their origin.
     public let transfersYielded = Atomic<Int64>(0)
     /// A library scan's reads that waited for a place at their origin
-    /// while players' reads or readahead ran or waited there.
-    public let scanReadsDelayed = Atomic<Int64>(0)
-    /// Requests the container lookahead sent: what a file's head said its
-    /// demuxer reads next (an MP4's moov, a Matroska file's Cues, a TS tail).
-    public let lookaheadFetches = Atomic<Int64>(0)
+    /// while players' reads or readahead ran or waited there, and the
+    /// requests the container lookahead sent (an MP4's moov, a Matroska
+    /// file's Cues, a TS tail): what probing costs.
+    public let probing = ProbingCounts()
     /// File bytes received from the servers and handed to readers, by read
     /// class (MediaCache's ReadClass: 0 play, 1 scan).
     public static let readClasses = 2
-    private let playFetched = Atomic<Int64>(0)
-    private let scanFetched = Atomic<Int64>(0)
-    private let playServed = Atomic<Int64>(0)
-    private let scanServed = Atomic<Int64>(0)
+    private let fetchedByClass = ClassBytes()
+    private let servedByClass = ClassBytes()
     /// HTTP responses by status class, and hops that ended without one.
     private let responses = Locked([Int64](repeating: 0, count: ResponseClass.allCases.count))
-    /// How long FUSE reads took, from the call to the bytes in the buffer.
-    public let readWait = Histogram()
-    /// How long learning a file's length and validators took (HEAD, or GET 0-0 after it).
-    public let probeDuration = Histogram()
-    /// Seconds on the monotonic clock until which the cache is not
-    /// written: on the wall clock, a clock stepped back an hour stopped
-    /// cache writes for an hour.
-    private let cacheWritesPausedUntil = Atomic<Int64>(0)
+    /// How long FUSE reads took, from the call to the bytes in the buffer,
+    /// and how long learning a file's length and validators took.
+    public let timings = Timings()
+    private let writePause: CacheWritePause
     /// After a failed cache write, reads pass through for this long.
-    public static let passThroughSeconds: Int64 = 10
-    private let clock: Clock
+    public static var passThroughSeconds: Int64 { CacheWritePause.seconds }
 
     public init(clock: Clock) {
-        self.clock = clock
+        writePause = CacheWritePause(clock: clock)
     }
 
     public convenience init() {
@@ -62,30 +53,19 @@ public final class Statistics: Sendable {
     }
 
     /// Whether arriving bytes should be written into the cache now.
-    public var cacheWritable: Bool {
-        cacheWritesPausedUntil.load(ordering: .relaxed) <= seconds()
-    }
+    public var cacheWritable: Bool { writePause.isOver }
 
     /// A cache write failed (disk full, I/O error): say so once, then serve
     /// from the network alone for a while.
-    public func cacheWriteFailed(_ error: MediaError) {
-        let until = seconds() + Self.passThroughSeconds
-        let before = cacheWritesPausedUntil.exchange(until, ordering: .relaxed)
-        if before <= seconds() {
-            Log.error("\(error.message); serving reads from the network without caching for "
-                      + "\(Self.passThroughSeconds) s")
-        }
-    }
-
-    private func seconds() -> Int64 { Int64(clock.monotonic()) }
+    public func cacheWriteFailed(_ error: MediaError) { writePause.failed(error) }
 
     /// A file was opened for the kernel to read from the cache itself.
     public func countKernelReadOpen() {
-        kernelReadOpens.add(1, ordering: .relaxed)
+        kernel.readOpens.add(1, ordering: .relaxed)
     }
 
     public func countAttributeRequest() {
-        attributeRequests.add(1, ordering: .relaxed)
+        kernel.attributeRequests.add(1, ordering: .relaxed)
     }
 
     /// A transfer (or probe) was started again after a failure.
@@ -98,11 +78,11 @@ public final class Statistics: Sendable {
     }
 
     public func countFetched(_ count: Int64, byClass index: Int) {
-        if index == 0 { playFetched.add(count, ordering: .relaxed) } else { scanFetched.add(count, ordering: .relaxed) }
+        fetchedByClass.add(count, byClass: index)
     }
 
     public func countServed(_ count: Int64, byClass index: Int) {
-        if index == 0 { playServed.add(count, ordering: .relaxed) } else { scanServed.add(count, ordering: .relaxed) }
+        servedByClass.add(count, byClass: index)
     }
 
     public enum ResponseClass: Int, CaseIterable, Sendable {
@@ -153,16 +133,16 @@ public final class Statistics: Sendable {
                  bytesFromNetwork: bytesFromNetwork.load(ordering: .relaxed),
                  requests: requests.load(ordering: .relaxed),
                  transfersInFlight: transfersInFlight.load(ordering: .relaxed),
-                 kernelReadOpens: kernelReadOpens.load(ordering: .relaxed),
-                 attributeRequests: attributeRequests.load(ordering: .relaxed),
+                 kernelReadOpens: kernel.readOpens.load(ordering: .relaxed),
+                 attributeRequests: kernel.attributeRequests.load(ordering: .relaxed),
                  retries: retries.load(ordering: .relaxed),
                  evictions: evictions.load(ordering: .relaxed),
                  graceResumes: graceResumes.load(ordering: .relaxed),
                  transfersYielded: transfersYielded.load(ordering: .relaxed),
-                 scanReadsDelayed: scanReadsDelayed.load(ordering: .relaxed),
-                 lookaheadFetches: lookaheadFetches.load(ordering: .relaxed),
+                 scanReadsDelayed: probing.scanReadsDelayed.load(ordering: .relaxed),
+                 lookaheadFetches: probing.lookaheadFetches.load(ordering: .relaxed),
                  responses: responses.withLock { $0 },
-                 fetchedByClass: [playFetched.load(ordering: .relaxed), scanFetched.load(ordering: .relaxed)],
-                 servedByClass: [playServed.load(ordering: .relaxed), scanServed.load(ordering: .relaxed)])
+                 fetchedByClass: fetchedByClass.values, servedByClass: servedByClass.values)
     }
 }
+

@@ -75,10 +75,10 @@ public struct MetricsExposition: Sendable {
         }
         out.histogram("mediafs_read_wait_seconds",
                       "How long reads through the daemon took, from the request to the bytes in its buffer.",
-                      statistics.readWait.snapshot)
+                      statistics.timings.readWait.snapshot)
         out.histogram("mediafs_probe_duration_seconds",
                       "How long learning a file's length and validators took (HEAD, or GET bytes=0-0).",
-                      statistics.probeDuration.snapshot)
+                      statistics.timings.probeDuration.snapshot)
         return out.text
     }
 

@@ -116,7 +116,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
             guard head.status == 206 || head.status == 200, let handover,
                   let info = Self.info(from: head), info.length > 0 else { return false }
             handedOver = true
-            fetcher.statistics?.probeDuration.observe(since: started)
+            fetcher.statistics?.timings.probeDuration.observe(since: started)
             sink = handover(info, id, head, sentAt)
             return sink != nil
         }
@@ -147,7 +147,7 @@ final class ContentProbe: TransferDelegate, @unchecked Sendable {
     }
 
     private func report(_ result: Result<ContentInfo, MediaError>) {
-        fetcher.statistics?.probeDuration.observe(since: started)
+        fetcher.statistics?.timings.probeDuration.observe(since: started)
         completion(result)
     }
 

@@ -45,7 +45,7 @@ extension FileLoader {
                 }
             }
         }
-        statistics.lookaheadFetches.add(Int64(asked.count), ordering: .relaxed)
+        statistics.probing.lookaheadFetches.add(Int64(asked.count), ordering: .relaxed)
         Log.debug("\(source.displayURL): \(container.rawValue): fetching ahead "
                   + (asked.isEmpty ? "nothing (present or on its way)"
                      : asked.map { "\($0.lowerBound)-\($0.upperBound - 1)" }.joined(separator: ", ")))

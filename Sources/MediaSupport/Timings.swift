@@ -1,0 +1,8 @@
+// Histograms of how long reads and probes waited, for the metrics.
+import Synchronization
+
+/// Histograms of waits (Statistics.timings).
+public final class Timings: Sendable {
+    public let readWait = Histogram()
+    public let probeDuration = Histogram()
+}
