@@ -12,18 +12,10 @@ struct MountCommand {
     var sources: [String] = []
     var mountpoint = ""
     var cache = CacheOptions()
-    /// Validators older than this are checked on open; nil: never.
-    var revalidateAfter: Double? = 60
-    var foreground = false
-    var debug = false
-    var fuseOptions: [String] = []
-    var timeout: Double = 30
+    var daemon = DaemonOptions()
+    var reads = ReadOptions()
     var preloadNext: Catalog.PreloadNext?
     var http = HTTPOptions()
-    var retries = 3
-    var passthrough = true
-    /// `--bwlimit`, bytes per second.
-    var bandwidthLimit: Int64?
     var metrics: MetricsAddress?
     var dirCacheTime = Catalog.defaultDirCacheTime
     var s3 = S3Settings()
@@ -31,8 +23,6 @@ struct MountCommand {
     /// Whether a listing's RAR sets and ZIP files are folders of their members.
     var archives = true
     var scanners = ProcessClassifier.defaultScanners
-    /// `--handle-grace`, seconds.
-    var handleGrace: Double = 5
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
@@ -142,8 +132,8 @@ struct MountCommand {
         while let argument = rest.popFirst() {
             let (option, inline) = UsageError.split(argument)
             switch option {
-            case "-f", "--foreground": foreground = true
-            case "-d", "--debug": debug = true
+            case "-f", "--foreground": daemon.foreground = true
+            case "-d", "--debug": daemon.debug = true
             case _ where try cache.take(option, value: { try inline ?? value(option) }): break
             case "--revalidate": try setRevalidate(inline ?? value(option))
             case "--dir-cache-time": try setDirCacheTime(inline ?? value(option))
@@ -154,7 +144,7 @@ struct MountCommand {
             case "--archives": try setArchives(inline ?? value(option))
             case "--proxy": try setProxy(inline ?? value(option))
             case "--cacert": try setCAFile(inline ?? value(option))
-            case "--no-passthrough": passthrough = false
+            case "--no-passthrough": daemon.passthrough = false
             case "--retries": try setRetries(inline ?? value(option))
             case "--bwlimit": try setBandwidthLimit(inline ?? value(option))
             case "--metrics": try setMetrics(inline ?? value(option))
@@ -205,7 +195,7 @@ struct MountCommand {
         case "cacert":
             try setCAFile(value ?? "")
         case "no_passthrough", "no-passthrough":
-            passthrough = false
+            daemon.passthrough = false
         case "retries":
             try setRetries(value ?? "")
         case "bwlimit":
@@ -231,14 +221,14 @@ struct MountCommand {
         case "s3_profile", "s3-profile":
             s3.profile = value ?? ""
         case "debug":
-            debug = true
+            daemon.debug = true
         case "foreground":
-            foreground = true
+            daemon.foreground = true
         case "rw", "defaults", "auto", "noauto", "nofail", "_netdev", "user", "users", "nouser", "dev", "suid", "exec":
             break
         default:
             if parts[0].hasPrefix("x-") || parts[0].hasPrefix("comment=") { break }
-            fuseOptions.append(key)
+            daemon.fuseOptions.append(key)
         }
     }
 
@@ -285,7 +275,7 @@ struct MountCommand {
         guard let count = Int(text), (0...100).contains(count) else {
             throw UsageError("--retries needs a number from 0 to 100, not '\(text)'")
         }
-        retries = count
+        reads.retries = count
     }
 
     private mutating func setBandwidthLimit(_ text: String) throws {
@@ -293,7 +283,7 @@ struct MountCommand {
             throw UsageError("--bwlimit needs a rate of at least \(BandwidthLimit.minRate / 1024)K per second "
                              + "such as 8M, not '\(text)'")
         }
-        bandwidthLimit = rate
+        reads.bandwidthLimit = rate
     }
 
     private mutating func setMetrics(_ text: String) throws {
@@ -315,18 +305,18 @@ struct MountCommand {
         guard let seconds = Units.seconds(text), seconds <= 3600 else {
             throw UsageError("--handle-grace needs a duration of at most 1h such as 5s, or 0, not '\(text)'")
         }
-        handleGrace = seconds
+        reads.handleGrace = seconds
     }
 
     private mutating func setRevalidate(_ text: String) throws {
         switch text {
-        case "never": revalidateAfter = nil
-        case "open": revalidateAfter = 0
+        case "never": reads.revalidateAfter = nil
+        case "open": reads.revalidateAfter = 0
         default:
             guard let seconds = Units.seconds(text) else {
                 throw UsageError("--revalidate takes never, open or a duration such as 5m, not '\(text)'")
             }
-            revalidateAfter = seconds
+            reads.revalidateAfter = seconds
         }
     }
 
@@ -341,7 +331,7 @@ struct MountCommand {
         guard let seconds = Units.seconds(text), seconds > 0 else {
             throw UsageError("--timeout needs a positive duration such as 30 or 2m, not '\(text)'")
         }
-        timeout = seconds
+        reads.timeout = seconds
     }
 
     private mutating func setPreloadNext(_ text: String) throws {
@@ -360,15 +350,15 @@ struct MountCommand {
     }
 
     func run() throws {
-        Log.configure(level: debug ? .debug : .info, sink: .stderr)
+        Log.configure(level: daemon.debug ? .debug : .info, sink: .stderr)
         // Without -f: this process starts the daemon and waits for its
         // mount (DaemonStart says why it does not fork).
-        let readyDescriptor = foreground ? nil : DaemonStart.takeReadyDescriptor()
-        if !foreground && readyDescriptor == nil {
+        let readyDescriptor = daemon.foreground ? nil : DaemonStart.takeReadyDescriptor()
+        if !daemon.foreground && readyDescriptor == nil {
             let absolute = mountpoint.hasPrefix("/") ? mountpoint
                 : FileManager.default.currentDirectoryPath + "/" + mountpoint
             exit(DaemonStart.spawnAndWait(arguments: Array(CommandLine.arguments.dropFirst()),
-                                          mountpoint: absolute, timeout: timeout))
+                                          mountpoint: absolute, timeout: reads.timeout))
         }
         Self.raiseDescriptorLimit()
         mediafs_malloc_tune()
@@ -391,20 +381,20 @@ struct MountCommand {
         }
         let vods = parsed.compactMap(\.vod)
         var settings = LoaderSettings()
-        settings.timeout = timeout
-        settings.maxAttempts = retries + 1
+        settings.timeout = reads.timeout
+        settings.maxAttempts = reads.retries + 1
         settings.readClasses = !scanners.isEmpty
-        settings.handleGrace = handleGrace
+        settings.handleGrace = reads.handleGrace
         var options = MediaFS.Options(mountpoint: mountpoint.hasPrefix("/") ? mountpoint
                                       : FileManager.default.currentDirectoryPath + "/" + mountpoint)
         if let readyDescriptor {
             options.onMounted = { DaemonStart.detach(readyDescriptor: readyDescriptor) }
         }
-        options.fuseOptions = fuseOptions
-        options.passthrough = passthrough
+        options.fuseOptions = daemon.fuseOptions
+        options.passthrough = daemon.passthrough
         options.scanners = scanners
         let limits = cache.limits
-        let bandwidthLimit = self.bandwidthLimit
+        let bandwidthLimit = reads.bandwidthLimit
         // Bound now, so an address in use fails before anything is mounted.
         options.metrics = try metrics.map { address in
             if !address.isLoopback {
@@ -415,7 +405,7 @@ struct MountCommand {
         }
         let statistics = Statistics()
         let preloadNext = self.preloadNext
-        let revalidateAfter = self.revalidateAfter
+        let revalidateAfter = reads.revalidateAfter
         let dirCacheTime = self.dirCacheTime
         let hlsVariant = self.hlsVariant
         let archives = self.archives
