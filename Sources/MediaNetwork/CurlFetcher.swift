@@ -350,18 +350,25 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 public final class CurlTransfer: @unchecked Sendable {
     public let id: TransferID
     public var priority: FetchRequest.Priority
+    /// Whether it may hand over bytes now, and whether libcurl has it paused.
+    private var pause: TransferPause
     /// Paused so that reads go first (a preload while reads run).
-    public var yielding = false
+    public var yielding: Bool {
+        get { pause.yielding }
+        set { pause.yielding = newValue }
+    }
     /// Paused by the write callback: the bandwidth limit refused a piece.
-    public var throttled = false
-    /// Body bytes it may deliver (`FetchRequest.allowance`, raised by
-    /// `allow`), and those it delivered: once they meet, it holds.
-    public var allowance: Int64
-    private var received: Int64 = 0
+    public var throttled: Bool {
+        get { pause.throttled }
+        set { pause.throttled = newValue }
+    }
+    /// Body bytes it may deliver; raised by `allow`.
+    public var allowance: Int64 {
+        get { pause.allowance }
+        set { pause.allowance = newValue }
+    }
     /// When it began to hold for its allowance (nil: it does not).
-    public private(set) var heldSince: Double?
-    /// Whether libcurl has the transfer paused now.
-    private var curlPaused = false
+    public var heldSince: Double? { pause.heldSince }
     /// Whether the current hop's response (or its failure) was counted.
     private var counted = false
     private let statistics: Statistics?
@@ -378,14 +385,8 @@ public final class CurlTransfer: @unchecked Sendable {
     private var head = ResponseHead(status: 0, headers: [:])
     private var headDelivered = false
     private var stoppedByDelegate = false
-    /// The buffers below exist from admission (`begin`) to `end`: a
-    /// transfer that waits costs its request and a few words, not 512 KiB
-    /// of address space (a listing can queue a probe per entry).
-    private var errorBuffer: UnsafeMutablePointer<CChar>?
-    /// libcurl hands over at most 16 KiB per call; collecting a round's
-    /// bytes here turns 32 small pwrites, locks and wake-ups into one.
-    private var body: UnsafeMutableRawPointer?
-    private var bodyCount = 0
+    /// Its error text and body buffers, from admission (`begin`) to `end`.
+    private var buffers = ReceiveBuffers()
 
     public init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
          statistics: Statistics? = nil, limit: BandwidthLimit? = nil) {
@@ -396,7 +397,7 @@ public final class CurlTransfer: @unchecked Sendable {
         self.statistics = statistics
         self.limit = limit
         priority = request.priority
-        allowance = request.allowance ?? Int64.max
+        pause = TransferPause(allowance: request.allowance ?? Int64.max)
     }
 
     deinit { end() }
@@ -407,9 +408,8 @@ public final class CurlTransfer: @unchecked Sendable {
     /// The first hop's handle, for the multi; the transfer's buffers from here on.
     public func begin() throws -> UnsafeMutableRawPointer {
         let hop = try CurlHop(request, options: options)
-        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         // A HEAD (most probes) has no body to collect.
-        if request.method != .head { body = .allocate(byteCount: CurlFetcher.receiveBufferSize, alignment: 64) }
+        buffers.allocate(withBody: request.method != .head)
         return attach(hop)
     }
 
@@ -417,11 +417,7 @@ public final class CurlTransfer: @unchecked Sendable {
     /// multi and its bytes were handed over.
     public func end() {
         hop = nil
-        errorBuffer?.deallocate()
-        errorBuffer = nil
-        body?.deallocate()
-        body = nil
-        bodyCount = 0
+        buffers.free()
     }
 
     /// After a hop ended with `code`: the next hop when the response was a
@@ -437,17 +433,13 @@ public final class CurlTransfer: @unchecked Sendable {
     public func attach(_ next: CurlHop) -> UnsafeMutableRawPointer {
         hop = next
         head = ResponseHead(status: 0, headers: [:])
-        yielding = false
-        throttled = false
-        heldSince = nil
-        received = 0
-        curlPaused = false
+        pause.newHop()
         counted = false
-        errorBuffer?[0] = 0
+        buffers.clearError()
         let easy = next.easy
         let this = Unmanaged.passUnretained(self).toOpaque()
         _ = mediafs_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
-        _ = mediafs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        _ = mediafs_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffers.errors)
         _ = mediafs_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, this)
         _ = mediafs_easy_setopt_data_cb(easy, CURLOPT_HEADERFUNCTION) { ptr, size, count, user in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
@@ -472,22 +464,17 @@ public final class CurlTransfer: @unchecked Sendable {
         // Yielding waits for the body: a transfer paused while its headers
         // arrive can, once resumed, hand over the status line again and not
         // the headers after it (seen as 206 answers without Content-Range).
-        if heldSince != nil && received < allowance { heldSince = nil }
-        let pause = (yielding && headDelivered) || throttled || heldSince != nil
-        guard pause != curlPaused, let easy else { return }
-        // Before the call: resuming runs the write callback, which may pause again.
-        curlPaused = pause
-        curl_easy_pause(easy, pause ? CURLPAUSE_RECV : CURLPAUSE_CONT)
+        // Taken as done before the call: resuming runs the write callback,
+        // which may pause again.
+        guard let paused = pause.change(headDelivered: headDelivered, inLibcurl: easy != nil), let easy else { return }
+        curl_easy_pause(easy, paused ? CURLPAUSE_RECV : CURLPAUSE_CONT)
     }
 
     /// Whether the transfer delivered all it may (its reader has not asked
     /// for more yet); then libcurl keeps the bytes and it holds until
     /// allowed more. Only the file's body counts (not a redirect's).
     private func mustHold() -> Bool {
-        guard received >= allowance, headDelivered else { return false }
-        if heldSince == nil { heldSince = Histogram.now() }
-        curlPaused = true
-        return true
+        pause.mustHold(headDelivered: headDelivered, now: Histogram.now())
     }
 
     /// Whether the bandwidth limit refuses `count` more bytes now; then
@@ -496,8 +483,7 @@ public final class CurlTransfer: @unchecked Sendable {
     private func mustWait(for count: Int) -> Bool {
         guard let limit, headDelivered || hop?.isPassedOn != true else { return false }
         if limit.take(count, priority: priority) { return false }
-        throttled = true
-        curlPaused = true
+        pause.throttle()
         return true
     }
 
@@ -528,25 +514,21 @@ public final class CurlTransfer: @unchecked Sendable {
         // The body of a redirect or a Digest challenge is not the file's.
         if !headDelivered && hop?.isPassedOn == true { return true }
         guard deliverHead(), !stoppedByDelegate else { return false }
-        received += Int64(bytes.count)
-        if bodyCount + bytes.count > CurlFetcher.receiveBufferSize {
+        pause.delivered(bytes.count)
+        if !buffers.fits(bytes.count) {
             guard flush() else { return false }
         }
         if bytes.count >= CurlFetcher.receiveBufferSize {
             return deliver(bytes)
         }
-        guard let body else { return false }
-        (body + bodyCount).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-        bodyCount += bytes.count
-        return true
+        return buffers.append(bytes)
     }
 
     /// Delivers the collected body bytes; false once the delegate said stop.
     public func flush() -> Bool {
-        guard bodyCount > 0, !stoppedByDelegate, let body else { return !stoppedByDelegate }
-        let count = bodyCount
-        bodyCount = 0
-        return deliver(UnsafeRawBufferPointer(start: body, count: count))
+        guard !stoppedByDelegate else { return false }
+        guard let collected = buffers.take() else { return true }
+        return deliver(collected)
     }
 
     private func deliver(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -560,8 +542,7 @@ public final class CurlTransfer: @unchecked Sendable {
     public func error(for code: CURLcode) -> MediaError? {
         if stoppedByDelegate { return MediaError(ECANCELED, "stopped by the cache") }
         if code != CURLE_OK {
-            let detail = errorBuffer.flatMap { $0[0] != 0 ? String(cString: $0) : nil }
-                ?? String(cString: curl_easy_strerror(code))
+            let detail = buffers.errorText ?? String(cString: curl_easy_strerror(code))
             return MediaError(EIO, detail)
         }
         if !deliverHead() { return MediaError(ECANCELED, "stopped by the cache") }
