@@ -51,18 +51,11 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
     private let control: Locked<Control>
 
     /// Touched only on the fetcher's thread, one piece at a time.
-    private var layout: SegmentedVOD.Layout?
     private var pieces: [SegmentedVOD.Layout.Piece] = []
     private var next = 0
-    /// Bytes still due from the current piece (plain bytes, for a cipher text).
-    private var due: Int64 = 0
-    /// The current piece's resource range asked for, and its decryptor.
-    private var asked: Range<Int64> = 0..<0
-    private var decryptor: PieceDecryptor?
+    /// The current piece's request, bytes due and how it ended.
+    private var inFlight = PieceInFlight()
     private var headSent = false
-    /// The current piece sent all its bytes and was stopped by us, not by
-    /// the delegate or a cancel.
-    private var pieceDone = false
     private var delegateStopped = false
 
     init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, sizer: SegmentSizer, fetcher: Fetching,
@@ -92,7 +85,6 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
     }
 
     private func begin(_ layout: SegmentedVOD.Layout) {
-        self.layout = layout
         let length = layout.length
         var headers = ["content-type": vod.contentType, "etag": layout.etag, "accept-ranges": "bytes"]
         if let lastModified = vod.lastModified { headers["last-modified"] = lastModified }
@@ -144,12 +136,9 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         }
         guard go else { return }
         next += 1
-        due = Int64(piece.range.count)
-        pieceDone = false
         var (request, decryptor) = vod.request(part: piece.part, piece.range, priority: priority, group: self.request.group)
         request.allowance = pieceAllowance
-        asked = request.range!
-        self.decryptor = decryptor
+        inFlight.begin(asked: request.range!, due: Int64(piece.range.count), decryptor: decryptor)
         let id = fetcher.start(request, delegate: self)
         let stopped = control.withLock { control in
             control.current = id
@@ -185,24 +174,24 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         let piece = pieces[next - 1]
         // 206 for exactly the bytes asked; a 200 is usable only when they
         // start the resource (a server that ignores Range): the rest is cut.
-        let usable = head.status == 206 ? head.contentRange?.range.lowerBound == asked.lowerBound
-            && (head.contentRange?.range.count ?? 0) >= asked.count
-            : head.status == 200 && asked.lowerBound == 0
+        let usable = head.status == 206 ? head.contentRange?.range.lowerBound == inFlight.asked.lowerBound
+            && (head.contentRange?.range.count ?? 0) >= inFlight.asked.count
+            : head.status == 200 && inFlight.asked.lowerBound == 0
         if usable, let resource = vod.parts[piece.part].resource, !Self.answer(head, isOf: resource) {
             // The offsets were read from another version (an archive's
             // volume changed): its bytes here would be neither.
-            failure = MediaError.io("segment \(piece.part + 1) changed since its offsets were read "
+            inFlight.failure = MediaError.io("segment \(piece.part + 1) changed since its offsets were read "
                                     + "(length \(resource.length), ETag \(resource.etag ?? "none"))")
             return false
         }
         guard usable else {
-            failure = head.status == 206 || head.status == 200
+            inFlight.failure = head.status == 206 || head.status == 200
                 ? MediaError.io("segment \(piece.part + 1) answered \(head.headers["content-range"] ?? "no Content-Range") "
-                                + "to bytes \(asked.lowerBound)-\(asked.upperBound - 1) (it changed?)")
+                                + "to bytes \(inFlight.asked.lowerBound)-\(inFlight.asked.upperBound - 1) (it changed?)")
                 : MediaError(ContentProbe.error(for: head).errno, "segment \(piece.part + 1): HTTP \(head.status)")
             if !headSent, head.status >= 400 {
                 // The loader maps the status as it would a file's.
-                failureHead = ResponseHead(status: head.status, headers: [:])
+                inFlight.failureHead = ResponseHead(status: head.status, headers: [:])
             }
             return false
         }
@@ -228,15 +217,12 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         return true
     }
 
-    /// Why the current piece failed, when its answer was unusable.
-    private var failure: MediaError?
-    private var failureHead: ResponseHead?
 
     func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
-        guard due > 0 else { pieceDone = true; return false }
-        guard let decryptor else { return forward(bytes) }
+        guard inFlight.due > 0 else { inFlight.pieceDone = true; return false }
+        guard let decryptor = inFlight.decryptor else { return forward(bytes) }
         guard let plain = decryptor.feed(bytes) else {
-            failure = MediaError.io("segment \(pieces[next - 1].part + 1): AES-128 decryption failed")
+            inFlight.failure = MediaError.io("segment \(pieces[next - 1].part + 1): AES-128 decryption failed")
             return false
         }
         return plain.withUnsafeBytes { forward($0) }
@@ -245,27 +231,27 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
     /// Hands the delegate what is due of `bytes`; false to stop the piece.
     private func forward(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard !bytes.isEmpty else { return true }
-        let count = Int(min(Int64(bytes.count), due))
-        due -= Int64(count)
+        let count = Int(min(Int64(bytes.count), inFlight.due))
+        inFlight.due -= Int64(count)
         if !delegate.transfer(self.id, receiveBody: UnsafeRawBufferPointer(rebasing: bytes[..<count])) {
             delegateStopped = true
             return false
         }
-        if due == 0, count < bytes.count { pieceDone = true; return false }
+        if inFlight.due == 0, count < bytes.count { inFlight.pieceDone = true; return false }
         return true
     }
 
     func transfer(_ id: TransferID, completeWith error: MediaError?) {
-        if let failure {
-            return end(head: failureHead, error: failure)
+        if let failure = inFlight.failure {
+            return end(head: inFlight.failureHead, error: failure)
         }
         if delegateStopped { return end(head: nil, error: error ?? MediaError(ECANCELED, "cancelled")) }
         let stopped = control.withLock { $0.stopped }
         if stopped { return end(head: nil, error: MediaError(ECANCELED, "cancelled")) }
-        if let error, !pieceDone { return end(head: nil, error: error) }
-        if due > 0 {
+        if let error, !inFlight.pieceDone { return end(head: nil, error: error) }
+        if inFlight.due > 0 {
             let piece = pieces[next - 1]
-            return end(head: nil, error: MediaError.io("segment \(piece.part + 1) ended \(due) bytes short"))
+            return end(head: nil, error: MediaError.io("segment \(piece.part + 1) ended \(inFlight.due) bytes short"))
         }
         if next < pieces.count {
             let done = Int64(pieces[next - 1].range.count)
