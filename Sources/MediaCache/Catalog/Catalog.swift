@@ -82,43 +82,34 @@ public final class Catalog: Sendable {
     public let store: CacheStore
     let fetcher: Fetching
     let settings: LoaderSettings
-    /// What listings reach their sources with.
-    let listingContext: ListingContext
-    private let preloadNext: PreloadNext?
-    let evictor: CacheEvictor?
-    /// Room under the limits for new bytes, so they hold at every instant.
-    let budget: CacheBudget?
+    /// The flusher, the evictor, the room under the limits.
+    let maintenance: CatalogMaintenance
+    var evictor: CacheEvictor? { maintenance.evictor }
+    var budget: CacheBudget? { maintenance.budget }
+    var flusher: Flusher { maintenance.flusher }
+    var answersSaved: Locked<Int> { maintenance.answersSaved }
+    /// Listings' context, workers, read-again arguments and health.
+    let listingService: ListingService
+    var listingContext: ListingContext { listingService.context }
+    var dirCacheTime: Double { listingService.dirCacheTime }
+    var listings: Worker { listingService.refreshes }
+    var listingSaves: Worker { listingService.saves }
+    var readAgain: Locked<ReadAgain> { listingService.readAgain }
+    var health: Locked<[String: SourceHealth]> { listingService.health }
+    var archives: Bool { listingService.archives }
+    /// A listing's background probes and the worker their answers go to.
+    let recordProber = RecordProber()
+    var feeder: ProbeFeeder { recordProber.feeder }
+    var probeAnswers: Worker { recordProber.answers }
+    private let preloader: Preloader
     /// Validators older than this are checked on open; nil: never.
     private let revalidateAfter: Double?
-    /// How long a listing is believed before it is fetched again.
-    let dirCacheTime: Double
 
     let state: Locked<CatalogState>
     /// Tells the kernel to drop what it holds of a URL's files (`start`):
     /// read on the network thread, under a loader's lock, so behind a lock
     /// of its own rather than the catalog's.
     private let changeHandler = Locked<ChangeHandler?>(nil)
-    let flusher = Flusher(interval: Catalog.flushInterval)
-    /// Probe answers saved since the heap was last trimmed (the flusher's).
-    let answersSaved = Locked(0)
-    /// Preloads of the next files, off the opener's thread.
-    private let preloads = Worker(name: "mediafs-preload")
-    /// Refreshes of listings, off the lookups' threads: one at a time.
-    let listings = Worker(name: "mediafs-listings")
-    /// Saves of listings into the cache, drained at stop (a refresh is not).
-    let listingSaves = Worker(name: "mediafs-listing-saves")
-    /// A listing's background probes, a bounded number at a time.
-    let feeder = ProbeFeeder()
-    /// Record probes' answers, off the network thread (they take `state`).
-    let probeAnswers = Worker(name: "mediafs-probes")
-    /// The arguments read at mount from their saved copies, to read again
-    /// from the network (Catalog+ReadAgain.swift).
-    let readAgain: Locked<ReadAgain>
-    /// Whether a listing's archives are shown as folders of their members
-    /// (`--archives`, on unless turned off).
-    let archives: Bool
-    /// Each listed or read-again source's last outcome, by origin.
-    let health = Locked<[String: SourceHealth]>([:])
 
     /// `sourceIsRoot`: `sources` is one directory (`Source.isMountRoot`),
     /// whose entries are the mount root, listed as any directory is; else
@@ -131,29 +122,25 @@ public final class Catalog: Sendable {
         precondition(!sourceIsRoot || (sources.count == 1 && sources[0].isDirectory),
                      "only one directory source can be the mount root")
         self.statistics = statistics
-        self.archives = archives
-        self.readAgain = Locked(ReadAgain(listings: readAgain))
         self.store = store
         self.fetcher = fetcher
         self.settings = settings
         var listingContext = ListingContext(http: http, timeout: Int(settings.timeout))
         // A VOD a listing finds is chosen as the arguments' are.
         listingContext.hlsVariant = hlsVariant
-        self.listingContext = listingContext
-        self.preloadNext = preloadNext
+        listingService = ListingService(context: listingContext, dirCacheTime: dirCacheTime, readAgain: readAgain,
+                                        archives: archives)
+        preloader = Preloader(next: preloadNext)
         self.revalidateAfter = revalidateAfter
-        self.dirCacheTime = dirCacheTime
-        evictor = limits.map { CacheEvictor(store: store, limits: $0) }
-        let flusher = self.flusher
-        let budget = limits.map { _ in CacheBudget { flusher.wake() } }
-        self.budget = budget
+        maintenance = CatalogMaintenance(store: store, limits: limits)
+        let budget = maintenance.budget
         let context = LoaderContext(store: store, fetcher: fetcher, settings: settings, statistics: statistics,
                                     budget: budget, openFiles: OpenDataFiles(capacity: OpenDataFiles.defaultCapacity),
                                     segmented: fetcher as? SegmentedFetcher)
         // Every loader that comes to stand for a URL has its changes reach
         // the kernel under every name of it.
         let changeHandler = self.changeHandler
-        var initial = CatalogState(store: store, context: context, tracksMembership: evictor != nil,
+        var initial = CatalogState(store: store, context: context, tracksMembership: maintenance.evictor != nil,
                                    listedRoot: sourceIsRoot ? sources[0] : nil) { loader in
             Catalog.watchChanges(of: loader, through: changeHandler)
         }
@@ -211,30 +198,24 @@ public final class Catalog: Sendable {
         // limits is measured there is none, and reads would wait for it,
         // readahead and preload would fetch nothing.
         applyLimits()
-        let budget = self.budget
+        let maintenance = self.maintenance
         flusher.start(prologue: { [self] in
             store.emptyTrash()
             // The metadata read at mount left its buffers' holes.
             mediafs_malloc_trim()
         }, pass: { [self] due, pressed in
             flushPass(due: due, pressed: pressed)
-        // A scan that found no room presses only the scan budget; its pass
-        // must run then too: a scan's read that missed waited for room 2 s
-        // (the read's wait for a pass) until the next timed pass, so 40
-        // Jellyfin probes under a full scan budget took 25 s, not 3.
-        }, isPressed: { budget.map { $0.isPressed || $0.isScanPressed } ?? false })
+        // A pass runs when the room is pressed too (CatalogMaintenance.isPressed).
+        }, isPressed: { maintenance.isPressed })
     }
 
     /// Stops and joins the background threads, ends the network, and
     /// persists everything; call before exit. Safe to call twice.
     public func stop() {
         flusher.stop()
-        feeder.stop()
-        probeAnswers.stop(drain: false)
-        // A refresh under way finishes (its fetch is bounded by the timeout).
-        listings.stop(drain: false)
-        listingSaves.stop(drain: true)
-        preloads.stop(drain: false)
+        recordProber.stop()
+        listingService.stop()
+        preloader.worker.stop(drain: false)
         fetcher.shutdown()
         flushAll()
         saveUnsaved(until: .distantFuture)
@@ -476,7 +457,7 @@ public final class Catalog: Sendable {
     /// A file was opened: preload the leading bytes of the next files in
     /// its directory, as a feed does so the next item starts at once.
     public func opened(_ path: String) {
-        guard let preloadNext else { return }
+        guard let preloadNext = preloader.next else { return }
         var parts = components(path)
         guard let name = parts.popLast(), let parent = try? directory(at: parts) else { return }
         let next: [FileLoader] = state.withLock { state in
@@ -492,7 +473,7 @@ public final class Catalog: Sendable {
             return following
         }
         guard !next.isEmpty else { return }
-        preloads.submit {
+        preloader.worker.submit {
             for loader in next {
                 do {
                     try loader.preload(limit: preloadNext.bytes)
