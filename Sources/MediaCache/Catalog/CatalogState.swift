@@ -81,8 +81,8 @@ struct CatalogState: Sendable {
         }
     }
 
-    final class WeakLoader: @unchecked Sendable {
-        weak var loader: FileLoader?
+    final class WeakLoader: Sendable {
+        weak let loader: FileLoader?
         init(_ loader: FileLoader?) { self.loader = loader }
     }
 

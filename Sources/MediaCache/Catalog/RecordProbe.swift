@@ -7,48 +7,56 @@
 // it (`probing`) while it runs.
 import Foundation
 
-final class RecordProbe: @unchecked Sendable {
+final class RecordProbe: Sendable {
     private let answer = OneShot<Result<ContentInfo, MediaError>>()
-    private let lock = NSLock()
-    /// Guarded by `lock`.
-    private var running: ContentProbe?
-    private var promoted = false
-    private var answeredAt = 0.0
+    private struct State {
+        var running: ContentProbe?
+        var promoted = false
+        var answeredAt = 0.0
+        /// Whether a stat handed its failure to the entry's loader already
+        /// (set and read under the catalog's lock too, in its state's closures).
+        var failureHandedOver = false
+    }
+    private let state = Locked(State())
     /// The catalog's clock, which `finishedAt` is on.
     private let clock: Clock
 
     init(clock: Clock) {
         self.clock = clock
     }
-    /// Whether a stat handed its failure to the entry's loader already;
-    /// touched only under the catalog's lock (in its state's closures).
-    var failureHandedOver = false
+
+    /// Whether a stat handed its failure to the entry's loader already.
+    var failureHandedOver: Bool {
+        get { state.withLock { $0.failureHandedOver } }
+        set { state.withLock { $0.failureHandedOver = newValue } }
+    }
 
     /// When it answered, on the monotonic clock (as a loader's backoff).
-    var finishedAt: Double { lock.withLock { answeredAt } }
+    var finishedAt: Double { state.withLock { $0.answeredAt } }
 
     /// The request is out; `promote` reaches it from now on.
     func started(_ probe: ContentProbe) {
-        let promote = lock.withLock {
-            running = probe
-            return promoted
+        let promote = state.withLock { state in
+            state.running = probe
+            return state.promoted
         }
         if promote { probe.promote() }
     }
 
     /// A stat waits on it: it jumps the background queue.
     func promote() {
-        let probe = lock.withLock {
-            promoted = true
-            return running
+        let probe = state.withLock { state in
+            state.promoted = true
+            return state.running
         }
         if answer.value == nil { probe?.promote() }
     }
 
     func finish(_ result: Result<ContentInfo, MediaError>) {
-        lock.withLock {
-            answeredAt = clock.monotonic()
-            running = nil
+        let now = clock.monotonic()
+        state.withLock { state in
+            state.answeredAt = now
+            state.running = nil
         }
         answer.fulfil(result)
     }
