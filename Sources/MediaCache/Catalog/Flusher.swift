@@ -7,7 +7,7 @@
 // Lock: `condition` guards `stopped` and `running`; a pass runs without it.
 import Foundation
 
-final class Flusher: @unchecked Sendable {
+final class Flusher: Sendable {
     /// What a pass left to do, which says when the next one comes.
     enum Backlog {
         case none
@@ -24,9 +24,13 @@ final class Flusher: @unchecked Sendable {
     /// With answers waiting, it comes back this soon.
     static let saveSlice: Double = 0.5
 
-    private let condition = Condition(rank: .flusher)
-    private var stopped = false
-    private var running = false
+    /// Whether it was asked to stop, and whether its thread runs; waits
+    /// for the next pass and for the thread's end are on its condition.
+    private struct State {
+        var stopped = false
+        var running = false
+    }
+    private let state = ConditionLocked(State(), rank: .flusher)
 
     init(interval: Double) {
         self.interval = interval
@@ -34,20 +38,23 @@ final class Flusher: @unchecked Sendable {
 
     /// Starts the thread: `prologue` once, then `pass(flushDue, pressed)`
     /// until `stop`. `isPressed` says whether writes wait for room now: then
-    /// the flusher does not sleep.
+    /// the flusher does not sleep (it asks holding the flusher's lock: the
+    /// budget's is taken under it).
     func start(prologue: @escaping @Sendable () -> Void,
                pass: @escaping @Sendable (_ flushDue: Bool, _ pressed: Bool) -> Backlog,
                isPressed: @escaping @Sendable () -> Bool) {
-        condition.withLock { running = true }
+        state.withLock { $0.running = true }
         let thread = Thread { [self] in
             prologue()
             var flushDue = Deadline.after(seconds: interval)
             var wake = flushDue
-            condition.lock()
-            while !stopped {
-                if !isPressed() { _ = condition.wait(until: wake) }
-                if stopped { break }
-                condition.unlock()
+            while true {
+                let stop = state.withScope { scope -> Bool in
+                    if scope.state.stopped { return true }
+                    if !isPressed() { _ = scope.wait(until: wake) }
+                    return scope.state.stopped
+                }
+                if stop { break }
                 let due = flushDue.hasPassed
                 if due { flushDue = Deadline.after(seconds: interval) }
                 switch pass(due, isPressed()) {
@@ -55,11 +62,11 @@ final class Flusher: @unchecked Sendable {
                 case .answers: wake = Deadline.after(seconds: Self.saveSlice)
                 case .loaders: wake = flushDue.earlier(Deadline.after(seconds: Self.backlogInterval))
                 }
-                condition.lock()
             }
-            running = false
-            condition.broadcast()
-            condition.unlock()
+            state.withScope { scope in
+                scope.state.running = false
+                scope.broadcast()
+            }
         }
         thread.name = "mediafs-flush"
         thread.start()
@@ -67,16 +74,16 @@ final class Flusher: @unchecked Sendable {
 
     /// Has the next pass run now.
     func wake() {
-        condition.withLock { condition.broadcast() }
+        state.withScope { $0.broadcast() }
     }
 
     /// Stops the thread after the pass under way; returns once it has left.
     /// Safe to call twice, or without `start`.
     func stop() {
-        condition.lock()
-        stopped = true
-        condition.broadcast()
-        while running { condition.wait() }
-        condition.unlock()
+        state.withScope { scope in
+            scope.state.stopped = true
+            scope.broadcast()
+            while scope.state.running { scope.wait() }
+        }
     }
 }
