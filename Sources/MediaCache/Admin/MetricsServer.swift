@@ -8,7 +8,7 @@
 import Glibc
 #endif
 
-public final class MetricsServer: @unchecked Sendable {
+public final class MetricsServer: Sendable {
     /// A request's head larger than this is refused.
     static let maxRequestBytes = 8 << 10
     /// How long one connection may take to send its request and read the answer.
@@ -19,9 +19,14 @@ public final class MetricsServer: @unchecked Sendable {
     private let listener: Int32
     /// A pipe: `stop()` writes to it to wake the thread out of poll.
     private let wake: (read: Int32, write: Int32)
-    /// Set by `start`, cleared by `stop`, both on the mount's main thread.
-    private var thread: pthread_t?
-    private var catalog: Catalog?
+    /// The responder thread and the catalog it serves: set by `start`,
+    /// cleared by `stop` (the mount's main thread), the catalog read by the
+    /// responder at each scrape.
+    private struct Serving {
+        var thread: pthread_t?
+        var catalog: Catalog?
+    }
+    private let serving = Locked(Serving())
 
     /// Binds and listens on `address`; throws naming it when that fails.
     /// `bind(2)` of a socket address of either family.
@@ -80,8 +85,12 @@ public final class MetricsServer: @unchecked Sendable {
 
     /// Starts the responder thread, serving `catalog`'s counters.
     public func start(serving catalog: Catalog) {
-        guard thread == nil else { return }
-        self.catalog = catalog
+        let started = serving.withLock { serving -> Bool in
+            guard serving.thread == nil else { return false }
+            serving.catalog = catalog
+            return true
+        }
+        guard started else { return }
         var tid = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
         pthread_create(&tid, nil, { arg in
@@ -89,19 +98,18 @@ public final class MetricsServer: @unchecked Sendable {
             server.run()
             return nil
         }, context)
-        thread = tid
+        serving.withLock { $0.thread = tid }
         Log.info("metrics at http://\(address)/metrics")
     }
 
     /// Wakes the thread, lets it finish the connection it serves (bounded
     /// by `connectionSeconds`), and joins it. Safe to call twice.
     public func stop() {
-        guard let thread else { return }
+        guard let thread = serving.withLock({ $0.thread }) else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
         pthread_join(thread, nil)
-        self.thread = nil
-        catalog = nil
+        serving.withLock { $0 = Serving() }
     }
 
     private func run() {
@@ -140,7 +148,7 @@ public final class MetricsServer: @unchecked Sendable {
         guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return ("400 Bad Request", "bad request\n") }
         guard parts[0] == "GET" || parts[0] == "HEAD" else { return ("405 Method Not Allowed", "GET only\n") }
         let path = parts[1].split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        guard path == "/metrics", let catalog else { return ("404 Not Found", "see /metrics\n") }
+        guard path == "/metrics", let catalog = serving.withLock({ $0.catalog }) else { return ("404 Not Found", "see /metrics\n") }
         return ("200 OK", exposition.text(for: catalog))
     }
 
