@@ -10,7 +10,8 @@
 // shares would be wasted on transfers the server feeds slowly.
 import MediaSupport
 
-public final class BandwidthLimit: @unchecked Sendable {
+/// Not Sendable: the network thread's alone (its CurlFetcher holds it).
+public final class BandwidthLimit {
     /// Below this a 16 KiB piece would wait several seconds.
     public static let minRate: Int64 = 4 << 10
     /// The part of the rate kept for background transfers while reads run.
