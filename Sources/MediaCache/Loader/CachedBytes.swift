@@ -85,11 +85,6 @@ struct CachedBytes {
         for range in ranges.ranges { trimming.remove(range) }
     }
 
-    /// Drops claims that the data file turned out not to hold.
-    mutating func unclaim(_ range: Range<Int64>) {
-        present.remove(range)
-    }
-
     /// Replaces what is claimed, as the metadata read from disk says.
     mutating func replacePresent(_ ranges: ByteRangeSet) {
         present = ranges

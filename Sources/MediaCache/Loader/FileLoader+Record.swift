@@ -19,7 +19,7 @@ extension FileLoader {
         guard let claimsOnDisk = flushLock.withLockIfAvailable({ $0 }) else { return nil }
         return lock.withLock { state in
             // A new loader would take the kernel for clean: not before it is.
-            guard state.fetches.transfers.isEmpty, state.fetches.waits.isEmpty, state.bytes.reading.isEmpty, state.bytes.writing.isEmpty,
+            guard state.fetches.transfers.isEmpty, state.fetches.waits.isEmpty, !state.bytes.isBusy,
                   !state.bytes.isFreeingAnything, state.handles.kernelReaders == 0, state.handles.kernelClean == state.version.generation else {
                 return nil
             }

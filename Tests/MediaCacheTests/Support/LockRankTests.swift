@@ -19,36 +19,35 @@ final class LockRankTests: XCTestCase {
 
     private var reported: [String] { reports.withLock { $0 } }
 
-    func testTakingLocksInRankOrder_reportsNothing() throws {
+    /// The order is checked in debug builds only (the suite's).
+    private func requireChecks() throws {
         #if !DEBUG
         throw XCTSkip("the lock order is checked in debug builds only")
-        #else
+        #endif
+    }
+
+    func testTakingLocksInRankOrder_reportsNothing() throws {
+        try requireChecks()
         let outer = Locked(0, rank: .catalogState)
         let inner = ConditionLocked(0, rank: .loader)
         let leaf = Condition(rank: .budget)
         outer.withLock { _ in inner.withLock { _ in leaf.withLock {} } }
         XCTAssertEqual(reported, [])
         XCTAssertEqual(HeldRanks.current.count, 0, "every rank let go with its lock")
-        #endif
     }
 
     func testTakingAnOuterLockUnderAnInnerOne_isReported_namingBoth() throws {
-        #if !DEBUG
-        throw XCTSkip("the lock order is checked in debug builds only")
-        #else
+        try requireChecks()
         let catalog = Locked(0, rank: .catalogState)
         let loader = ConditionLocked(0, rank: .loader)
         loader.withLock { _ in catalog.withLock { _ in } }
         XCTAssertEqual(reported.count, 1)
         XCTAssertTrue(reported.first?.contains("taking Catalog.state") == true, "\(reported)")
         XCTAssertTrue(reported.first?.contains("while holding FileLoader.lock") == true, "\(reported)")
-        #endif
     }
 
     func testTwoLeavesOfOneRank_mayNotNest_butARankThatNestsMay() throws {
-        #if !DEBUG
-        throw XCTSkip("the lock order is checked in debug builds only")
-        #else
+        try requireChecks()
         let vodProbe = Locked(0, rank: .contentProbe)
         let segmentProbe = Locked(0, rank: .contentProbe)
         vodProbe.withLock { _ in segmentProbe.withLock { _ in } }
@@ -57,13 +56,10 @@ final class LockRankTests: XCTestCase {
         let pending = Locked(0, rank: .fetcherPending)
         budget.withLock { pending.withLock { _ in } }
         XCTAssertEqual(reported.count, 1, "leaves take nothing under them: \(reported)")
-        #endif
     }
 
     func testATryLock_isNotChecked_andAWait_keepsTheRankHeld() throws {
-        #if !DEBUG
-        throw XCTSkip("the lock order is checked in debug builds only")
-        #else
+        try requireChecks()
         let flush = Locked(false, rank: .loaderFlush)
         let loader = ConditionLocked(0, rank: .loader)
         // A try-lock cannot deadlock: the loader's idle check takes flushLock so.
@@ -74,6 +70,5 @@ final class LockRankTests: XCTestCase {
             XCTAssertEqual(HeldRanks.current.map(\.name), ["FileLoader.lock"])
         }
         XCTAssertEqual(HeldRanks.current.count, 0)
-        #endif
     }
 }
