@@ -19,14 +19,22 @@ let package = Package(
         .target(name: "MediaSupport", dependencies: ["CCurl"], exclude: ["README.md"]),
         .target(name: "MediaStore", dependencies: ["MediaSupport", "CCrypto", "CSystem"], exclude: ["README.md"]),
         .target(name: "MediaNetwork", dependencies: ["MediaSupport", "CCurl"], exclude: ["README.md"]),
-        .target(name: "MediaCache", dependencies: ["MediaSupport", "MediaStore", "MediaNetwork", "CCurl", "CSystem"],
-                exclude: ["README.md", "Catalog/README.md", "Listings/README.md", "Loader/README.md",
-                          "Limits/README.md", "Admin/README.md", "Segmented/README.md", "ReadClasses/README.md",
-                          "Archives/README.md"]),
+        // What the sources say (listings, playlists, manifests, archives'
+        // indexes) and how a VOD's parts become one file's bytes: below the
+        // core, so it cannot reach into a loader or the catalog.
+        .target(name: "MediaSources", dependencies: ["MediaSupport", "MediaStore", "MediaNetwork", "CCurl"],
+                exclude: ["README.md", "Archives/README.md"]),
+        .target(name: "MediaSegmented", dependencies: ["MediaSupport", "MediaStore", "MediaNetwork", "MediaSources"],
+                exclude: ["README.md"]),
+        .target(name: "MediaCache", dependencies: ["MediaSupport", "MediaStore", "MediaNetwork", "MediaSources", "MediaSegmented",
+                                                   "CCurl", "CSystem"],
+                exclude: ["README.md", "Catalog/README.md", "Loader/README.md",
+                          "Limits/README.md", "Admin/README.md", "ReadClasses/README.md"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache"], exclude: ["README.md"]),
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "CSystem"], path: "Sources/CLI", exclude: ["README.md"]),
-        .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport", "MediaStore", "MediaNetwork"]),
-        .testTarget(name: "MediaFSTests", dependencies: ["MediaFS", "MediaCache", "CFuse"]),
+        .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport", "MediaStore", "MediaNetwork",
+                                                           "MediaSources", "MediaSegmented"]),
+        .testTarget(name: "MediaFSTests", dependencies: ["MediaFS", "MediaCache", "MediaSources", "MediaSegmented", "CFuse"]),
     ],
     swiftLanguageModes: [.v6]
 )

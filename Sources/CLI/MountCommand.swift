@@ -379,7 +379,6 @@ struct MountCommand {
                                                   saved: SavedPresentations(store: store)) {
             try TextFetch.get($0, options: http)
         }
-        let vods = parsed.compactMap(\.vod)
         var settings = LoaderSettings()
         settings.timeout = reads.timeout
         settings.maxAttempts = reads.retries + 1
@@ -414,10 +413,9 @@ struct MountCommand {
         let fs = MediaFS(options: options) {
             let network = CurlFetcher(options: http, statistics: statistics,
                                       limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
-            // Segmented VODs' files are served from their segments' URLs:
-            // the arguments' now, those listings find once found.
-            let fetcher = SegmentedFetcher(base: network, vods: vods, store: store)
-            return Catalog(sources: parsed, sourceIsRoot: sourceIsRoot, store: store, fetcher: fetcher,
+            // The catalog serves segmented VODs' files from their segments'
+            // URLs over it: the arguments' now, those listings find once found.
+            return Catalog(sources: parsed, sourceIsRoot: sourceIsRoot, store: store, fetcher: network,
                            settings: settings, http: http,
                            preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
                            dirCacheTime: dirCacheTime, statistics: statistics, hlsVariant: hlsVariant,

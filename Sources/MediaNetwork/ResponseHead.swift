@@ -14,6 +14,24 @@ public struct ResponseHead: Sendable, Equatable {
         self.headers = headers
     }
 
+    /// What a reader gets for this answer when it was not the bytes asked
+    /// for: 404 and 410 are ENOENT, 401 and 403 EACCES, the rest EIO (a 2xx
+    /// here had no usable length, and the server's words say why).
+    public var failure: MediaError {
+        switch status {
+        case 404, 410: return MediaError(ENOENT, "HTTP \(status)")
+        case 401, 403: return MediaError(EACCES, "HTTP \(status)")
+        case 200..<300:
+            // The server's own words, shortened, so the log line shows which header was unusable.
+            let said = ["content-length", "content-range"].compactMap { name in
+                headers[name].map { "\(name) '\($0.prefix(80))'" }
+            }
+            return MediaError.io("HTTP \(status) without a usable length"
+                                 + (said.isEmpty ? "" : " (\(said.joined(separator: ", ")))"))
+        default: return MediaError.io("HTTP \(status)")
+        }
+    }
+
     public var contentLength: Int64? { headers["content-length"].flatMap(Limits.length) }
     public var contentType: String? { headers["content-type"] }
     public var etag: String? { headers["etag"] }

@@ -5,6 +5,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport
@@ -69,7 +71,7 @@ final class ParserFuzzTests: XCTestCase {
                 XCTAssertTrue(Limits.unixSeconds.contains(Int64(seconds)), context)
             }
             if let info = ContentProbe.info(from: head) { XCTAssertTrue(Limits.isLength(info.length), context) }
-            _ = ContentProbe.error(for: head)
+            _ = head.failure
             _ = FileLoader.change(from: known, to: head)
         }
         XCTAssertGreaterThan(ranges, 100, "too few inputs parsed as a Content-Range to test its bounds")

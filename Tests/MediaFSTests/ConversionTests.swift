@@ -5,6 +5,8 @@
 import CFuse
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaFS
 #if canImport(Glibc)
 import Glibc

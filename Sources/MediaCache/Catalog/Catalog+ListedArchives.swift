@@ -20,7 +20,7 @@ extension Catalog {
     /// from the volumes, or with `fromSaved` from the index saved when they
     /// last were (a set with none stays its volumes until the refresh).
     func withArchives(_ sources: [Source], of listing: any Listing, fromSaved: Bool = false) -> [Source] {
-        guard archives, let segmented = fetcher as? SegmentedFetcher else { return sources }
+        guard archives else { return sources }
         // Only names that may be an archive's are looked at: a dictionary of
         // every entry raised the peak memory of a remount of a 100,000-file
         // listing (its saved listing, then its refresh) from 129 to 158 MiB.
@@ -67,7 +67,7 @@ extension Catalog {
                 }
                 var changed: [String] = []
                 for member in members {
-                    if let vod = member.source.vod, segmented.register(vod) == .replaced { changed.append(vod.url) }
+                    if let vod = member.source.vod, fetcher.register(vod) == .replaced { changed.append(vod.url) }
                 }
                 revalidateChanged(changed)
                 let folder = ArchiveFolder(url: volumes[0].url, members: members, prefix: [])

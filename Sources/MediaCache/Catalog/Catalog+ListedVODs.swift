@@ -15,25 +15,24 @@ extension Catalog {
     /// `sources` with each VOD among them replaced by its files, and the
     /// URLs of the VODs whose playlists changed since the last listing.
     func withVODs(_ sources: [Source], of listing: any Listing) -> (shown: [Source], changed: [String]) {
-        guard let segmented = fetcher as? SegmentedFetcher,
-              sources.contains(where: { !$0.isDirectory && Self.namesVOD($0.url) }) else { return (sources, []) }
+        guard sources.contains(where: { !$0.isDirectory && Presentation.mayName($0.url) }) else { return (sources, []) }
         var shown: [Source] = []
         var changed: [String] = []
         shown.reserveCapacity(sources.count)
         for source in sources {
-            guard !source.isDirectory, Self.namesVOD(source.url) else {
+            guard !source.isDirectory, Presentation.mayName(source.url) else {
                 shown.append(source)
                 continue
             }
             do {
-                guard let files = try SavedPresentations(store: store).live(listingContext, { try vodFiles(of: source, in: $0) })
+                guard let files = try SavedPresentations(store: store).live(listingContext, { try Presentation.files(of: source, in: $0) })
                 else {
                     shown.append(source)
                     continue
                 }
                 // Registered only once the whole presentation was read.
                 for vod in files.compactMap(\.vod) {
-                    switch segmented.register(vod) {
+                    switch fetcher.register(vod) {
                     case .replaced: changed.append(vod.url)
                     case .keysArrived: keyArrived(for: vod.url)
                     case .new, .unchanged: break
@@ -69,12 +68,11 @@ extension Catalog {
     /// whose playlists were never saved is left out until the refresh
     /// reads it.
     func savedVODs(_ sources: [Source]) -> [Source] {
-        guard let segmented = fetcher as? SegmentedFetcher else { return [] }
         let saved = SavedPresentations(store: store)
         var shown: [Source] = []
         for source in sources {
-            guard let files = saved.offline(listingContext, { try vodFiles(of: source, in: $0) }) else { continue }
-            for vod in files.compactMap(\.vod) { segmented.register(vod) }
+            guard let files = saved.offline(listingContext, { try Presentation.files(of: source, in: $0) }) else { continue }
+            for vod in files.compactMap(\.vod) { fetcher.register(vod) }
             shown += files.map { file in
                 var safe = file
                 safe.name = FileNaming.safe(file.name)
@@ -82,44 +80,5 @@ extension Catalog {
             }
         }
         return shown
-    }
-
-    /// The files of the VOD at `source`'s URL; nil when it is a playlist
-    /// of files, not of a presentation (an M3U of songs).
-    private func vodFiles(of source: Source, in context: ListingContext) throws -> [Source]? {
-        if DASHListing.isMPD(source.url) {
-            return try DASHListing(url: source.url, name: source.name).list(in: context)
-        }
-        let text: String
-        do {
-            text = try context.fetchText(source.url)
-        } catch let error as MediaError {
-            throw MediaError(error.errno, "playlist \(error.message)")
-        }
-        guard HLSPlaylist.isHLS(text) else { return nil }
-        return try HLSListing.sources(url: source.url, text: text, name: source.name, in: context)
-    }
-
-    /// Whether a listed file's URL may be a VOD's: an http(s) HLS playlist
-    /// or DASH MPD, by its path's extension.
-    static func namesVOD(_ url: String) -> Bool {
-        let lower = url.lowercased()
-        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return false }
-        // Asked of every entry of every listing: a URL with no escape names
-        // no VOD unless it holds the suffix its path would end in, which
-        // spares it the two URL parses below (30,000 instructions an entry:
-        // 0.1 s a listing of 10,000 files). An escape may spell the suffix.
-        guard Self.mayNameVOD(Array(lower.utf8)) else { return false }
-        return Playlist.isPlaylist(url) || DASHListing.isMPD(url)
-    }
-
-    /// Whether a lower-cased URL has an escape, `.m3u` or `.mpd` in it.
-    private static func mayNameVOD(_ bytes: [UInt8]) -> Bool {
-        if bytes.contains(UInt8(ascii: "%")) { return true }
-        let suffixes: [[UInt8]] = [Array(".m3u".utf8), Array(".mpd".utf8)]
-        for start in bytes.indices where bytes[start] == UInt8(ascii: ".") {
-            for suffix in suffixes where bytes[start...].starts(with: suffix) { return true }
-        }
-        return false
     }
 }

@@ -110,7 +110,7 @@ extension Catalog {
         // In the listing's order, each VOD where its playlist was, each
         // archive's folder where its first volume was.
         let sources = withArchives(all.flatMap { entry in
-            !entry.isDirectory && Self.namesVOD(entry.url) ? savedVODs([entry]) : [entry]
+            !entry.isDirectory && Presentation.mayName(entry.url) ? savedVODs([entry]) : [entry]
         }, of: listing, fromSaved: true)
         // A listing fetched meanwhile is newer than the saved one.
         if let result = relist(directory, with: sources, believedFor: 0, unlessListed: true)?.result {

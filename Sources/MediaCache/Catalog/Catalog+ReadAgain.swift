@@ -67,10 +67,9 @@ extension Catalog {
     /// Has the mount's fetcher serve each VOD among `sources` as read now;
     /// returns the URLs of those whose parts changed.
     func register(_ sources: [Source]) -> [String] {
-        guard let segmented = fetcher as? SegmentedFetcher else { return [] }
         var changed: [String] = []
         for vod in sources.compactMap(\.vod) {
-            switch segmented.register(vod) {
+            switch fetcher.register(vod) {
             case .replaced: changed.append(vod.url)
             case .keysArrived: keyArrived(for: vod.url)
             case .new, .unchanged: break

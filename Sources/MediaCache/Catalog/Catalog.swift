@@ -80,7 +80,9 @@ public final class Catalog: Sendable {
 
     public let statistics: Statistics
     public let store: CacheStore
-    let fetcher: Fetching
+    /// Every request the mount makes: a VOD's (an archive member's) URL is
+    /// served from its parts, any other goes to the fetcher beneath.
+    let fetcher: SegmentedFetcher
     let settings: LoaderSettings
     /// The flusher, the evictor, the room under the limits.
     let maintenance: CatalogMaintenance
@@ -111,6 +113,8 @@ public final class Catalog: Sendable {
     /// of its own rather than the catalog's.
     private let changeHandler = Locked<ChangeHandler?>(nil)
 
+    /// `fetcher`: the network (or a test's stand-in); the catalog serves the
+    /// VODs among `sources`, and those its listings find, over it.
     /// `sourceIsRoot`: `sources` is one directory (`Source.isMountRoot`),
     /// whose entries are the mount root, listed as any directory is; else
     /// the root holds one name per source.
@@ -123,7 +127,7 @@ public final class Catalog: Sendable {
                      "only one directory source can be the mount root")
         self.statistics = statistics
         self.store = store
-        self.fetcher = fetcher
+        self.fetcher = SegmentedFetcher(base: fetcher, vods: sources.compactMap(\.vod), store: store)
         self.settings = settings
         var listingContext = ListingContext(http: http, timeout: Int(settings.timeout))
         // A VOD a listing finds is chosen as the arguments' are.
@@ -134,9 +138,9 @@ public final class Catalog: Sendable {
         self.revalidateAfter = revalidateAfter
         maintenance = CatalogMaintenance(store: store, limits: limits)
         let budget = maintenance.budget
-        let context = LoaderContext(store: store, fetcher: fetcher, settings: settings, statistics: statistics,
+        let context = LoaderContext(store: store, fetcher: self.fetcher, settings: settings, statistics: statistics,
                                     budget: budget, openFiles: OpenDataFiles(capacity: OpenDataFiles.defaultCapacity),
-                                    segmented: fetcher as? SegmentedFetcher)
+                                    segmented: self.fetcher)
         // Every loader that comes to stand for a URL has its changes reach
         // the kernel under every name of it.
         let changeHandler = self.changeHandler

@@ -97,7 +97,7 @@ extension FileLoader {
             }
             problem = nil
         } else {
-            problem = ContentProbe.error(for: head)
+            problem = head.failure
         }
         if let problem {
             if let seconds = head.retryAfterSeconds {

@@ -1,6 +1,8 @@
 // The metrics address parser and the histogram, without a mount.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

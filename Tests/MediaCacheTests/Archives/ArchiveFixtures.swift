@@ -7,6 +7,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 enum ArchiveFixtures {
     static let variable = "MEDIAFS_RARFILE_FIXTURES"

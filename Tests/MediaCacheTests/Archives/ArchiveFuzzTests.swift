@@ -7,6 +7,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 final class ArchiveFuzzTests: XCTestCase {
     private struct Random {

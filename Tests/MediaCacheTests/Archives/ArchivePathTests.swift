@@ -3,6 +3,8 @@
 // slashes.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 final class ArchivePathTests: XCTestCase {
     func testNamesThatEscapeOrNameNothing_areRefusedAsUnsafe() {

@@ -3,6 +3,8 @@
 // numbers; the other names left out.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 final class ArchiveVolumeSetTests: XCTestCase {
     func testPartNamesOfAnyWidth_formOneSet_namedWithoutThePart() {

@@ -2,6 +2,8 @@
 // across two reads is whole; a read past the length is refused.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 final class ArchiveVolumeTests: XCTestCase {
     func testReadsThatTouchOrOverlap_serveARangeAcrossThem() throws {

@@ -6,6 +6,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 final class RAR4ArchiveTests: XCTestCase {
     private let vols = ["rar3-vols.part1.rar", "rar3-vols.part2.rar", "rar3-vols.part3.rar"]

@@ -6,6 +6,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 final class ZipArchiveTests: XCTestCase {
     private let expectedPaths = ["film/a.bin", "café.txt", "empty"]

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport
@@ -9,11 +11,11 @@ final class CatalogTests: XCTestCase {
     func testNamesVOD_byThePathsExtension_spelledOrEscaped() {
         for url in ["http://a.example/v/index.m3u8", "https://a.example/LIST.M3U?token=1", "http://a.example/t.mpd",
                     "http://a.example/v/index%2Em3u8", "http://a.example/t%2empd"] {
-            XCTAssertTrue(Catalog.namesVOD(url), url)
+            XCTAssertTrue(Presentation.mayName(url), url)
         }
         for url in ["http://a.example/f.bin", "http://a.example/f.m3u8.bin", "http://a.example/f.mp4?x=.m3u8",
                     "http://a.example/f%20g.mkv", "file:///x.m3u8", "/x.m3u8", "http://a.example/.mpdx"] {
-            XCTAssertFalse(Catalog.namesVOD(url), url)
+            XCTAssertFalse(Presentation.mayName(url), url)
         }
     }
 

@@ -5,6 +5,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 final class DASHManifestTests: XCTestCase {
     private let base = "http://h.example/v/manifest.mpd"

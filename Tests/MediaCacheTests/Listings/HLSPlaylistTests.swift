@@ -3,6 +3,8 @@
 // naming what they are, a variant chosen as --hls-variant says.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 final class HLSPlaylistTests: XCTestCase {
     private let base = "http://h.example/v/index.m3u8"

@@ -2,6 +2,8 @@
 // heads built here box by box and element by element (the integration
 // suite checks it on files ffmpeg wrote), and what a hostile head gets.
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 import XCTest
 
 final class ContainerSnifferTests: XCTestCase {

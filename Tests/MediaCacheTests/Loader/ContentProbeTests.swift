@@ -5,6 +5,8 @@
 import Foundation
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport
@@ -214,12 +216,12 @@ final class ContentProbeTests: XCTestCase {
     }
 
     func testError_mapsStatusesToErrnos() {
-        XCTAssertEqual(ContentProbe.error(for: ResponseHead(status: 404, headers: [:])).errno, ENOENT)
-        XCTAssertEqual(ContentProbe.error(for: ResponseHead(status: 410, headers: [:])).errno, ENOENT)
-        XCTAssertEqual(ContentProbe.error(for: ResponseHead(status: 401, headers: [:])).errno, EACCES)
-        XCTAssertEqual(ContentProbe.error(for: ResponseHead(status: 403, headers: [:])).errno, EACCES)
-        XCTAssertEqual(ContentProbe.error(for: ResponseHead(status: 503, headers: [:])).errno, EIO)
-        let unusable = ContentProbe.error(for: ResponseHead(status: 200, headers: ["content-length": "lots"]))
+        XCTAssertEqual(ResponseHead(status: 404, headers: [:]).failure.errno, ENOENT)
+        XCTAssertEqual(ResponseHead(status: 410, headers: [:]).failure.errno, ENOENT)
+        XCTAssertEqual(ResponseHead(status: 401, headers: [:]).failure.errno, EACCES)
+        XCTAssertEqual(ResponseHead(status: 403, headers: [:]).failure.errno, EACCES)
+        XCTAssertEqual(ResponseHead(status: 503, headers: [:]).failure.errno, EIO)
+        let unusable = ResponseHead(status: 200, headers: ["content-length": "lots"]).failure
         XCTAssertEqual(unusable.errno, EIO)
         XCTAssertTrue(unusable.message.contains("content-length 'lots'"), unusable.message)
     }

@@ -1,6 +1,8 @@
 // ReadPattern's windows: what a handle's fetches reach ahead of its reads,
 // after a seek and along a stream, with and without a far link.
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

@@ -3,6 +3,8 @@
 // leave, promotion and cancellation of waiting transfers.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

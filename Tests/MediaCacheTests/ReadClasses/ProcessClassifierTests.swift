@@ -5,6 +5,8 @@
 // told by its arguments.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaSupport
 
 final class ProcessClassifierTests: XCTestCase {

@@ -6,6 +6,8 @@
 import CCrypto
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 
 final class SegmentedAESTests: XCTestCase {
     private let url = "http://h.example/v/index.m3u8"

@@ -5,6 +5,8 @@
 // segment GET; a segment's failure reaches the reader as its status.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,8 @@
 // opens of the file even within one process, so one test process suffices.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

@@ -3,6 +3,8 @@
 // entry's `data` or `meta` (a miss, never followed).
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

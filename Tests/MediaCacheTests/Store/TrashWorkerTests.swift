@@ -2,6 +2,8 @@
 // trash empty, and removals after stop() delete in the caller.
 import XCTest
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

@@ -5,6 +5,8 @@
 // Knobs make it slow (a delay per chunk), hold bodies mid-flight, or fail.
 import Foundation
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

@@ -6,6 +6,8 @@
 // limit stops the directory listing before the file).
 import Foundation
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

@@ -2,6 +2,8 @@
 // can make an otherwise honest server send one hostile header. Bodies and
 // completions go through untouched.
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

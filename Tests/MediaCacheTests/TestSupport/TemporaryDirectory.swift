@@ -1,6 +1,8 @@
 // A fresh directory under /tmp for one test; the test removes it.
 import Foundation
 @testable import MediaCache
+@testable import MediaSources
+@testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport

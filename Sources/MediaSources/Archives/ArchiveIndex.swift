@@ -1,0 +1,33 @@
+// What an index made of an archive's bytes so far: the members it can
+// serve, those it refuses and why, and the ranges it wants read before it
+// can say more. A caller loops: read what is wanted, add it to the
+// volumes, index again, until nothing is wanted.
+import Foundation
+import MediaSupport
+import MediaStore
+import MediaNetwork
+
+public struct ArchiveIndex: Equatable, Sendable {
+    /// A member the index will not serve, under the name the archive gives.
+    public struct Refused: Equatable, Sendable {
+        public var name: String
+        public var reason: ArchiveRefusal
+
+        public init(name: String, reason: ArchiveRefusal) {
+            self.name = name
+            self.reason = reason
+        }
+    }
+
+    public var members: [ArchiveMember] = []
+    public var refused: [Refused] = []
+    /// Ranges not yet given that headers still lie in; while not empty,
+    /// `members` may lack some.
+    public var wanted: [ArchiveExtent] = []
+    /// The caller's volume indexes in the set's order (first volume first).
+    public var volumeOrder: [Int] = []
+
+    public init() {}
+
+    public var isComplete: Bool { wanted.isEmpty }
+}

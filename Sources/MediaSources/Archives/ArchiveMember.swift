@@ -1,0 +1,25 @@
+// A file inside an archive that can be served by range: its path, size,
+// time and where its bytes lie in the volumes. Only stored, unencrypted
+// members become one; what cannot is an `ArchiveIndex.Refused`.
+import Foundation
+import MediaSupport
+import MediaStore
+import MediaNetwork
+
+public struct ArchiveMember: Equatable, Sendable {
+    /// Components joined by "/", checked by `ArchivePath` (no "..", no
+    /// empty component, not absolute).
+    public var path: String
+    public var size: Int64
+    /// Unix seconds; nil when the archive does not say.
+    public var mtime: Int64?
+    /// In order; their counts sum to `size`.
+    public var extents: [ArchiveExtent]
+
+    public init(path: String, size: Int64, mtime: Int64?, extents: [ArchiveExtent]) {
+        self.path = path
+        self.size = size
+        self.mtime = mtime
+        self.extents = extents
+    }
+}

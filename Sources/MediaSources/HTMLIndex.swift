@@ -1,0 +1,205 @@
+// An HTTP directory index (nginx autoindex, Apache, python's http.server)
+// read as a list of entries. Only links below the listed URL count: no
+// parent (`../`), no query-only sort links, no other hosts, no fragments.
+// A page says names and links only: its files are probed for their sizes.
+import Foundation
+import MediaSupport
+import MediaStore
+import MediaNetwork
+
+public struct HTMLIndex: URLListing {
+    /// The page's URL, ending in `/`.
+    public let url: String
+
+    public init(url: String) {
+        self.url = url
+    }
+
+    public func list(in context: ListingContext) throws -> [Source] {
+        Self.parse(html: try context.fetchText(url), base: url).map { entry in
+            Source(name: entry.name, url: entry.url,
+                   kind: entry.isDirectory ? .directory(HTMLIndex(url: entry.url)) : .file(nil))
+        }
+    }
+
+    public struct Entry: Equatable, Sendable {
+        public var name: String
+        public var url: String
+        public var isDirectory: Bool
+    }
+
+    /// The entries of an index page at `base` (which ends with `/`), in page order.
+    /// Linear in the page: a library's directory may list 100,000 files.
+    public static func parse(html: String, base: String) -> [Entry] {
+        guard let resolver = Resolver(base: base) else { return [] }
+        var seen: Set<String> = []
+        var entries: [Entry] = []
+        for href in hrefs(in: html) {
+            guard let entry = resolver.plainEntry(href) ?? resolver.resolvedEntry(href),
+                  seen.insert(entry.url).inserted else { continue }
+            entries.append(entry)
+        }
+        return entries
+    }
+
+    /// Turns hrefs into entries below one base URL.
+    struct Resolver {
+        let base: String
+        let baseURL: URL
+        let basePath: String
+        /// Whether a plain relative href may simply be appended to `base`.
+        let appendable: Bool
+
+        init?(base: String) {
+            guard let baseURL = URL(string: base), let basePath = URLComponents(string: base)?.percentEncodedPath else {
+                return nil
+            }
+            self.base = base
+            self.baseURL = baseURL
+            self.basePath = basePath
+            appendable = base.hasSuffix("/") && !base.contains("?") && !base.contains("#")
+        }
+
+        /// The entry of an href that is one plain path segment (`name`,
+        /// `name/`, percent-encoded, nothing URL resolution would change),
+        /// without parsing a URL; nil: not that simple, resolve it.
+        func plainEntry(_ href: String) -> Entry? {
+            guard appendable else { return nil }
+            var bytes = Substring(href).utf8
+            let isDirectory = bytes.last == UInt8(ascii: "/")
+            if isDirectory { bytes = bytes.dropLast() }
+            guard !bytes.isEmpty, bytes.first != UInt8(ascii: ".") else { return nil }
+            var percentDigits = 0
+            for byte in bytes {
+                if percentDigits > 0 {
+                    guard Self.isHexDigit(byte) else { return nil }
+                    percentDigits -= 1
+                } else if byte == UInt8(ascii: "%") {
+                    percentDigits = 2
+                } else if !Self.isPlain(byte) {
+                    return nil
+                }
+            }
+            guard percentDigits == 0 else { return nil }
+            let component = String(Substring(bytes))
+            let decoded = component.removingPercentEncoding ?? component
+            guard decoded != ".", decoded != ".." else { return nil }
+            return Entry(name: decoded, url: base + href, isDirectory: isDirectory)
+        }
+
+        /// The entry of any href, resolved against the base as a browser
+        /// would; nil unless it names a direct child of the base.
+        func resolvedEntry(_ href: String) -> Entry? {
+            if href.hasPrefix("?") || href.hasPrefix("#") { return nil }
+            guard let resolved = URL(string: href, relativeTo: baseURL)?.absoluteURL,
+                  var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true),
+                  components.scheme == baseURL.scheme, components.host == baseURL.host, components.port == baseURL.port
+            else { return nil }
+            if components.query != nil { return nil }
+            components.fragment = nil
+            let path = components.percentEncodedPath
+            guard path.hasPrefix(basePath), path.count > basePath.count else { return nil }
+            let rest = path.dropFirst(basePath.count)
+            let isDirectory = rest.hasSuffix("/")
+            let component = isDirectory ? rest.dropLast() : rest
+            // Only direct children, and never a step up or a no-op step.
+            guard !component.isEmpty, !component.contains("/") else { return nil }
+            let decoded = String(component).removingPercentEncoding ?? String(component)
+            if decoded == "." || decoded == ".." { return nil }
+            guard let url = components.string else { return nil }
+            return Entry(name: decoded, url: url, isDirectory: isDirectory)
+        }
+
+        /// Unreserved and sub-delimiter bytes, and `@`: a path segment's
+        /// own characters, none of which resolution rewrites. Not `:`
+        /// (a first segment with one reads as a scheme).
+        private static func isPlain(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return true
+            default:
+                return "-._~!$&'()*+,;=@".utf8.contains(byte)
+            }
+        }
+
+        private static func isHexDigit(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+                 UInt8(ascii: "A")...UInt8(ascii: "F"):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    /// The values of `href` attributes of `<a>` tags, entities decoded.
+    /// Scans the page's bytes once: Foundation's searches on a substring
+    /// copied the rest of the page each time.
+    static func hrefs(in html: String) -> [String] {
+        var result: [String] = []
+        var html = html
+        html.withUTF8 { page in
+            var i = 0
+            let n = page.count
+            while i + 2 < n {
+                // `<a ` only: not `<abbr`, `<area`, `<address`.
+                guard page[i] == UInt8(ascii: "<"), lower(page[i + 1]) == UInt8(ascii: "a"), isSpace(page[i + 2]) else {
+                    i += 1
+                    continue
+                }
+                var close = i + 3
+                while close < n && page[close] != UInt8(ascii: ">") { close += 1 }
+                guard close < n else { break }
+                if let value = hrefValue(page, from: i + 3, to: close) {
+                    result.append(decodeEntities(String(decoding: UnsafeBufferPointer(rebasing: page[value]),
+                                                        as: UTF8.self)))
+                }
+                i = close
+            }
+        }
+        return result
+    }
+
+    /// Where the href attribute's value lies among a tag's attributes, `lo..<hi`.
+    private static func hrefValue(_ page: UnsafeBufferPointer<UInt8>, from lo: Int, to hi: Int) -> Range<Int>? {
+        var i = lo
+        while i + 4 <= hi {
+            guard lower(page[i]) == UInt8(ascii: "h"), lower(page[i + 1]) == UInt8(ascii: "r"),
+                  lower(page[i + 2]) == UInt8(ascii: "e"), lower(page[i + 3]) == UInt8(ascii: "f") else {
+                i += 1
+                continue
+            }
+            var j = i + 4
+            while j < hi && page[j] == UInt8(ascii: " ") { j += 1 }
+            // The first "href" decides, as before: not followed by `=`, no link.
+            guard j < hi, page[j] == UInt8(ascii: "=") else { return nil }
+            j += 1
+            while j < hi && page[j] == UInt8(ascii: " ") { j += 1 }
+            if j < hi, page[j] == UInt8(ascii: "\"") || page[j] == UInt8(ascii: "'") {
+                let quote = page[j]
+                var end = j + 1
+                while end < hi && page[end] != quote { end += 1 }
+                return (j + 1)..<end
+            }
+            var end = j
+            while end < hi, !isSpace(page[end]) { end += 1 }
+            return j..<end
+        }
+        return nil
+    }
+
+    /// ASCII lower case of a byte (HTML tag and attribute names).
+    private static func lower(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
+
+    /// HTML's white space between attributes: space, tab, line breaks.
+    private static func isSpace(_ byte: UInt8) -> Bool { byte == 32 || (byte >= 9 && byte <= 13) }
+
+    private static func decodeEntities(_ text: String) -> String {
+        guard text.contains("&") else { return text }
+        return text.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#39;", with: "'")
+            .replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+            .replacingOccurrences(of: "&amp;", with: "&")
+    }
+}
