@@ -27,9 +27,9 @@ import MediaSupport
 #if canImport(Glibc)
 import Glibc
 import Foundation
+#endif
 import MediaStore
 import MediaSources
-#endif
 
 final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
     let id: TransferID

@@ -8,15 +8,16 @@ import Foundation
 import MediaStore
 import MediaSources
 
-final class TailRead: TransferDelegate, @unchecked Sendable {
+final class TailRead: TransferDelegate, Sendable {
     typealias Done = @Sendable (Result<[UInt8], MediaError>) -> Void
 
     private let range: Range<Int64>
     private let total: Int64?
     private let done: Done
-    /// Touched only on the fetcher's thread.
-    private var bytes: [UInt8] = []
-    private var problem: MediaError?
+    /// The body so far and what was wrong with the answer. Touched only on
+    /// the fetcher's thread; behind a lock all the same, uncontended, so
+    /// the compiler checks what crosses threads.
+    private let received = Locked((bytes: [UInt8](), problem: MediaError?.none))
 
     private init(range: Range<Int64>, total: Int64?, done: @escaping Done) {
         self.range = range
@@ -36,25 +37,30 @@ final class TailRead: TransferDelegate, @unchecked Sendable {
     func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
         guard head.status == 206, let answered = head.contentRange, answered.range == range,
               total == nil || answered.total == total else {
-            problem = head.status == 206 || head.status == 200
+            let problem = head.status == 206 || head.status == 200
                 ? MediaError.io("answered \(head.headers["content-range"] ?? "no Content-Range") to bytes "
                                 + "\(range.lowerBound)-\(range.upperBound - 1) (it changed?)")
                 : MediaError(head.failure.errno, "HTTP \(head.status)")
+            received.withLock { $0.problem = problem }
             return false
         }
         return true
     }
 
     func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
-        guard self.bytes.count + bytes.count <= range.count else {
-            problem = MediaError.io("sent more than the \(range.count) bytes asked for")
-            return false
+        let wanted = range.count
+        return received.withLock { received in
+            guard received.bytes.count + bytes.count <= wanted else {
+                received.problem = MediaError.io("sent more than the \(wanted) bytes asked for")
+                return false
+            }
+            received.bytes += bytes
+            return true
         }
-        self.bytes += bytes
-        return true
     }
 
     func transfer(_ id: TransferID, completeWith error: MediaError?) {
+        let (bytes, problem) = received.withLock { $0 }
         if let problem { return done(.failure(problem)) }
         if let error { return done(.failure(error)) }
         guard bytes.count == range.count else {

@@ -13,7 +13,7 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-package final class ContentProbe: TransferDelegate, @unchecked Sendable {
+package final class ContentProbe: TransferDelegate, Sendable {
     package typealias Completion = @Sendable (Result<ContentInfo, MediaError>) -> Void
     /// Told what a ranged GET learned, with its transfer still running, and
     /// when it was asked for: returns the delegate that takes the body over
@@ -33,16 +33,23 @@ package final class ContentProbe: TransferDelegate, @unchecked Sendable {
     private let fetcher: Fetching
     private let completion: Completion
     private let handover: Handover?
-    /// Touched only on the fetcher's thread.
-    private var head: ResponseHead?
-    private var step: Step
-    private var nextSteps: [Step]
-    /// Where a handed-over body goes; set once the info was reported.
-    private var sink: TransferDelegate?
-    private var handedOver = false
-    /// When the current step's request was sent (on the monotonic clock): set
-    /// before the fetcher has it, read on the fetcher's thread after.
-    private var sentAt = 0.0
+    private struct Progress {
+        var head: ResponseHead?
+        var step: Step
+        var nextSteps: [Step]
+        /// Where a handed-over body goes; set once the info was reported.
+        var sink: TransferDelegate?
+        var handedOver = false
+        /// When the current step's request was sent (on the monotonic
+        /// clock): set before the fetcher has it, read on its thread after.
+        var sentAt = 0.0
+    }
+
+    /// Touched on the fetcher's thread (and by `send` before the fetcher
+    /// has the request); behind a lock all the same, uncontended, so the
+    /// compiler checks what crosses threads. A leaf: the sink, the handover
+    /// and the fetcher are called with it let go.
+    private let progress: Locked<Progress>
     /// The running request and its priority; a lookup waiting on a
     /// background probe makes it a read (`promote`).
     private let current: Locked<(id: TransferID, priority: FetchRequest.Priority)>
@@ -59,8 +66,7 @@ package final class ContentProbe: TransferDelegate, @unchecked Sendable {
         self.fetcher = fetcher
         self.completion = completion
         self.handover = handover
-        self.step = steps[0]
-        self.nextSteps = Array(steps.dropFirst())
+        progress = Locked(Progress(step: steps[0], nextSteps: Array(steps.dropFirst())), rank: .contentProbeProgress)
     }
 
     /// Starts learning `url`'s ContentInfo: at `.read` priority for a
@@ -79,6 +85,11 @@ package final class ContentProbe: TransferDelegate, @unchecked Sendable {
 
     private func send(priority: FetchRequest.Priority) {
         let request: FetchRequest
+        let now = clock.monotonic()
+        let step = progress.withLock { progress in
+            progress.sentAt = now
+            return progress.step
+        }
         switch step {
         case .firstBytes(let count):
             Log.debug("GET \(MediaError.redacted(url)) bytes 0-\(count - 1) (probe)")
@@ -90,7 +101,6 @@ package final class ContentProbe: TransferDelegate, @unchecked Sendable {
             Log.debug("GET \(MediaError.redacted(url)) bytes 0-0")
             request = FetchRequest(url: url, range: 0..<1, priority: priority)
         }
-        sentAt = clock.monotonic()
         current.withLock { current in
             current.priority = min(current.priority, request.priority)
             var request = request
@@ -109,7 +119,10 @@ package final class ContentProbe: TransferDelegate, @unchecked Sendable {
     }
 
     package func transfer(_ id: TransferID, receiveHead head: ResponseHead) -> Bool {
-        self.head = head
+        let (step, sentAt) = progress.withLock { progress in
+            progress.head = head
+            return (progress.step, progress.sentAt)
+        }
         switch step {
         case .head: return true
         case .byteZero: return false
@@ -118,35 +131,45 @@ package final class ContentProbe: TransferDelegate, @unchecked Sendable {
             // has no body worth keeping; `complete` judges it.
             guard head.status == 206 || head.status == 200, let handover,
                   let info = Self.info(from: head), info.length > 0 else { return false }
-            handedOver = true
+            progress.withLock { $0.handedOver = true }
             fetcher.statistics?.timings.probeDuration.observe(since: started)
-            sink = handover(info, id, head, sentAt)
+            let sink = handover(info, id, head, sentAt)
+            progress.withLock { $0.sink = sink }
             return sink != nil
         }
     }
 
     package func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
-        sink?.transfer(id, receiveBody: bytes) ?? false
+        progress.withLock { $0.sink }?.transfer(id, receiveBody: bytes) ?? false
     }
 
     package func transfer(_ id: TransferID, completeWith error: MediaError?) {
-        if handedOver {
+        // What to do next, decided under the lock and done after it.
+        enum Next { case handOn(TransferDelegate?), report(Result<ContentInfo, MediaError>), retry(Step, Int) }
+        let next: Next = progress.withLock { progress in
+            if progress.handedOver {
+                defer { progress.sink = nil }
+                return .handOn(progress.sink)
+            }
+            if let head = progress.head, let info = Self.info(from: head) { return .report(.success(info)) }
+            let failure = progress.head.map(\.failure) ?? MediaError.io(error?.message ?? "no response")
+            if let head = progress.head, failure.errno != ENOENT, !progress.nextSteps.isEmpty {
+                let failed = progress.step
+                progress.step = progress.nextSteps.removeFirst()
+                progress.head = nil
+                return .retry(failed, head.status)
+            }
+            return .report(.failure(failure))
+        }
+        switch next {
+        case .handOn(let sink):
             sink?.transfer(id, completeWith: error)
-            sink = nil
-            return
-        }
-        if let head, let info = Self.info(from: head) {
-            return report(.success(info))
-        }
-        let failure = head.map(\.failure) ?? MediaError.io(error?.message ?? "no response")
-        if let head, failure.errno != ENOENT, !nextSteps.isEmpty {
-            Log.debug("\(MediaError.redacted(url)): the probe's \(step) gave HTTP \(head.status)")
-            step = nextSteps.removeFirst()
-            self.head = nil
+        case .report(let result):
+            report(result)
+        case .retry(let failed, let status):
+            Log.debug("\(MediaError.redacted(url)): the probe's \(failed) gave HTTP \(status)")
             send(priority: .probe)
-            return
         }
-        report(.failure(failure))
     }
 
     private func report(_ result: Result<ContentInfo, MediaError>) {

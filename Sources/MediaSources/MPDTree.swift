@@ -7,11 +7,11 @@ import Foundation
 import MediaSupport
 #if canImport(FoundationXML)
 import FoundationXML
+#endif
 import MediaStore
 import MediaNetwork
-#endif
 
-public final class MPDTree: @unchecked Sendable {
+public final class MPDTree: Sendable {
     public static let maxElements = 500_000
     public static let maxDepth = 32
     public static let maxTextBytes = 4 << 10
@@ -22,12 +22,14 @@ public final class MPDTree: @unchecked Sendable {
 
     public let name: String
     public let attributes: [String: String]
-    public private(set) var children: [MPDTree] = []
-    public private(set) var text = ""
+    public let children: [MPDTree]
+    public let text: String
 
-    init(name: String, attributes: [String: String]) {
+    init(name: String, attributes: [String: String], children: [MPDTree] = [], text: String = "") {
         self.name = name
         self.attributes = attributes
+        self.children = children
+        self.text = text
     }
 
     public func all(_ name: String) -> [MPDTree] { children.filter { $0.name == name } }
@@ -53,10 +55,18 @@ public final class MPDTree: @unchecked Sendable {
         return root
     }
 
+    /// Builds the tree bottom up: an element becomes its immutable node
+    /// when it ends, with its children made before it.
     private final class Builder: NSObject, XMLParserDelegate {
         var root: MPDTree?
         var problem: String?
-        private var stack: [MPDTree] = []
+        private struct Open {
+            let name: String
+            let attributes: [String: String]
+            var children: [MPDTree] = []
+            var text = ""
+        }
+        private var stack: [Open] = []
         /// Depth inside an element that is not kept (0: not inside one).
         private var skipping = 0
         private var count = 0
@@ -72,22 +82,26 @@ public final class MPDTree: @unchecked Sendable {
                 problem = "more than \(MPDTree.maxElements) elements or \(MPDTree.maxDepth) levels"
                 return parser.abortParsing()
             }
-            let node = MPDTree(name: name, attributes: attributes)
-            if let parent = stack.last { parent.children.append(node) } else { root = node }
-            stack.append(node)
+            stack.append(Open(name: name, attributes: attributes))
         }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            if skipping > 0 { skipping -= 1 } else { stack.removeLast() }
+            if skipping > 0 {
+                skipping -= 1
+                return
+            }
+            let open = stack.removeLast()
+            let node = MPDTree(name: open.name, attributes: open.attributes, children: open.children, text: open.text)
+            if stack.isEmpty { root = node } else { stack[stack.count - 1].children.append(node) }
         }
 
         func parser(_ parser: XMLParser, foundCharacters string: String) {
-            guard skipping == 0, let node = stack.last else { return }
-            guard node.text.utf8.count + string.utf8.count <= MPDTree.maxTextBytes else {
-                problem = "a text longer than \(MPDTree.maxTextBytes) bytes in <\(node.name)>"
+            guard skipping == 0, !stack.isEmpty else { return }
+            guard stack[stack.count - 1].text.utf8.count + string.utf8.count <= MPDTree.maxTextBytes else {
+                problem = "a text longer than \(MPDTree.maxTextBytes) bytes in <\(stack[stack.count - 1].name)>"
                 return parser.abortParsing()
             }
-            node.text += string
+            stack[stack.count - 1].text += string
         }
     }
 }

@@ -9,9 +9,9 @@ import Foundation
 import MediaSupport
 #if canImport(FoundationXML)
 import FoundationXML
+#endif
 import MediaStore
 import MediaNetwork
-#endif
 
 public enum PropfindReader {
     /// One <response>: its href and the properties its 2xx propstats gave.

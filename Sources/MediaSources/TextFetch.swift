@@ -7,10 +7,10 @@ import CCurl
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#endif
 import MediaSupport
 import MediaStore
 import MediaNetwork
-#endif
 
 public enum TextFetch {
     /// A playlist or listing larger than this is not a playlist or listing.

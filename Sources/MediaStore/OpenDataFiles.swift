@@ -8,27 +8,45 @@
 // running mount (256, with 240 data files open) failed metadata reads, which
 // forget an entry's bytes, before the table ever saw EMFILE.
 //
-// Lock: `lock` is a leaf: nothing is called, and no file opened, under it.
+// Lock: `table` is a leaf: nothing is called, and no file opened, under it
+// (a dropped DataFile may close its descriptor there).
 import Foundation
 #if canImport(Glibc)
 import Glibc
-import MediaSupport
 #endif
+import MediaSupport
 
-public final class OpenDataFiles: @unchecked Sendable {
+public final class OpenDataFiles: Sendable {
     /// Descriptors a mount keeps open for data files by default.
     public static let defaultCapacity = 256
 
-    private let lock = NSLock()
-    // Guarded by `lock`.
-    private var capacity: Int
-    private var files: [ObjectIdentifier: (file: DataFile, used: UInt64)] = [:]
-    private var clock: UInt64 = 0
-    /// The soft RLIMIT_NOFILE now; a parameter for tests.
-    private let descriptorLimit: () -> Int
+    private struct Table {
+        var capacity: Int
+        var files: [ObjectIdentifier: (file: DataFile, used: UInt64)] = [:]
+        var clock: UInt64 = 0
 
-    public init(capacity: Int = .max, descriptorLimit: @escaping () -> Int = OpenDataFiles.softDescriptorLimit) {
-        self.capacity = max(capacity, Self.minimumCapacity)
+        /// The open data file of `owner`, if open, marked as just used.
+        mutating func touch(_ owner: ObjectIdentifier) -> DataFile? {
+            guard let entry = files[owner] else { return nil }
+            clock += 1
+            files[owner]!.used = clock
+            return entry.file
+        }
+
+        mutating func dropOldest(_ count: Int) {
+            guard count > 0 else { return }
+            for owner in files.sorted(by: { $0.value.used < $1.value.used }).prefix(count).map(\.key) {
+                files[owner] = nil
+            }
+        }
+    }
+
+    private let table: Locked<Table>
+    /// The soft RLIMIT_NOFILE now; a parameter for tests.
+    private let descriptorLimit: @Sendable () -> Int
+
+    public init(capacity: Int = .max, descriptorLimit: @escaping @Sendable () -> Int = OpenDataFiles.softDescriptorLimit) {
+        table = Locked(Table(capacity: max(capacity, Self.minimumCapacity)), rank: .openDataFiles)
         self.descriptorLimit = descriptorLimit
     }
 
@@ -55,62 +73,50 @@ public final class OpenDataFiles: @unchecked Sendable {
             opened = try open()
         }
         // The other half: connections, metadata files being read or saved.
-        let allowed = max(min(capacity, descriptorLimit() / 2), Self.minimumCapacity)
-        lock.lock()
-        defer { lock.unlock() }
-        clock += 1
-        // Another thread may have opened it meanwhile: keep one.
-        if let existing = files[owner] {
-            files[owner]!.used = clock
-            return existing.file
+        let limit = descriptorLimit()
+        return table.withLock { table in
+            let allowed = max(min(table.capacity, limit / 2), Self.minimumCapacity)
+            table.clock += 1
+            // Another thread may have opened it meanwhile: keep one.
+            if let existing = table.files[owner] {
+                table.files[owner]!.used = table.clock
+                return existing.file
+            }
+            table.files[owner] = (opened, table.clock)
+            if table.files.count > allowed { table.dropOldest(table.files.count - allowed) }
+            return opened
         }
-        files[owner] = (opened, clock)
-        if files.count > allowed { dropOldest(files.count - allowed) }
-        return opened
     }
 
     /// Out of descriptors: keep three quarters of the files open now, at
     /// most, from now on. Returns whether any was closed.
     private func shrink() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard files.count > Self.minimumCapacity else { return false }
-        capacity = max(files.count * 3 / 4, Self.minimumCapacity)
-        Log.warning("out of file descriptors: keeping at most \(capacity) cache data files open")
-        dropOldest(files.count - capacity)
-        return true
-    }
-
-    /// Call with `lock` held.
-    private func dropOldest(_ count: Int) {
-        guard count > 0 else { return }
-        for owner in files.sorted(by: { $0.value.used < $1.value.used }).prefix(count).map(\.key) {
-            files[owner] = nil
+        let kept: Int? = table.withLock { table in
+            guard table.files.count > Self.minimumCapacity else { return nil }
+            table.capacity = max(table.files.count * 3 / 4, Self.minimumCapacity)
+            table.dropOldest(table.files.count - table.capacity)
+            return table.capacity
         }
+        guard let kept else { return false }
+        Log.warning("out of file descriptors: keeping at most \(kept) cache data files open")
+        return true
     }
 
     /// The open data file of `owner`, if open, marked as just used.
     public func touch(_ owner: ObjectIdentifier) -> DataFile? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let entry = files[owner] else { return nil }
-        clock += 1
-        files[owner]!.used = clock
-        return entry.file
+        table.withLock { $0.touch(owner) }
     }
 
     /// Makes `file` (or none) the open data file of `owner`.
     public func replace(_ owner: ObjectIdentifier, with file: DataFile?) {
-        lock.lock()
-        defer { lock.unlock() }
-        clock += 1
-        files[owner] = file.map { ($0, clock) }
+        table.withLock { table in
+            table.clock += 1
+            table.files[owner] = file.map { ($0, table.clock) }
+        }
     }
 
     /// How many data files are open now.
     public var count: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return files.count
+        table.withLock { $0.files.count }
     }
 }

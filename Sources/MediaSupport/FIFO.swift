@@ -37,3 +37,5 @@ public struct FIFO<Element> {
         items.removeAll(where: dead)
     }
 }
+
+extension FIFO: Sendable where Element: Sendable {}

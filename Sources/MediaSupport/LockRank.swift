@@ -43,6 +43,10 @@ public struct LockRank: Sendable, CustomStringConvertible {
     public static let linkEstimate = LockRank(100, "LinkEstimate.links")
     public static let answerJournal = LockRank(100, "AnswerJournal.state")
     public static let worker = LockRank(100, "Worker.condition")
+    public static let openDataFiles = LockRank(100, "OpenDataFiles.table")
+    public static let probeFeeder = LockRank(100, "ProbeFeeder.state")
+    public static let contentProbeProgress = LockRank(100, "ContentProbe.progress")
+    public static let readPattern = LockRank(100, "ReadPattern.core")
     /// Every log line may take it, under any lock.
     public static let log = LockRank(1000, "Log.captured")
 }

@@ -7,28 +7,42 @@
 // and the feeder then finds it known (or its probe running) and skips it.
 import Foundation
 
-final class ProbeFeeder: @unchecked Sendable {
+final class ProbeFeeder: Sendable {
     /// Probes started and not settled; more than the fetcher's places for
     /// one origin, so its queue never runs dry between two rounds.
     static let outstanding = 64
 
-    private let lock = NSLock()
-    /// Guarded by `lock`.
-    private var queue = FIFO<String>()
-    /// Starts a URL's probe unless it is known or being probed; returns
-    /// whether it did (then it calls the closure once the probe settled).
-    private var start: (String, @escaping @Sendable () -> Void) -> Bool = { _, _ in false }
-    /// The same without waiting for any lock: nil when it would have had to
-    /// (the URL is then kept for the next `pump`).
-    private var startWithoutWaiting: ((String, @escaping @Sendable () -> Void) -> Bool?)?
-    /// A URL whose start without waiting found a lock taken; it goes first.
-    private var held: String?
-    /// Told when the last probe waiting or running settled.
-    private var onDrained: () -> Void = {}
-    private var running = 0
-    private var stopped = false
-    /// Every probe handed to it settled since `takeDrained` was last asked.
-    private var drained = false
+    typealias Start = @Sendable (String, @escaping @Sendable () -> Void) -> Bool
+    typealias StartWithoutWaiting = @Sendable (String, @escaping @Sendable () -> Void) -> Bool?
+
+    private struct State {
+        var queue = FIFO<String>()
+        /// Starts a URL's probe unless it is known or being probed; returns
+        /// whether it did (then it calls the closure once the probe settled).
+        var start: Start = { _, _ in false }
+        /// The same without waiting for any lock: nil when it would have had to
+        /// (the URL is then kept for the next `pump`).
+        var startWithoutWaiting: StartWithoutWaiting?
+        /// A URL whose start without waiting found a lock taken; it goes first.
+        var held: String?
+        /// Told when the last probe waiting or running settled.
+        var onDrained: @Sendable () -> Void = {}
+        var running = 0
+        var stopped = false
+        /// Every probe handed to it settled since `takeDrained` was last asked.
+        var drained = false
+
+        mutating func popNext() -> String? {
+            if let next = held {
+                held = nil
+                return next
+            }
+            return queue.popFirst()
+        }
+    }
+
+    /// A leaf: the closures are called with it let go.
+    private let state = Locked(State(), rank: .probeFeeder)
     private let limit: Int
 
     init(outstanding: Int = ProbeFeeder.outstanding) {
@@ -37,68 +51,59 @@ final class ProbeFeeder: @unchecked Sendable {
 
     /// What starts a probe, and what hears that none is left; set once,
     /// before the first `add`.
-    func starting(with start: @escaping (String, @escaping @Sendable () -> Void) -> Bool,
-                  withoutWaiting: ((String, @escaping @Sendable () -> Void) -> Bool?)? = nil,
-                  whenDrained: @escaping () -> Void = {}) {
-        lock.lock()
-        self.start = start
-        startWithoutWaiting = withoutWaiting
-        onDrained = whenDrained
-        lock.unlock()
+    func starting(with start: @escaping Start, withoutWaiting: StartWithoutWaiting? = nil,
+                  whenDrained: @escaping @Sendable () -> Void = {}) {
+        state.withLock { state in
+            state.start = start
+            state.startWithoutWaiting = withoutWaiting
+            state.onDrained = whenDrained
+        }
     }
 
     /// Probes these URLs' content info in the background, in order, after
     /// those already waiting.
     func add(_ urls: [String]) {
-        lock.lock()
-        for url in urls { queue.append(url) }
-        lock.unlock()
+        state.withLock { state in
+            for url in urls { state.queue.append(url) }
+        }
         pump()
     }
 
     /// No probe starts from now on; what waits is dropped.
     func stop() {
-        lock.lock()
-        stopped = true
-        queue = FIFO()
-        held = nil
-        lock.unlock()
+        state.withLock { state in
+            state.stopped = true
+            state.queue = FIFO()
+            state.held = nil
+        }
     }
 
     /// Waiting entries, for tests.
     var waiting: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return queue.count + (held == nil ? 0 : 1)
+        state.withLock { $0.queue.count + ($0.held == nil ? 0 : 1) }
     }
 
-    /// Starts probes while fewer than the limit run, with `lock` released:
+    /// The next URL to start and what starts it, counted as running; nil
+    /// when stopped, at the limit or out of URLs.
+    private func takeNext() -> (url: String, start: Start, withoutWaiting: StartWithoutWaiting?)? {
+        let limit = self.limit
+        return state.withLock { state in
+            guard !state.stopped, state.running < limit, let next = state.popNext() else { return nil }
+            state.running += 1
+            return (next, state.start, state.startWithoutWaiting)
+        }
+    }
+
+    /// Starts probes while fewer than the limit run, with the lock let go:
     /// a probe's completion calls `settled`.
     func pump() {
-        while true {
-            lock.lock()
-            guard !stopped, running < limit, let next = popNext() else {
-                lock.unlock()
-                return
-            }
-            running += 1
-            let start = self.start
-            lock.unlock()
+        while let (next, start, _) = takeNext() {
             if !start(next, { [weak self] in self?.settled() }) {
                 // Known already, or a lookup's probe runs: nothing to wait
                 // for; if it was the last, the run has ended all the same.
                 endOne()
             }
         }
-    }
-
-    /// Guarded by `lock`.
-    private func popNext() -> String? {
-        if let next = held {
-            held = nil
-            return next
-        }
-        return queue.popFirst()
     }
 
     private func settled() {
@@ -112,48 +117,42 @@ final class ProbeFeeder: @unchecked Sendable {
     /// must then run elsewhere.
     func settledWithoutWaiting() -> Bool {
         endOne()
-        guard let startWithoutWaiting = lock.withLock({ self.startWithoutWaiting }) else { return false }
-        while true {
-            lock.lock()
-            guard !stopped, running < limit, let next = popNext() else {
-                lock.unlock()
-                return true
-            }
-            running += 1
-            lock.unlock()
-            switch startWithoutWaiting(next, { [weak self] in self?.settled() }) {
+        guard state.withLock({ $0.startWithoutWaiting != nil }) else { return false }
+        while let (next, _, startWithoutWaiting) = takeNext() {
+            switch startWithoutWaiting?(next, { [weak self] in self?.settled() }) {
             case true?:
                 continue
             case false?:
                 endOne()
             case nil:
-                lock.lock()
-                running -= 1
-                if !stopped { held = next }
-                lock.unlock()
+                state.withLock { state in
+                    state.running -= 1
+                    if !state.stopped { state.held = next }
+                }
                 return false
             }
         }
+        return true
     }
 
     /// One started URL is done with; the last of a run tells `onDrained`.
     private func endOne() {
-        lock.lock()
-        running -= 1
-        let nowDrained = running == 0 && queue.count == 0 && held == nil
-        if nowDrained { drained = true }
-        let onDrained = self.onDrained
-        lock.unlock()
-        if nowDrained { onDrained() }
+        let onDrained: (@Sendable () -> Void)? = state.withLock { state in
+            state.running -= 1
+            guard state.running == 0 && state.queue.count == 0 && state.held == nil else { return nil }
+            state.drained = true
+            return state.onDrained
+        }
+        onDrained?()
     }
 
     /// Whether a run of probes ended since the last call: their requests,
     /// transfers and buffers are freed, and the heap has holes to return.
     func takeDrained() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        let was = drained
-        drained = false
-        return was
+        state.withLock { state in
+            let was = state.drained
+            state.drained = false
+            return was
+        }
     }
 }

@@ -21,7 +21,7 @@
 // a player fetched.
 import Foundation
 
-public final class CacheBudget: @unchecked Sendable {
+public final class CacheBudget: Sendable {
     private struct State {
         /// Bytes that may still be reserved before a limit is reached.
         var room: Int64 = 0
@@ -49,9 +49,8 @@ public final class CacheBudget: @unchecked Sendable {
         var unansweredWaits = 0
     }
 
-    /// Guards `state`; readers waiting for room wait on it.
-    private let condition = Condition(rank: .budget)
-    private var state = State()
+    /// Readers waiting for room wait on it.
+    private let state = ConditionLocked(State(), rank: .budget)
     /// Called when the room ran low: the evictor should run now. Called
     /// with no lock of the budget's held; it must not block.
     private let onPressure: @Sendable () -> Void
@@ -61,9 +60,7 @@ public final class CacheBudget: @unchecked Sendable {
     }
 
     private func locked<T>(_ body: (inout State) -> T) -> T {
-        condition.lock()
-        defer { condition.unlock() }
-        return body(&state)
+        state.withLock(body)
     }
 
     /// Marks the pressure (once per pass) and says whether to wake the
@@ -168,20 +165,20 @@ public final class CacheBudget: @unchecked Sendable {
     /// older bytes first. Returns whether they fit.
     @discardableResult
     func awaitRoom(_ count: Int64, timeout: Double, for readClass: ReadClass = .play) -> Bool {
-        condition.lock()
-        guard Self.room(state, readClass) < count else { condition.unlock(); return true }
-        let wake = Self.press(&state, short: true, readClass)
-        let pass = state.passes
-        condition.unlock()
+        let started: (wake: Bool, pass: Int)? = locked { state in
+            guard Self.room(state, readClass) < count else { return nil }
+            return (Self.press(&state, short: true, readClass), state.passes)
+        }
+        guard let (wake, pass) = started else { return true }
         if wake { onPressure() }
         let deadline = Deadline.after(seconds: timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while Self.room(state, readClass) < count && state.passes <= pass + (wake ? 0 : 1) {
-            if !condition.wait(until: deadline) { break }
+        return state.withScope { scope in
+            while Self.room(scope.state, readClass) < count && scope.state.passes <= pass + (wake ? 0 : 1) {
+                if !scope.wait(until: deadline) { break }
+            }
+            if scope.state.passes == pass { scope.state.unansweredWaits += 1 }
+            return Self.room(scope.state, readClass) >= count
         }
-        if state.passes == pass { state.unansweredWaits += 1 }
-        return Self.room(state, readClass) >= count
     }
 
     /// Passes measured so far, and reads whose wait for room no pass
@@ -221,6 +218,6 @@ public final class CacheBudget: @unchecked Sendable {
             state.scanPressed = false
             state.passes += 1
         }
-        condition.broadcast()
+        state.broadcast()
     }
 }

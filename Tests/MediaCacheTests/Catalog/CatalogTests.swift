@@ -148,7 +148,7 @@ final class CatalogTests: XCTestCase {
         // nor lose it, and the drain is told once, at the very end.
         let feeder = ProbeFeeder(outstanding: 2)
         let state = Locked((settles: [@Sendable () -> Void](), started: [String](), busy: true, drained: 0))
-        let start = { (url: String, settled: @escaping @Sendable () -> Void) -> Bool in
+        let start: ProbeFeeder.Start = { url, settled in
             state.withLock { $0.started.append(url); $0.settles.append(settled) }
             return true
         }
