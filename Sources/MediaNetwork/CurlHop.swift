@@ -184,23 +184,22 @@ public final class CurlHop {
         guard redirects < Self.maxRedirects else {
             throw MediaError.io("\(asked): more than \(Self.maxRedirects) redirects")
         }
-        guard let origin = HTTPOrigin(url: target) else {
+        guard let parsed = MediaURL(target), HTTPOrigin(parsed) != nil else {
             throw MediaError.io("\(asked): redirect to '\(MediaError.redacted(target))' refused (only http and https)")
         }
         Log.debug("\(asked): HTTP \(status), on to \(MediaError.redacted(target))")
-        return try CurlHop(url: Self.credentialed(target, at: origin, first: request.url), redirects: redirects + 1,
+        return try CurlHop(url: Self.credentialed(parsed, first: request.url), redirects: redirects + 1,
                            request: request, options: options, digest: false)
     }
 
     /// `user:pass@` of the first URL belongs to its origin: a hop back there
     /// carries it (a handle following the redirect would have kept it), a
-    /// hop anywhere else carries none.
-    public static func credentialed(_ target: String, at origin: HTTPOrigin, first: String) -> String {
-        var target = target
-        if let userinfo = MediaError.userinfoRange(in: target) { target.removeSubrange(userinfo) }
-        guard origin == HTTPOrigin(url: first), let userinfo = MediaError.userinfoRange(in: first),
-              let authority = target.range(of: "://") else { return target }
-        target.insert(contentsOf: first[userinfo], at: authority.upperBound)
-        return target
+    /// hop anywhere else carries none. Both origins are libcurl's reading
+    /// of the URLs, and the credentials are set through it.
+    public static func credentialed(_ target: MediaURL, first: String) -> String {
+        let bare = target.withoutCredentials
+        guard let first = MediaURL(first), first.user != nil || first.password != nil,
+              let origin = HTTPOrigin(bare), origin == HTTPOrigin(first) else { return bare.text }
+        return bare.withCredentials(user: first.user, password: first.password)?.text ?? bare.text
     }
 }

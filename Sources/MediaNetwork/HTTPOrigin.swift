@@ -12,26 +12,21 @@ public struct HTTPOrigin: Hashable, Sendable {
     /// The port asked for, or the scheme's default.
     public let port: Int
 
-    /// nil for anything but an http(s) URL with a host and a valid port.
+    /// nil for anything but an http(s) URL with a host and a valid port,
+    /// as libcurl parses it (MediaURL): the parts it will connect to.
     public init?(url: String) {
-        guard let components = URLComponents(string: url),
-              let scheme = components.scheme?.lowercased(), let port = Self.defaultPort(scheme),
-              let host = components.host?.lowercased(), !host.isEmpty else { return nil }
-        if let given = components.port {
-            guard (1...65535).contains(given) else { return nil }
-            self.port = given
-        } else {
-            self.port = port
-        }
-        self.scheme = scheme
-        self.host = host
+        guard let parsed = MediaURL(url) else { return nil }
+        self.init(parsed)
+    }
+
+    public init?(_ url: MediaURL) {
+        guard url.isHTTP, let port = url.effectivePort else { return nil }
+        scheme = url.scheme
+        host = url.host
+        self.port = port
     }
 
     public static func defaultPort(_ scheme: String) -> Int? {
-        switch scheme {
-        case "http": return 80
-        case "https": return 443
-        default: return nil
-        }
+        scheme == "http" || scheme == "https" ? MediaURL.defaultPort(scheme) : nil
     }
 }

@@ -100,19 +100,22 @@ final class HTTPOptionsTests: XCTestCase {
 
     func testUserinfo_goesBackToTheFirstOriginAndNowhereElse() {
         let first = "https://u:p@a.example/f"
-        XCTAssertEqual(CurlHop.credentialed("https://a.example/g", at: HTTPOrigin(url: "https://a.example/g")!,
-                                            first: first), "https://u:p@a.example/g")
-        XCTAssertEqual(CurlHop.credentialed("https://x:y@b.example/g", at: HTTPOrigin(url: "https://b.example/g")!,
-                                            first: first), "https://b.example/g")
-        XCTAssertEqual(CurlHop.credentialed("http://a.example/g", at: HTTPOrigin(url: "http://a.example/g")!,
-                                            first: first), "http://a.example/g")
+        XCTAssertEqual(CurlHop.credentialed(MediaURL("https://a.example/g")!, first: first), "https://u:p@a.example/g")
+        XCTAssertEqual(CurlHop.credentialed(MediaURL("https://x:y@b.example/g")!, first: first), "https://b.example/g")
+        XCTAssertEqual(CurlHop.credentialed(MediaURL("http://a.example/g")!, first: first), "http://a.example/g")
+        XCTAssertEqual(CurlHop.credentialed(MediaURL("https://A.EXAMPLE:443/g")!, first: first), "https://u:p@A.EXAMPLE:443/g")
+        // Where libcurl reads the host, not where a string search would.
+        XCTAssertEqual(CurlHop.credentialed(MediaURL("https://b.example/g?@a.example")!, first: first),
+                       "https://b.example/g?@a.example")
     }
 
     func testOrigin_ofAnythingButAnHTTPURLWithAHost_isNil() {
-        for url in ["ftp://a.example/", "file:///etc/passwd", "http:///x", "http://a.example:0/", "http://a.example:70000/",
-                    "not a url"] {
+        for url in ["ftp://a.example/", "file:///etc/passwd", "http://a.example:0/", "http://a.example:70000/",
+                    "not a url", "dav://a.example/"] {
             XCTAssertNil(HTTPOrigin(url: url), url)
         }
+        // libcurl connects "http:///x" to host x: its origin says so.
+        XCTAssertEqual(HTTPOrigin(url: "http:///x")?.host, "x")
         XCTAssertEqual(HTTPOrigin(url: "HTTPS://A.example/x")?.port, 443)
     }
 }
