@@ -376,7 +376,7 @@ public final class CurlTransfer: @unchecked Sendable {
     public let request: FetchRequest
     /// The request's origin, parsed once on the network thread: admission,
     /// multiplexing and held transfers ask for it at each step, and a
-    /// parse is a URLComponents (a listing's probes parsed 3 each).
+    /// parse is a trip through libcurl's URL API (a listing's probes parsed 3 each).
     public private(set) lazy var origin: HTTPOrigin? = HTTPOrigin(url: request.url)
     private let delegate: TransferDelegate
     private let options: HTTPOptions

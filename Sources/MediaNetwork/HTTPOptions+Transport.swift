@@ -20,23 +20,19 @@ extension HTTPOptions {
         let shown = MediaError.redacted(text)
         let bad = { (why: String) in MediaError(EINVAL, "--proxy '\(shown)': \(why)") }
         guard !text.contains(where: { $0.isWhitespace || $0.isNewline }) else { throw bad("contains white space") }
-        guard let separator = text.range(of: "://") else {
+        guard let scheme = MediaURL.writtenScheme(of: text) else {
             throw bad("needs a scheme, as in http://proxy.example:3128 or socks5h://127.0.0.1:1080")
         }
-        let scheme = text[..<separator.lowerBound].lowercased()
         guard proxySchemes.contains(scheme) else {
             throw bad("the scheme must be one of \(proxySchemes.sorted().joined(separator: ", "))")
         }
-        // Only the authority matters to libcurl; its host and port get the
-        // same checks as a source's.
-        let rest = text[separator.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let hostPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
-        guard !hostPort.isEmpty, HTTPOrigin(url: "http://\(hostPort)/") != nil else {
+        // Only the authority matters to libcurl; its host and port as libcurl reads them.
+        guard let parsed = MediaURL(text) else {
             throw bad("expected a host and an optional port from 1 to 65535")
         }
-        let path = rest.dropFirst(authority.count)
-        guard path.isEmpty || path == "/" else { throw bad("a proxy URL has no path, query or fragment") }
+        guard parsed.path == "/", parsed.query == nil, parsed.fragment == nil else {
+            throw bad("a proxy URL has no path, query or fragment")
+        }
         return text
     }
 

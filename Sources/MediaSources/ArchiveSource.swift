@@ -42,8 +42,8 @@ public struct ArchiveSource: Listing {
     /// The archive `url` names, or nil when its name is no archive's.
     public init?(url: String) {
         let http = WebDAVIndex.isDAV(url) ? WebDAVIndex.httpURL(ofDAV: url, isCollection: false) : url
-        guard let components = URLComponents(string: http), !components.path.hasSuffix("/"),
-              components.fragment == nil, let last = components.path.split(separator: "/").last else { return nil }
+        guard let parsed = MediaURL(http), !parsed.path.hasSuffix("/"), parsed.fragment == nil,
+              let last = parsed.path.split(separator: "/").last else { return nil }
         let name = last.removingPercentEncoding ?? String(last)
         if name.lowercased().hasSuffix(".zip"), name.count > 4 {
             (format, folder) = (.zip, String(name.dropLast(4)))
@@ -144,10 +144,8 @@ public struct ArchiveSource: Listing {
     /// The URL of the directory the volume is in, ending in `/`; nil for a
     /// URL with a query (a signed link: its siblings' would differ).
     private var directoryURL: String? {
-        guard var components = URLComponents(string: url), components.query == nil else { return nil }
-        let path = components.percentEncodedPath
-        components.percentEncodedPath = String(path[..<(path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.endIndex)])
-        return components.string
+        guard let parsed = MediaURL(url), parsed.query == nil else { return nil }
+        return parsed.resolving("./")?.text
     }
 
     /// `name` as it goes in a URL's path.

@@ -26,7 +26,7 @@ public struct DASHListing: Listing {
 
     /// Whether a SOURCE names an MPD, by its URL's extension.
     public static func isMPD(_ source: String) -> Bool {
-        source.contains("://") && (URLComponents(string: source)?.path.lowercased().hasSuffix(".mpd") ?? false)
+        MediaURL(source)?.decodedPath.lowercased().hasSuffix(".mpd") ?? false
     }
 
     public func list(in context: ListingContext) throws -> [Source] {
@@ -41,7 +41,7 @@ public struct DASHListing: Listing {
 
     static func sources(url: String, xml: Data, name: String?, in context: ListingContext) throws -> [Source] {
         let manifest = try DASHManifest.parse(xml, base: url, origin: MediaError.redacted(url))
-        let stem = name.map(stripped) ?? stripped(URLComponents(string: url)?.path.split(separator: "/").last.map(String.init) ?? "manifest")
+        let stem = name.map(stripped) ?? stripped(MediaURL(url)?.decodedPath.split(separator: "/").last.map(String.init) ?? "manifest")
         let video = manifest.adaptationSets.filter { $0.kind == "video" }
         let audio = manifest.adaptationSets.filter { $0.kind == "audio" }
         var sources: [Source] = []

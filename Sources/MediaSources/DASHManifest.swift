@@ -43,7 +43,7 @@ public struct DASHManifest: Equatable, Sendable {
                 guard let seconds = isoDuration(text) else { throw fail("duration '\(text.prefix(40))' is not an ISO 8601 duration") }
                 return seconds
             }
-        let mpdBase = try resolve(mpd, against: URL(string: base), origin: origin)
+        let mpdBase = try resolve(mpd, against: MediaURL(base), origin: origin)
         let periodBase = try resolve(period, against: mpdBase, origin: origin)
         var sets: [AdaptationSet] = []
         for set in period.all("AdaptationSet") {
@@ -74,7 +74,7 @@ public struct DASHManifest: Equatable, Sendable {
                     parts = try segmentList(list, context: context)
                 } else {
                     // SegmentBase, or nothing: the representation is one resource.
-                    parts = [HLSPlaylist.Part(url: try checked(repBase.absoluteString, at: at), range: nil)]
+                    parts = [HLSPlaylist.Part(url: try checked(repBase.text, at: at), range: nil)]
                 }
                 guard !parts.isEmpty, parts.count <= HLSPlaylist.maxSegments + 1 else {
                     throw MediaError(EINVAL, "\(at): \(parts.count) segments")
@@ -97,11 +97,11 @@ public struct DASHManifest: Equatable, Sendable {
     }
 
     /// An element's BaseURL against its parent's (the element's own, if none).
-    static func resolve(_ element: MPDTree, against parent: URL?, origin: String) throws -> URL? {
+    static func resolve(_ element: MPDTree, against parent: MediaURL?, origin: String) throws -> MediaURL? {
         guard let text = element.first("BaseURL")?.text.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else {
             return parent
         }
-        guard let url = URL(string: text, relativeTo: parent)?.absoluteURL else {
+        guard let url = parent.map({ $0.resolving(text) }) ?? MediaURL(text) else {
             throw MediaError(EINVAL, "\(origin): BaseURL '\(MediaError.redacted(text))' is not a URL")
         }
         return url
@@ -109,7 +109,7 @@ public struct DASHManifest: Equatable, Sendable {
 
     static func checked(_ url: String, at: String) throws -> String {
         try Source.validate(url: url, origin: at)
-        guard let scheme = URLComponents(string: url)?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard MediaURL(url)?.isHTTP == true else {
             throw MediaError(EINVAL, "\(at): segments are fetched over http(s) only")
         }
         return url
@@ -119,11 +119,11 @@ public struct DASHManifest: Equatable, Sendable {
         var parts: [HLSPlaylist.Part] = []
         func part(_ url: String?, _ range: String?) throws -> HLSPlaylist.Part {
             let resolved = try url.map { text -> String in
-                guard let url = URL(string: text, relativeTo: context.base)?.absoluteURL.absoluteString else {
+                guard let url = context.base.resolving(text)?.text else {
                     throw MediaError(EINVAL, "\(context.at): '\(MediaError.redacted(text))' is not a URL")
                 }
                 return url
-            } ?? context.base.absoluteString
+            } ?? context.base.text
             return HLSPlaylist.Part(url: try checked(resolved, at: context.at), range: try range.map { try byteRange($0, at: context.at) })
         }
         if let initialization = list.first("Initialization") {

@@ -14,7 +14,7 @@ extension DASHManifest {
         struct Context {
             var id: String
             var bandwidth: Int64
-            var base: URL
+            var base: MediaURL
             /// Names the representation in errors.
             var at: String
             var periodSeconds: Double?
@@ -99,7 +99,7 @@ extension DASHManifest {
         }
 
         private static func part(_ relative: String, _ context: Context) throws -> HLSPlaylist.Part {
-            guard let url = URL(string: relative, relativeTo: context.base)?.absoluteURL.absoluteString else {
+            guard let url = context.base.resolving(relative)?.text else {
                 throw MediaError(EINVAL, "\(context.at): '\(MediaError.redacted(relative))' is not a URL")
             }
             return HLSPlaylist.Part(url: try DASHManifest.checked(url, at: context.at), range: nil)

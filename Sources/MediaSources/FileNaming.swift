@@ -22,11 +22,10 @@ public struct FileNaming {
 
     /// The name for a URL: its last path component, percent-decoded.
     public static func name(forURL url: String) -> String {
-        let components = URLComponents(string: url)
-        let path = components?.percentEncodedPath ?? ""
-        let last = path.split(separator: "/").last.map(String.init) ?? ""
+        let parsed = MediaURL(url)
+        let last = String(parsed?.lastPathSegment ?? "")
         let decoded = last.removingPercentEncoding ?? last
-        return safe(decoded.isEmpty ? (components?.host ?? "index") : decoded)
+        return safe(decoded.isEmpty ? (parsed?.host ?? "index") : decoded)
     }
 
     /// No `/`, no NUL or other control characters, never `.` or `..`, at

@@ -125,7 +125,7 @@ public enum HLSListing {
     /// The extension and type of the concatenated segments.
     static func container(_ media: HLSPlaylist.Media) -> (String, String) {
         if media.map != nil { return ("mp4", "video/mp4") }
-        let path = URLComponents(string: media.segments[0].url)?.path.lowercased() ?? ""
+        let path = MediaURL(media.segments[0].url)?.decodedPath.lowercased() ?? ""
         if path.hasSuffix(".aac") { return ("aac", "audio/aac") }
         if path.hasSuffix(".mp4") || path.hasSuffix(".m4s") { return ("mp4", "video/mp4") }
         return ("ts", "video/mp2t")
@@ -149,7 +149,7 @@ public enum HLSListing {
 
     /// `https://h/talk/index.m3u8` → `index`.
     static func playlistStem(_ url: String) -> String {
-        let path = URLComponents(string: url)?.path ?? ""
+        let path = MediaURL(url)?.decodedPath ?? ""
         let last = path.split(separator: "/").last.map(String.init) ?? "playlist"
         return stripped(last)
     }

@@ -97,7 +97,7 @@ public enum HLSPlaylist: Equatable, Sendable {
     /// Parses `text`, fetched from `base`; relative URIs resolve against it.
     /// `origin` names the playlist in errors.
     public static func parse(_ text: String, base: String, origin: String) throws -> HLSPlaylist {
-        guard let baseURL = URL(string: base) else { throw MediaError(EINVAL, "\(origin): malformed URL") }
+        guard let baseURL = MediaURL(base) else { throw MediaError(EINVAL, "\(origin): malformed URL") }
         var media = Media()
         var master = Master()
         var isMedia = false
@@ -333,12 +333,12 @@ public enum HLSPlaylist: Equatable, Sendable {
         return result
     }
 
-    static func resolve(_ uri: String, against base: URL, at: String) throws -> String {
-        guard let url = URL(string: uri, relativeTo: base)?.absoluteURL.absoluteString else {
+    static func resolve(_ uri: String, against base: MediaURL, at: String) throws -> String {
+        guard let url = base.resolving(uri)?.text else {
             throw MediaError(EINVAL, "\(at): '\(MediaError.redacted(uri))' is not a URL")
         }
         try Source.validate(url: url, origin: at)
-        guard let scheme = URLComponents(string: url)?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard MediaURL(url)?.isHTTP == true else {
             throw MediaError(EINVAL, "\(at): segments are fetched over http(s) only")
         }
         return url

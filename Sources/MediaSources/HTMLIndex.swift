@@ -45,18 +45,16 @@ public struct HTMLIndex: URLListing {
     /// Turns hrefs into entries below one base URL.
     struct Resolver {
         let base: String
-        let baseURL: URL
+        let baseURL: MediaURL
         let basePath: String
         /// Whether a plain relative href may simply be appended to `base`.
         let appendable: Bool
 
         init?(base: String) {
-            guard let baseURL = URL(string: base), let basePath = URLComponents(string: base)?.percentEncodedPath else {
-                return nil
-            }
+            guard let baseURL = MediaURL(base) else { return nil }
             self.base = base
             self.baseURL = baseURL
-            self.basePath = basePath
+            basePath = baseURL.path
             appendable = base.hasSuffix("/") && !base.contains("?") && !base.contains("#")
         }
 
@@ -91,13 +89,10 @@ public struct HTMLIndex: URLListing {
         /// would; nil unless it names a direct child of the base.
         func resolvedEntry(_ href: String) -> Entry? {
             if href.hasPrefix("?") || href.hasPrefix("#") { return nil }
-            guard let resolved = URL(string: href, relativeTo: baseURL)?.absoluteURL,
-                  var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true),
-                  components.scheme == baseURL.scheme, components.host == baseURL.host, components.port == baseURL.port
-            else { return nil }
-            if components.query != nil { return nil }
-            components.fragment = nil
-            let path = components.percentEncodedPath
+            guard let resolved = baseURL.resolving(href)?.withoutFragment, resolved.query == nil,
+                  resolved.scheme == baseURL.scheme, resolved.host == baseURL.host,
+                  resolved.effectivePort == baseURL.effectivePort else { return nil }
+            let path = resolved.path
             guard path.hasPrefix(basePath), path.count > basePath.count else { return nil }
             let rest = path.dropFirst(basePath.count)
             let isDirectory = rest.hasSuffix("/")
@@ -106,8 +101,7 @@ public struct HTMLIndex: URLListing {
             guard !component.isEmpty, !component.contains("/") else { return nil }
             let decoded = String(component).removingPercentEncoding ?? String(component)
             if decoded == "." || decoded == ".." { return nil }
-            guard let url = components.string else { return nil }
-            return Entry(name: decoded, url: url, isDirectory: isDirectory)
+            return Entry(name: decoded, url: resolved.text, isDirectory: isDirectory)
         }
 
         /// Unreserved and sub-delimiter bytes, and `@`: a path segment's

@@ -27,7 +27,7 @@ public struct Playlist: Listing {
 
     public func list(in context: ListingContext) throws -> [Source] {
         let entries: [(name: String?, url: String)]
-        if location.contains("://") {
+        if MediaURL.hasScheme(location) {
             let text: String
             do {
                 text = try context.fetchText(location)
@@ -49,8 +49,7 @@ public struct Playlist: Listing {
 
     /// Whether a SOURCE names a playlist, by its extension.
     public static func isPlaylist(_ source: String) -> Bool {
-        let path = URLComponents(string: source)?.path ?? source
-        let lower = (source.contains("://") ? path : source).lowercased()
+        let lower = (MediaURL.hasScheme(source) ? MediaURL(source)?.decodedPath ?? "" : source).lowercased()
         return lower.hasSuffix(".m3u") || lower.hasSuffix(".m3u8")
     }
 
@@ -59,7 +58,7 @@ public struct Playlist: Listing {
     public static func parse(_ text: String, base: String?, origin: String) throws -> [(name: String?, url: String)] {
         var entries: [(name: String?, url: String)] = []
         var title: String?
-        let baseURL = base.flatMap { URL(string: $0) }
+        let baseURL = base.flatMap(MediaURL.init)
         let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
         for (index, raw) in lines.enumerated() {
             var line = String(raw.trimmingSpaces)
@@ -78,9 +77,9 @@ public struct Playlist: Listing {
             if line.hasPrefix("#") { continue }
             let lineOrigin = "\(origin):\(index + 1)"
             let url: String
-            if line.contains("://") {
+            if MediaURL.hasScheme(line) {
                 url = line
-            } else if let baseURL, let resolved = URL(string: line, relativeTo: baseURL)?.absoluteString {
+            } else if let baseURL, let resolved = baseURL.resolving(line)?.text {
                 url = resolved
             } else {
                 throw MediaError(EINVAL, "\(lineOrigin): '\(MediaError.redacted(line))' is not a URL (relative entries need a playlist served over http)")
@@ -94,7 +93,7 @@ public struct Playlist: Listing {
 
     /// A title as a file name, with the extension of the URL's path.
     static func name(title: String, url: String) -> String {
-        let path = URLComponents(string: url)?.path ?? ""
+        let path = MediaURL(url)?.decodedPath ?? ""
         let last = path.split(separator: "/").last.map(String.init) ?? ""
         let ext = last.lastIndex(of: ".").map { String(last[$0...]) } ?? ""
         let usable = ext.count > 1 && ext.count <= FileNaming.maxExtensionBytes && !title.lowercased().hasSuffix(ext.lowercased())

@@ -73,10 +73,8 @@ public struct S3Endpoint: Sendable, Equatable {
     /// An `--s3-endpoint` (or `endpoint_url`) value: an http(s) URL with a
     /// host and no query, returned without its trailing slash.
     public static func checkedCustom(_ text: String, origin: String) throws -> String {
-        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              ["http", "https"].contains(scheme), let host = components.host, !host.isEmpty,
-              components.query == nil, components.fragment == nil, components.user == nil,
-              HTTPOrigin(url: text) != nil else {
+        guard let url = MediaURL(text), HTTPOrigin(url) != nil, url.query == nil, url.fragment == nil,
+              url.user == nil, url.password == nil else {
             throw MediaError(EINVAL, "\(origin) '\(MediaError.redacted(text))': expected an http(s) URL such as "
                              + "http://127.0.0.1:9000 or https://s3.eu-central-003.backblazeb2.com")
         }

@@ -44,7 +44,7 @@ public struct Source: Equatable, Sendable {
             return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: http), url: http,
                           kind: .directory(WebDAVIndex(url: http)))
         }
-        let isDirectory = URLComponents(string: url)?.path.hasSuffix("/") ?? false
+        let isDirectory = MediaURL(url)?.path.hasSuffix("/") ?? false
         return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: url), url: url,
                       kind: isDirectory ? .directory(HTMLIndex(url: url)) : .file(nil))
     }
@@ -109,7 +109,7 @@ public struct Source: Equatable, Sendable {
             }
             if let listing = try listing(forArgument: argument) {
                 var listed: [Source]
-                if let saved, argument.contains("://") {
+                if let saved, MediaURL.hasScheme(argument) {
                     if let offline = saved.offline(context, { try listing.list(in: $0) }) {
                         Log.info("\(listing.origin): \(offline.count) files from its saved copy; reading it again in the background")
                         listed = offline
@@ -149,50 +149,62 @@ public struct Source: Equatable, Sendable {
     /// The Listing a SOURCE argument is read through; nil for a plain URL.
     static func listing(forArgument argument: String) throws -> (any Listing)? {
         if let presentation = Presentation.listing(at: argument) {
-            if argument.contains("://") {
+            if MediaURL.hasScheme(argument) {
                 try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
             }
             return presentation
         }
-        return argument.contains("://") ? nil : ListFile(path: argument)
+        return MediaURL.hasScheme(argument) ? nil : ListFile(path: argument)
     }
 
+    /// Refuses, naming `origin` and why, a URL that is malformed, of
+    /// another scheme than http(s) or dav(s), or ambiguous: one that libcurl
+    /// (which connects) and the user, or a server, would read differently.
     package static func validate(url: String, origin: String) throws {
-        guard let components = URLComponents(string: url), let scheme = components.scheme else {
-            throw MediaError(EINVAL, "\(origin): malformed URL '\(MediaError.redacted(url))'")
+        let shown = MediaError.redacted(url)
+        guard let authority = MediaURL.writtenAuthority(in: url), let scheme = MediaURL.writtenScheme(of: url) else {
+            throw MediaError(EINVAL, "\(origin): malformed URL '\(shown)'")
         }
-        guard ["http", "https", "dav", "davs"].contains(scheme.lowercased()) else {
-            throw MediaError(EINVAL, "\(origin): unsupported scheme '\(scheme)' in '\(MediaError.redacted(url))'"
+        guard ["http", "https", "dav", "davs"].contains(scheme) else {
+            throw MediaError(EINVAL, "\(origin): unsupported scheme '\(url[..<url.firstIndex(of: ":")!])' in '\(shown)'"
                              + " (only http, https, dav and davs)")
         }
-        guard let host = components.host, !host.isEmpty else {
-            throw MediaError(EINVAL, "\(origin): malformed URL '\(MediaError.redacted(url))' (no host)")
+        let written = url[authority]
+        // libcurl takes the first '@' as the border of the user information
+        // and refuses the rest; a user who wrote two meant one of them encoded.
+        if written.filter({ $0 == "@" }).count > 1 {
+            throw MediaError(EINVAL, "\(origin): refused URL '\(shown)': its authority has more than one '@' "
+                             + "(percent-encode an '@' in a user name or password as %40)")
         }
-        if let problem = ambiguity(of: url, components) {
-            throw MediaError(EINVAL, "\(origin): refused URL '\(MediaError.redacted(url))': \(problem)")
+        if written.contains(where: { $0.isWhitespace || $0 == "\\" || $0.unicodeScalars.contains { $0.value < 0x20 } }) {
+            throw MediaError(EINVAL, "\(origin): malformed URL '\(shown)'")
+        }
+        // What follows the user information: empty, or a port alone, is no host
+        // (libcurl would take "http:///x" as host "x").
+        let hostAndPort = written.split(separator: "@", omittingEmptySubsequences: false).last ?? ""
+        if hostAndPort.isEmpty || hostAndPort.hasPrefix(":") {
+            throw MediaError(EINVAL, "\(origin): malformed URL '\(shown)' (no host)")
+        }
+        if let problem = ambiguity(of: url) {
+            throw MediaError(EINVAL, "\(origin): refused URL '\(shown)': \(problem)")
+        }
+        guard let parsed = MediaURL(url) else {
+            throw MediaError(EINVAL, "\(origin): malformed URL '\(shown)'")
+        }
+        if parsed.fragment != nil {
+            throw MediaError(EINVAL, "\(origin): refused URL '\(shown)': it has a #fragment, which is never sent to "
+                             + "the server (write '#' in a name as %23)")
         }
     }
 
-    /// What makes a URL that Foundation parses mean something else to
-    /// another parser (libcurl's connects, a server reads the request
-    /// line), or something the user did not mean: nil when nothing does.
-    /// Credentials go where the parser that connects says the host is
-    /// (invariant 7), so a URL the two could split differently is refused.
-    static func ambiguity(of url: String, _ components: URLComponents) -> String? {
-        if components.fragment != nil {
-            return "it has a #fragment, which is never sent to the server (write '#' in a name as %23)"
-        }
+    /// What in a URL's text parsers read differently, or a user did not
+    /// mean (a space, a backslash, a control character): nil when nothing.
+    static func ambiguity(of url: String) -> String? {
         if let bad = url.unicodeScalars.first(where: {
             $0 == " " || $0 == "\\" || $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F
         }) {
             let shown = bad == " " ? "a space" : bad == "\\" ? "a backslash" : "U+\(String(bad.value, radix: 16, uppercase: true))"
             return "it holds \(shown), which parsers read differently (percent-encode it, e.g. %20 for a space)"
-        }
-        // The authority is the user information and the host; Foundation
-        // takes the last '@' as their border, other parsers the first.
-        if let user = components.rangeOfUser, let host = components.rangeOfHost,
-           url[user.lowerBound..<host.lowerBound].filter({ $0 == "@" }).count > 1 {
-            return "its authority has more than one '@' (percent-encode an '@' in a user name or password as %40)"
         }
         return nil
     }

@@ -30,7 +30,7 @@ struct WebDAVCollection {
 
     init?(url: String) {
         guard url.hasSuffix("/"), let origin = HTTPOrigin(url: url),
-              let path = URLComponents(string: url)?.percentEncodedPath,
+              let path = MediaURL(url)?.path,
               let segments = Self.segments(of: path) else { return nil }
         self.url = url
         self.origin = origin
@@ -41,20 +41,18 @@ struct WebDAVCollection {
     func place(of href: String) -> Place {
         let href = String(href.trimmingSpaces)
         let path: Substring
-        if let separator = href.firstRange(of: "://") {
-            let afterScheme = href[separator.upperBound...]
-            let slash = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
-            guard let other = HTTPOrigin(url: String(href[..<slash]) + "/") else {
+        if MediaURL.hasScheme(href) {
+            guard let parsed = MediaURL(href), let other = HTTPOrigin(parsed) else {
                 return .outside("not an http(s) URL")
             }
             guard other == origin else { return .outside("on another origin (\(other.host):\(other.port))") }
-            path = afterScheme[slash...]
+            path = parsed.path[...]
         } else if href.hasPrefix("/") {
             path = href[...]
         } else if href.isEmpty {
             return .outside("an empty href")
         } else {
-            return place(of: (URLComponents(string: url)?.percentEncodedPath ?? "/") + href)
+            return place(of: encodedPath + href)
         }
         // Most servers write the collection's path as its URL does: then only
         // the child's segment need be decoded.

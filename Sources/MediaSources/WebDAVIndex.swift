@@ -154,23 +154,22 @@ public struct WebDAVIndex: URLListing {
 
     /// Whether a SOURCE URL names a WebDAV collection.
     public static func isDAV(_ url: String) -> Bool {
-        let scheme = url.prefix { $0 != ":" }.lowercased()
-        return (scheme == "dav" || scheme == "davs") && url.dropFirst(scheme.count).hasPrefix("://")
+        let scheme = MediaURL.writtenScheme(of: url)
+        return scheme == "dav" || scheme == "davs"
     }
 
     /// The http(s) URL of a `dav://` or `davs://` one, its path ending in
     /// `/` unless it names a file (`isCollection` false: an archive's URL).
     public static func httpURL(ofDAV url: String, isCollection: Bool = true) -> String {
-        let scheme = url.prefix { $0 != ":" }
-        var rest = String(url.dropFirst(scheme.count))
-        guard isCollection else { return (scheme.lowercased() == "davs" ? "https" : "http") + rest }
-        let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        let authorityStart = rest.index(rest.startIndex, offsetBy: 3)
-        if rest[authorityStart..<end].contains("/") {
-            if rest[..<end].last != "/" { rest.insert("/", at: end) }
-        } else {
-            rest.insert("/", at: end)
+        guard let authority = MediaURL.writtenAuthority(in: url), let scheme = MediaURL.writtenScheme(of: url) else {
+            return url
         }
-        return (scheme.lowercased() == "davs" ? "https" : "http") + rest
+        let http = scheme == "davs" ? "https" : "http"
+        // From the "://" on, as written: only the scheme changes.
+        var rest = String(url[url.utf8.index(authority.lowerBound, offsetBy: -3)...])
+        guard isCollection else { return http + rest }
+        let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        if rest[..<end].last != "/" || rest.distance(from: rest.startIndex, to: end) == 3 { rest.insert("/", at: end) }
+        return http + rest
     }
 }

@@ -71,40 +71,12 @@ extension MediaError {
     }
 
     /// The `user:password@` of a URL, `@` included; nil when it has none.
+    /// Read from the text as written (MediaURL.writtenAuthority), so a URL
+    /// libcurl refuses is redacted too. Asked of every request's URL on the
+    /// network thread: a byte scan, no parse.
     public static func userinfoRange(in url: String) -> Range<String.Index>? {
-        // Asked of every request's URL on the network thread: an ASCII URL
-        // (nearly all) is scanned byte by byte, where each byte is one
-        // Character, so the answer is the same as the general path's.
-        if let scanned = url.utf8.withContiguousStorageIfAvailable({ asciiUserinfoBounds(in: $0) }), scanned.ascii {
-            guard let bounds = scanned.bounds else { return nil }
-            let utf8 = url.utf8
-            return utf8.index(utf8.startIndex, offsetBy: bounds.lowerBound)
-                ..< utf8.index(utf8.startIndex, offsetBy: bounds.upperBound)
-        }
-        guard let scheme = url.range(of: "://") else { return nil }
-        let rest = url[scheme.upperBound...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return nil }
-        return scheme.upperBound..<rest.index(after: at)
-    }
-
-    /// `userinfoRange`'s bounds as byte offsets in an ASCII URL; `ascii`
-    /// false when the URL is not ASCII (the caller takes the general path).
-    private static func asciiUserinfoBounds(in bytes: UnsafeBufferPointer<UInt8>) -> (ascii: Bool, bounds: Range<Int>?) {
-        guard !bytes.contains(where: { $0 >= 0x80 }) else { return (false, nil) }
-        let colon = UInt8(ascii: ":"), slash = UInt8(ascii: "/")
-        var index = 0
-        while index + 2 < bytes.count && !(bytes[index] == colon && bytes[index + 1] == slash && bytes[index + 2] == slash) {
-            index += 1
-        }
-        guard index + 2 < bytes.count else { return (true, nil) }
-        let authority = index + 3
-        var at: Int?
-        for offset in authority..<bytes.count {
-            let byte = bytes[offset]
-            if byte == slash || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-            if byte == UInt8(ascii: "@") { at = offset }
-        }
-        return (true, at.map { authority..<($0 + 1) })
+        guard let authority = MediaURL.writtenAuthority(in: url),
+              let at = url.utf8[authority].lastIndex(of: UInt8(ascii: "@")) else { return nil }
+        return authority.lowerBound..<url.utf8.index(after: at)
     }
 }

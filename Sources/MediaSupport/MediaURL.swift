@@ -7,6 +7,7 @@
 // a redirect's Location. Schemes libcurl does not speak (dav, davs, s3) parse
 // too; a string without a scheme does not (no guessing).
 import CCurl
+import Foundation
 
 public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     /// The whole URL as libcurl renders it (the form it will be given; the
@@ -67,13 +68,109 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `reference` (absolute, or relative to this URL) resolved as libcurl
-    /// resolves a Location; nil when it cannot be.
+    /// resolves a Location; nil when it cannot be. A document's reference
+    /// (a playlist's line, an index's href) may hold what no URL may (a
+    /// space, a non-ASCII name): those bytes are percent-encoded first, as
+    /// a browser does.
     public func resolving(_ reference: String) -> MediaURL? {
+        guard Self.escapesAreValid(reference) else { return nil }
+        let reference = Self.encodingInvalid(reference)
         guard reference.utf8.count <= Self.maxBytes, let handle = curl_url() else { return nil }
         defer { curl_url_cleanup(handle) }
         guard curl_url_set(handle, CURLUPART_URL, text, Self.parseFlags) == CURLUE_OK,
               curl_url_set(handle, CURLUPART_URL, reference, Self.parseFlags) == CURLUE_OK else { return nil }
         return MediaURL(handle: handle)
+    }
+
+    /// Whether every `%` in `text` starts an escape (two hex digits follow):
+    /// a reference with a broken one means something no parser agrees on.
+    static func escapesAreValid(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var index = 0
+        while let percent = bytes[index...].firstIndex(of: UInt8(ascii: "%")) {
+            guard percent + 2 < bytes.count, bytes[percent + 1].isHexDigit, bytes[percent + 2].isHexDigit else { return false }
+            index = percent + 3
+        }
+        return true
+    }
+
+    /// `text` with every byte no URL may hold percent-encoded: controls,
+    /// space, `"<>\^`{|}`, bytes past ASCII, and `[` `]` past the
+    /// authority (where they only ever bracket an IPv6 address). A `%`
+    /// stays (an escape).
+    static func encodingInvalid(_ text: String) -> String {
+        let invalid: Set<UInt8> = Set(" \"<>\\^`{|}".utf8)
+        let utf8 = text.utf8
+        // Where the authority of an absolute or network-path reference ends.
+        let authorityEnd: String.Index
+        if let authority = writtenAuthority(in: text) {
+            authorityEnd = authority.upperBound
+        } else if utf8.starts(with: "//".utf8) {
+            let start = utf8.index(utf8.startIndex, offsetBy: 2)
+            authorityEnd = utf8[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+                ?? utf8.endIndex
+        } else {
+            authorityEnd = utf8.startIndex
+        }
+        func needs(_ byte: UInt8, at index: String.Index) -> Bool {
+            byte < 0x21 || byte >= 0x7F || invalid.contains(byte)
+                || (index >= authorityEnd && (byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]")))
+        }
+        guard utf8.indices.contains(where: { needs(utf8[$0], at: $0) }) else { return text }
+        let hex = Array("0123456789ABCDEF".unicodeScalars)
+        var encoded = ""
+        encoded.reserveCapacity(utf8.count * 3)
+        for index in utf8.indices {
+            let byte = utf8[index]
+            if needs(byte, at: index) {
+                encoded.unicodeScalars.append("%")
+                encoded.unicodeScalars.append(hex[Int(byte >> 4)])
+                encoded.unicodeScalars.append(hex[Int(byte & 0xF)])
+            } else {
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+        }
+        return encoded
+    }
+
+    /// Whether `text` starts with a scheme (RFC 3986: a letter, then
+    /// letters, digits, `+`, `-` or `.`) and `://`: written as a URL,
+    /// whether or not it is a valid one (a path or a bare name is not).
+    public static func hasScheme(_ text: String) -> Bool {
+        writtenAuthority(in: text) != nil
+    }
+
+    /// Where the authority (user information, host and port) is written in
+    /// `text`: from after `scheme://` to the first `/`, `?` or `#`; nil when
+    /// `text` does not start with a scheme and `://`. For what only the
+    /// text can say (what a user wrote; redacting text that may not parse),
+    /// never for where to connect: that is the parsed `host`.
+    public static func writtenAuthority(in text: String) -> Range<String.Index>? {
+        let utf8 = text.utf8
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            let letter = (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+            let other = (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "+")
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            guard letter || (index != utf8.startIndex && other) else { break }
+            index = utf8.index(after: index)
+        }
+        guard index != utf8.startIndex, utf8[index...].starts(with: "://".utf8) else { return nil }
+        let start = utf8.index(index, offsetBy: 3)
+        let end = utf8[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        return start..<(end ?? utf8.endIndex)
+    }
+
+    /// The scheme as written, lower-cased; nil without `scheme://`.
+    public static func writtenScheme(of text: String) -> String? {
+        guard let authority = writtenAuthority(in: text) else { return nil }
+        return text[..<text.utf8.index(authority.lowerBound, offsetBy: -3)].lowercased()
+    }
+
+    /// The path with its escapes decoded (as written when one is invalid).
+    public var decodedPath: String {
+        path.removingPercentEncoding ?? path
     }
 
     /// This URL with `user` and `password` (percent-encoded, as read from
@@ -85,6 +182,15 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
               curl_url_set(handle, CURLUPART_USER, user, 0) == CURLUE_OK,
               curl_url_set(handle, CURLUPART_PASSWORD, password, 0) == CURLUE_OK else { return nil }
         return MediaURL(handle: handle)
+    }
+
+    /// This URL with no fragment.
+    public var withoutFragment: MediaURL {
+        guard fragment != nil, let handle = curl_url() else { return self }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, text, Self.parseFlags) == CURLUE_OK,
+              curl_url_set(handle, CURLUPART_FRAGMENT, nil, 0) == CURLUE_OK else { return self }
+        return MediaURL(handle: handle) ?? self
     }
 
     /// This URL with no credentials.
@@ -110,6 +216,7 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     public var isHTTP: Bool { scheme == "http" || scheme == "https" }
 
     /// The last segment of the path, still percent-encoded ("" for "/").
+    /// (Decoded: `decodedPath`'s last.)
     public var lastPathSegment: Substring {
         path.split(separator: "/").last ?? ""
     }
@@ -121,4 +228,10 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { text }
+}
+
+private extension UInt8 {
+    var isHexDigit: Bool {
+        (self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9")) || ((self | 0x20) >= UInt8(ascii: "a") && (self | 0x20) <= UInt8(ascii: "f"))
+    }
 }

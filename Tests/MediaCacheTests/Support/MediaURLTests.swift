@@ -70,4 +70,34 @@ final class MediaURLTests: XCTestCase {
         XCTAssertEqual(MediaURL("http://good.example?@evil.example/")?.host, "good.example")
         XCTAssertEqual(MediaURL("http://user@evil.example/")?.host, "evil.example")
     }
+
+    func testADocumentsReference_isEncodedAsABrowserWould_andABrokenEscapeRefused() throws {
+        // The forms Foundation gave these before MediaURL (a playlist's
+        // lines, an index's hrefs): the same bytes reach the server.
+        let base = try XCTUnwrap(MediaURL("http://h/dir/list.m3u"))
+        XCTAssertEqual(base.resolving("a b.mp3")?.text, "http://h/dir/a%20b.mp3")
+        XCTAssertEqual(base.resolving("é.mp3")?.text, "http://h/dir/%C3%A9.mp3")
+        XCTAssertEqual(base.resolving("x%20y.mp3")?.text, "http://h/dir/x%20y.mp3")
+        XCTAssertEqual(base.resolving("a|b.mp3")?.text, "http://h/dir/a%7Cb.mp3")
+        XCTAssertEqual(base.resolving("[x].mp3")?.text, "http://h/dir/%5Bx%5D.mp3")
+        XCTAssertEqual(base.resolving("http://[::1]:8080/[x]")?.text, "http://[::1]:8080/%5Bx%5D")
+        XCTAssertEqual(base.resolving("?q=1")?.text, "http://h/dir/list.m3u?q=1")
+        XCTAssertNil(base.resolving("%zz.mp3"))
+        XCTAssertNil(base.resolving("100%.mp3"))
+    }
+
+    func testTheWrittenScheme_andAuthority_areReadFromTheTextAsWritten() throws {
+        XCTAssertTrue(MediaURL.hasScheme("dav://nas/x"))
+        XCTAssertTrue(MediaURL.hasScheme("socks5h://127.0.0.1:1080"))
+        XCTAssertFalse(MediaURL.hasScheme("/srv/films.list"))
+        XCTAssertFalse(MediaURL.hasScheme("films.m3u"))
+        XCTAssertFalse(MediaURL.hasScheme("1http://x/"))
+        XCTAssertFalse(MediaURL.hasScheme("c:\\films"))
+        XCTAssertEqual(MediaURL.writtenScheme(of: "HTTPS://h/"), "https")
+        let text = "http://u:p@bad host:80/a?b#c"
+        let authority = try XCTUnwrap(MediaURL.writtenAuthority(in: text))
+        XCTAssertEqual(text[authority], "u:p@bad host:80")
+        XCTAssertNil(MediaURL(text), "libcurl refuses it; only the text can be read")
+        XCTAssertEqual(MediaError.redacted(text).contains("p@"), false)
+    }
 }
