@@ -72,6 +72,15 @@ public final class OpenDataFiles: Sendable {
             guard shrink() else { throw error }
             opened = try open()
         }
+        return adopt(opened, for: owner)
+    }
+
+    /// Makes `opened` the open data file of `owner`, unless another thread
+    /// opened one meanwhile (then that one, and `opened` closes when let
+    /// go): the second half of `file(for:open:)`, for a caller that opened
+    /// it with no lock held and checked, under its own, that it is current.
+    @discardableResult
+    public func adopt(_ opened: DataFile, for owner: ObjectIdentifier) -> DataFile {
         // The other half: connections, metadata files being read or saved.
         let limit = descriptorLimit()
         return table.withLock { table in

@@ -129,6 +129,8 @@ extension FileLoader {
     }
 
     public func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
+        // The network thread opens no file under the loader's lock.
+        prepareDataFile()
         guard let (chunk, file, version) = lock.withLock({ reserveChunk(of: id, count: bytes.count, in: &$0) }) else {
             return false
         }
@@ -189,7 +191,7 @@ extension FileLoader {
         // Bytes being freed are handed to readers but not written: the
         // freeing would erase them after this write, and a claim would lie.
         // So are bytes that do not fit under the cache limits.
-        var file = state.bytes.isFreeing(chunk) ? nil : openDataFile(&state)
+        var file = state.bytes.isFreeing(chunk) ? nil : openFiles.touch(ObjectIdentifier(self))
         let readClass = transfer.readClass
         statistics.countFetched(Int64(count), byClass: readClass.rawValue)
         if file != nil, let budget {

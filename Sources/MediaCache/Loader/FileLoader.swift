@@ -145,6 +145,34 @@ public final class FileLoader: TransferDelegate, Sendable {
         }
     }
 
+    /// Opens the data file with no lock held when it should be open and is
+    /// not, and keeps it only if it is still the one to use: the network
+    /// thread then finds it open under the loader's lock (`reserveChunk`),
+    /// which never waits on the disk. A freeing or a new version between
+    /// the two leaves it unkept, and those bytes pass uncached.
+    func prepareDataFile() {
+        let owner = ObjectIdentifier(self)
+        guard openFiles.touch(owner) == nil else { return }
+        let wanted: (length: Int64, version: Int)? = lock.withLock { state in
+            guard state.bytes.hasEntry, let length = state.version.info?.length else { return nil }
+            return (length, state.handles.dataVersion)
+        }
+        guard let wanted else { return }
+        let opened: DataFile
+        do {
+            opened = DataFile(fd: try store.openData(forKey: key, length: wanted.length))
+        } catch {
+            let say = lock.withLock { $0.bytes.sayOpenFailure(now: now(), quiet: Self.openFailureQuiet) }
+            if say { Log.warning("\(source.displayURL): cannot open its cache data: \(error); reading without the cache") }
+            return
+        }
+        lock.withLock { state in
+            guard state.bytes.hasEntry, state.version.info?.length == wanted.length,
+                  state.handles.dataVersion == wanted.version else { return }
+            openFiles.adopt(opened, for: owner)
+        }
+    }
+
     var key: String { source.url }
 
     /// Monotonic seconds: for backoff, deadlines and every other duration.
