@@ -61,8 +61,7 @@ public struct DASHListing: Listing {
     private static func source(url: String, _ representation: DASHManifest.Representation, name: String, type: String) -> Source {
         let key = url + "#rep=" + (representation.id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
         let vod = SegmentedVOD(url: key, parts: representation.parts, contentType: type)
-        var source = Source(name: name, url: key, kind: .file(nil))
-        source.vod = vod
+        let source = Source(name: name, url: key, kind: .vod(vod, nil))
         return source
     }
 

@@ -100,9 +100,7 @@ public enum HLSListing {
                 throw MediaError(EINVAL, "\(origin): \(error.message)")
             }
         }
-        var source = Source(name: stem + suffix + "." + ext, url: url, kind: .file(info))
-        source.vod = vod
-        return source
+        return Source(name: stem + suffix + "." + ext, url: url, kind: .vod(vod, info))
     }
 
     /// An AES-128 key: 16 bytes from the playlist's own origin (scheme,

@@ -14,6 +14,10 @@ public struct Source: Equatable, Sendable {
         /// A file, and its length, type and validators when the listing
         /// that named it said them (nil: probe it).
         case file(ContentInfo?)
+        /// A file made of segments (an HLS or DASH VOD, an archive's
+        /// member): what the mount's SegmentedFetcher serves its URL from,
+        /// and its info when the parts' lengths are listed.
+        case vod(SegmentedVOD, ContentInfo?)
         /// A directory, listed on first lookup by its Listing.
         case directory(any Listing)
     }
@@ -21,9 +25,6 @@ public struct Source: Equatable, Sendable {
     public var name: String
     public var url: String
     public var kind: Kind
-    /// A file made of segments (an HLS VOD): what the mount's
-    /// SegmentedFetcher serves its URL from. Nil for an ordinary file.
-    public var vod: SegmentedVOD?
 
     public init(name: String, url: String, kind: Kind = .file(nil)) {
         self.name = name
@@ -56,7 +57,15 @@ public struct Source: Equatable, Sendable {
 
     /// What its listing knew of a file; nil for a directory or when unknown.
     public var listedInfo: ContentInfo? {
-        if case .file(let info) = kind { return info }
+        switch kind {
+        case .file(let info), .vod(_, let info): return info
+        case .directory: return nil
+        }
+    }
+
+    /// The VOD a file is made of; nil for an ordinary file or a directory.
+    public var vod: SegmentedVOD? {
+        if case .vod(let vod, _) = kind { return vod }
         return nil
     }
 

@@ -70,8 +70,7 @@ public struct ArchiveFolder: Listing {
             let vod = SegmentedVOD(url: key, parts: parts, contentType: contentType(of: path.last!), version: version,
                                    lastModified: member.mtime.map(httpDate), isArchiveMember: true)
             guard let lengths = vod.listedLengths, let layout = try? vod.layout(lengths: lengths) else { return nil }
-            var source = Source(name: path.last!, url: key, kind: .file(vod.info(layout)))
-            source.vod = vod
+            let source = Source(name: path.last!, url: key, kind: .vod(vod, vod.info(layout)))
             return (path, source)
         }
     }
