@@ -19,7 +19,7 @@ import Synchronization
 import Glibc
 #endif
 
-final class Passthrough: @unchecked Sendable {
+final class Passthrough: Sendable {
     // The kernel's ABI (include/uapi/linux/fuse.h, protocol 7.40).
     private static let opcodeInit: UInt32 = 26
     private static let inHeaderSize = 40
@@ -61,10 +61,9 @@ final class Passthrough: @unchecked Sendable {
     }()
 
     private let deviceFD: Int32
-    /// Guards `files` (taken before a loader's lock); signalled when a
-    /// handle closes.
-    private let lock = Condition(rank: .passthrough)
-    private var files: [ObjectIdentifier: Handles] = [:]
+    /// Each loader's handles (taken before a loader's lock); signalled
+    /// when a handle closes.
+    private let files = ConditionLocked<[ObjectIdentifier: Handles]>([:], rank: .passthrough)
     /// The kernel sends RELEASE after close() has returned, so an open
     /// right after a close may arrive first: it waits this long for it.
     static let releaseWait = 0.005
@@ -162,45 +161,45 @@ final class Passthrough: @unchecked Sendable {
     /// with `close` at release.
     func open(_ loader: FileLoader) -> Mode {
         let key = ObjectIdentifier(loader)
-        lock.lock()
-        defer { lock.unlock() }
-        if (files[key]?.cached ?? 0) > 0, !failed.load(ordering: .relaxed), loader.usage().isComplete {
-            let deadline = Deadline.after(seconds: Self.releaseWait)
-            while (files[key]?.cached ?? 0) > 0 && lock.wait(until: deadline) {}
-        }
-        if let backing = files[key]?.backing, !loader.isCurrentData(version: backing.version) {
-            let deadline = Deadline.after(seconds: Self.staleReleaseWait)
-            while let current = files[key]?.backing, current.id == backing.id, lock.wait(until: deadline) {}
-        }
-        var handles = files[key] ?? Handles()
-        defer { files[key] = handles }
-        if var backing = handles.backing {
-            // Handles still read this backing file: the kernel allows no
-            // other, and its bytes are the ones they opened.
-            backing.count += 1
-            handles.backing = backing
-            return .passthrough(Grant(id: backing.id, version: backing.version))
-        }
-        guard handles.cached == 0, !failed.load(ordering: .relaxed),
-              let (fd, version) = loader.beginKernelReads() else {
-            handles.cached += 1
-            return .cached
-        }
-        defer { Glibc.close(fd) }
-        // struct fuse_backing_map: fd s32, flags u32, padding u64.
-        var map: (Int32, UInt32, UInt64) = (fd, 0, 0)
-        let id = mediafs_ioctl(deviceFD, Self.backingOpen, &map)
-        guard id > 0 else {
-            let reason = String(cString: strerror(errno))
-            loader.endKernelReads(version: version)
-            if !failed.exchange(true, ordering: .relaxed) {
-                Log.warning("FUSE passthrough unavailable (\(reason)): cached files are read through the daemon")
+        return files.withScope { files in
+            if (files.state[key]?.cached ?? 0) > 0, !failed.load(ordering: .relaxed), loader.usage().isComplete {
+                let deadline = Deadline.after(seconds: Self.releaseWait)
+                while (files.state[key]?.cached ?? 0) > 0 && files.wait(until: deadline) {}
             }
-            handles.cached += 1
-            return .cached
+            if let backing = files.state[key]?.backing, !loader.isCurrentData(version: backing.version) {
+                let deadline = Deadline.after(seconds: Self.staleReleaseWait)
+                while let current = files.state[key]?.backing, current.id == backing.id, files.wait(until: deadline) {}
+            }
+            var handles = files.state[key] ?? Handles()
+            defer { files.state[key] = handles }
+            if var backing = handles.backing {
+                // Handles still read this backing file: the kernel allows no
+                // other, and its bytes are the ones they opened.
+                backing.count += 1
+                handles.backing = backing
+                return .passthrough(Grant(id: backing.id, version: backing.version))
+            }
+            guard handles.cached == 0, !failed.load(ordering: .relaxed),
+                  let (fd, version) = loader.beginKernelReads() else {
+                handles.cached += 1
+                return .cached
+            }
+            defer { Glibc.close(fd) }
+            // struct fuse_backing_map: fd s32, flags u32, padding u64.
+            var map: (Int32, UInt32, UInt64) = (fd, 0, 0)
+            let id = mediafs_ioctl(deviceFD, Self.backingOpen, &map)
+            guard id > 0 else {
+                let reason = String(cString: strerror(errno))
+                loader.endKernelReads(version: version)
+                if !failed.exchange(true, ordering: .relaxed) {
+                    Log.warning("FUSE passthrough unavailable (\(reason)): cached files are read through the daemon")
+                }
+                handles.cached += 1
+                return .cached
+            }
+            handles.backing = (id, version, 1)
+            return .passthrough(Grant(id: id, version: version))
         }
-        handles.backing = (id, version, 1)
-        return .passthrough(Grant(id: id, version: version))
     }
 
     /// A handle opened in `mode` closed. Returns true when it was the last
@@ -210,35 +209,35 @@ final class Passthrough: @unchecked Sendable {
     @discardableResult
     func close(_ mode: Mode, of loader: FileLoader) -> Bool {
         let key = ObjectIdentifier(loader)
-        lock.lock()
-        defer { lock.unlock() }
-        guard var handles = files[key] else { return false }
-        var lastCached = false
-        switch mode {
-        case .cached:
-            handles.cached -= 1
-            lock.broadcast()
-            lastCached = handles.cached == 0 && handles.backing == nil && !failed.load(ordering: .relaxed)
-                && loader.usage().isComplete
-        case .passthrough(let grant):
-            if var backing = handles.backing, backing.id == grant.id {
-                backing.count -= 1
-                if backing.count > 0 {
-                    handles.backing = backing
-                } else {
-                    handles.backing = nil
-                    lock.broadcast()
-                    var id = UInt32(bitPattern: backing.id)
-                    _ = mediafs_ioctl(deviceFD, Self.backingClose, &id)
-                    // Under the lock: a passthrough open right after must
-                    // find the loader's bookkeeping already ended, or this
-                    // would end the new backing's instead.
-                    loader.endKernelReads(version: backing.version)
+        return files.withScope { files in
+            guard var handles = files.state[key] else { return false }
+            var lastCached = false
+            switch mode {
+            case .cached:
+                handles.cached -= 1
+                files.broadcast()
+                lastCached = handles.cached == 0 && handles.backing == nil && !failed.load(ordering: .relaxed)
+                    && loader.usage().isComplete
+            case .passthrough(let grant):
+                if var backing = handles.backing, backing.id == grant.id {
+                    backing.count -= 1
+                    if backing.count > 0 {
+                        handles.backing = backing
+                    } else {
+                        handles.backing = nil
+                        files.broadcast()
+                        var id = UInt32(bitPattern: backing.id)
+                        _ = mediafs_ioctl(deviceFD, Self.backingClose, &id)
+                        // Under the lock: a passthrough open right after must
+                        // find the loader's bookkeeping already ended, or this
+                        // would end the new backing's instead.
+                        loader.endKernelReads(version: backing.version)
+                    }
                 }
             }
+            files.state[key] = handles.backing == nil && handles.cached == 0 ? nil : handles
+            return lastCached
         }
-        files[key] = handles.backing == nil && handles.cached == 0 ? nil : handles
-        return lastCached
     }
 
     /// Marks the OPEN reply this thread sends next as passthrough to `grant`.

@@ -29,7 +29,7 @@ public struct LockRank: Sendable, CustomStringConvertible {
     public var description: String { "\(name) (rank \(level))" }
 
     // The chain, outermost first.
-    public static let passthrough = LockRank(10, "Passthrough.lock")
+    public static let passthrough = LockRank(10, "Passthrough.files")
     public static let catalogState = LockRank(30, "Catalog.state")
     public static let loaderFlush = LockRank(40, "FileLoader.flushLock")
     public static let loader = LockRank(50, "FileLoader.lock")
