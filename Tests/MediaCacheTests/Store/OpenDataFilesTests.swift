@@ -20,13 +20,13 @@ final class OpenDataFilesTests: XCTestCase {
     }
 
     func testALowDescriptorLimit_capsTheTableAtHalfOfIt_evenBelowItsCapacity() throws {
-        nonisolated(unsafe) var limit = 1024
-        let table = OpenDataFiles(capacity: 256, descriptorLimit: { limit })
+        let limit = Locked(1024)
+        let table = OpenDataFiles(capacity: 256, descriptorLimit: { limit.withLock { $0 } })
         let owners = (0..<60).map { _ in Owner() }
         for owner in owners[..<30] { _ = try table.file(for: ObjectIdentifier(owner), open: openDevNull) }
         XCTAssertEqual(table.count, 30)
         // Lowered under the running mount (`prlimit`): the next open obeys.
-        limit = 40
+        limit.withLock { $0 = 40 }
         for owner in owners[30...] { _ = try table.file(for: ObjectIdentifier(owner), open: openDevNull) }
         XCTAssertEqual(table.count, 20)
         // The most recently used stayed open.
