@@ -75,10 +75,17 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     public func resolving(_ reference: String) -> MediaURL? {
         guard Self.escapesAreValid(reference) else { return nil }
         let reference = Self.encodingInvalid(reference)
-        guard reference.utf8.count <= Self.maxBytes, let handle = curl_url() else { return nil }
+        guard reference.utf8.count <= Self.maxBytes else { return nil }
+        return edited { curl_url_set($0, CURLUPART_URL, reference, Self.parseFlags) }
+    }
+
+    /// This URL with `edit` applied to a CURLU handle holding it; nil when
+    /// libcurl refuses the edit or the result.
+    private func edited(_ edit: (OpaquePointer) -> CURLUcode) -> MediaURL? {
+        guard let handle = curl_url() else { return nil }
         defer { curl_url_cleanup(handle) }
         guard curl_url_set(handle, CURLUPART_URL, text, Self.parseFlags) == CURLUE_OK,
-              curl_url_set(handle, CURLUPART_URL, reference, Self.parseFlags) == CURLUE_OK else { return nil }
+              edit(handle) == CURLUE_OK else { return nil }
         return MediaURL(handle: handle)
     }
 
@@ -176,21 +183,16 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     /// This URL with `user` and `password` (percent-encoded, as read from
     /// another URL) as its credentials, or none; nil if libcurl refuses them.
     public func withCredentials(user: String?, password: String?) -> MediaURL? {
-        guard let handle = curl_url() else { return nil }
-        defer { curl_url_cleanup(handle) }
-        guard curl_url_set(handle, CURLUPART_URL, text, Self.parseFlags) == CURLUE_OK,
-              curl_url_set(handle, CURLUPART_USER, user, 0) == CURLUE_OK,
-              curl_url_set(handle, CURLUPART_PASSWORD, password, 0) == CURLUE_OK else { return nil }
-        return MediaURL(handle: handle)
+        edited { handle in
+            let set = curl_url_set(handle, CURLUPART_USER, user, 0)
+            return set == CURLUE_OK ? curl_url_set(handle, CURLUPART_PASSWORD, password, 0) : set
+        }
     }
 
     /// This URL with no fragment.
     public var withoutFragment: MediaURL {
-        guard fragment != nil, let handle = curl_url() else { return self }
-        defer { curl_url_cleanup(handle) }
-        guard curl_url_set(handle, CURLUPART_URL, text, Self.parseFlags) == CURLUE_OK,
-              curl_url_set(handle, CURLUPART_FRAGMENT, nil, 0) == CURLUE_OK else { return self }
-        return MediaURL(handle: handle) ?? self
+        guard fragment != nil else { return self }
+        return edited { curl_url_set($0, CURLUPART_FRAGMENT, nil, 0) } ?? self
     }
 
     /// This URL with no credentials.
