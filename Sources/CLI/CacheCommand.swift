@@ -32,15 +32,18 @@ struct CacheCommand {
 
     func run() throws {
         let store = try CacheStore(root: cache.resolvedDirectory)
-        if action == "ls" { return list(store) }
-        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait)
+        // The command's one clock: its waits, and what "old" means for the limits.
+        let clock = Clock.system
+        if action == "ls" { return list(store, clock: clock) }
+        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait, clock: clock)
         try withExtendedLifetime(lock) {
             // Removal deletes on the trash worker; the space must be free
             // when the command returns, leftovers of a crashed mount included.
             defer { store.stop(); store.emptyTrash() }
+            let now = clock.wall()
             if action == "gc" {
-                store.openAnswers(maxAge: cache.limits.maxAgePartial)
-                let report = CacheEvictor(store: store, limits: cache.limits).run()
+                store.openAnswers(maxAge: cache.limits.maxAgePartial, now: now)
+                let report = CacheEvictor(store: store, limits: cache.limits).run(now: Int64(now))
                 print("removed \(report.evictedEntries) entries, freed \(StatusCommand.human(report.freedBytes)); "
                       + "\(StatusCommand.human(report.usedBytes)) in use")
                 if report.pinnedOverLimit {
@@ -48,14 +51,14 @@ struct CacheCommand {
                           + "\(StatusCommand.human(cache.limits.maxSize)); they are kept (unpin them on a mount)")
                 }
             } else {
-                try clear(store)
+                try clear(store, now: now)
             }
         }
     }
 
-    private func list(_ store: CacheStore) {
+    private func list(_ store: CacheStore, clock: Clock) {
         do {
-            _ = try CacheLock(directory: store.root, wait: 0)
+            _ = try CacheLock(directory: store.root, wait: 0, clock: clock)
         } catch let error as MediaError where error.errno == EBUSY {
             Log.info("\(error.message); listing it as it is now")
         } catch {
@@ -86,8 +89,8 @@ struct CacheCommand {
         print("\(entries.count) entries, \(StatusCommand.human(used)) on disk in \(store.root)")
     }
 
-    private func clear(_ store: CacheStore) throws {
-        store.openAnswers()
+    private func clear(_ store: CacheStore, now: Double) throws {
+        store.openAnswers(now: now)
         if urls.isEmpty {
             for entry in store.entries() { store.remove(directory: entry.directory) }
             store.answers.clear()

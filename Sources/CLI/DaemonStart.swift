@@ -89,7 +89,9 @@ enum DaemonStart {
             return 1
         }
 
-        let deadline = Deadline.after(seconds: timeout)
+        // The waiting parent's own clock: it mounts nothing itself.
+        let clock = Clock.system
+        let deadline = Deadline.after(seconds: timeout, clock: clock)
         while true {
             var poller = pollfd(fd: reading, events: Int16(POLLIN), revents: 0)
             let left = deadline.remaining
@@ -108,7 +110,7 @@ enum DaemonStart {
         Log.error("the mount at \(mountpoint) was not ready within \(timeout) s "
                   + "(--timeout); stopping it")
         kill(pid, SIGTERM)
-        let stopBy = Deadline.after(seconds: 5)
+        let stopBy = Deadline.after(seconds: 5, clock: clock)
         var status: Int32 = 0
         while waitpid(pid, &status, WNOHANG) == 0 {
             if stopBy.hasPassed {

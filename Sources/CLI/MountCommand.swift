@@ -371,15 +371,18 @@ struct MountCommand {
         }
         let http = withS3
         try MediaFS.checkMountpoint(mountpoint)
+        // The mount's one clock, handed to every part that reads time.
+        let clock = Clock.system
         let store = try CacheStore(root: cache.resolvedDirectory)
         // Before mounting, so a second mount fails with nothing to undo;
         // before the arguments are read, since their saved copies are the cache's.
-        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait)
-        let (parsed, fromSaved) = try Source.read(arguments: sources, s3: s3Mount, hlsVariant: hlsVariant, http: http,
+        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait, clock: clock)
+        let (parsed, fromSaved) = try Source.read(arguments: sources, clock: clock, s3: s3Mount, hlsVariant: hlsVariant, http: http,
                                                   saved: SavedPresentations(store: store)) {
-            try TextFetch.get($0, options: http)
+            try TextFetch.get($0, options: http, clock: clock)
         }
         var settings = LoaderSettings()
+        settings.clock = clock
         settings.timeout = reads.timeout
         settings.maxAttempts = reads.retries + 1
         settings.readClasses = !scanners.isEmpty
@@ -400,9 +403,9 @@ struct MountCommand {
                 Log.warning("--metrics \(address) is reachable from other machines; 127.0.0.1 keeps it local")
             }
             return try MetricsServer(address: address, exposition: MetricsExposition(
-                cacheLimit: limits.maxSize, bandwidthLimit: bandwidthLimit))
+                cacheLimit: limits.maxSize, bandwidthLimit: bandwidthLimit), clock: clock)
         }
-        let statistics = Statistics()
+        let statistics = Statistics(clock: clock)
         let preloadNext = self.preloadNext
         let revalidateAfter = reads.revalidateAfter
         let dirCacheTime = self.dirCacheTime
@@ -410,8 +413,8 @@ struct MountCommand {
         let archives = self.archives
         // One directory URL is mounted as its root; anything else, a name per source.
         let sourceIsRoot = Source.isMountRoot(arguments: sources, parsed: parsed)
-        let fs = MediaFS(options: options) {
-            let network = CurlFetcher(options: http, statistics: statistics,
+        let fs = MediaFS(options: options, clock: clock) {
+            let network = CurlFetcher(clock: clock, options: http, statistics: statistics,
                                       limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
             // The catalog serves segmented VODs' files from their segments'
             // URLs over it: the arguments' now, those listings find once found.

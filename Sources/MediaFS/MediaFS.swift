@@ -60,7 +60,9 @@ public final class MediaFS: @unchecked Sendable {
 
     let owner = (uid: getuid(), gid: getgid())
     /// Directories show the mount's start as their times.
-    let mountedAt = time_t(Clock.system.wall())
+    let mountedAt: time_t
+    /// The mount's clock: its waits are timed on it.
+    let clock: Clock
     private let options: Options
     /// The class of the process behind each open.
     let classifier: ProcessClassifier
@@ -79,7 +81,7 @@ public final class MediaFS: @unchecked Sendable {
     var passthrough: Passthrough? {
         passthroughState.withLock { state in
             if !state.checked, let fuse {
-                state = (true, Passthrough.negotiatedFor(session: fuse_get_session(fuse)))
+                state = (true, Passthrough.negotiatedFor(session: fuse_get_session(fuse), clock: clock))
             }
             return state.value
         }
@@ -88,8 +90,10 @@ public final class MediaFS: @unchecked Sendable {
     var catalog: Catalog { started! }
 
     /// `makeCatalog` runs first in `run`, before anything is mounted.
-    public init(options: Options, makeCatalog: @escaping () -> Catalog) {
+    public init(options: Options, clock: Clock, makeCatalog: @escaping () -> Catalog) {
         self.options = options
+        self.clock = clock
+        mountedAt = time_t(clock.wall())
         classifier = ProcessClassifier(scanners: options.scanners)
         self.makeCatalog = makeCatalog
     }
@@ -224,7 +228,7 @@ public final class MediaFS: @unchecked Sendable {
             finished.fulfil(dropped)
         }
         guard queued else { return false }
-        if wait && finished.wait(until: Deadline.after(seconds: Self.invalidationWait)) == nil {
+        if wait && finished.wait(until: Deadline.after(seconds: Self.invalidationWait, clock: clock)) == nil {
             Log.warning("the kernel took over \(Self.invalidationWait) s to drop its cached pages")
         }
         return true

@@ -273,8 +273,9 @@ func makeOperations() -> fuse_operations {
         reply("read") {
             let file = OpenFile.borrow(info!.pointee.fh)
             let target = UnsafeMutableRawBufferPointer(start: buffer, count: size)
-            let started = Histogram.now()
-            defer { adapter().catalog.statistics.timings.readWait.observe(since: started) }
+            let timings = adapter().catalog.statistics.timings
+            let started = timings.clock.monotonic()
+            defer { timings.readWait.observe(since: started, on: timings.clock) }
             do {
                 return Int32(try file.loader.read(into: target, at: Int64(offset), pattern: file.pattern))
             } catch let error as MediaError {

@@ -61,6 +61,8 @@ final class Passthrough: Sendable {
     }()
 
     private let deviceFD: Int32
+    /// The mount's clock: an open's wait for a release is timed on it.
+    private let clock: Clock
     /// Each loader's handles (taken before a loader's lock); signalled
     /// when a handle closes.
     private let files = ConditionLocked<[ObjectIdentifier: Handles]>([:], rank: .passthrough)
@@ -74,8 +76,9 @@ final class Passthrough: Sendable {
     static let staleReleaseWait = 0.05
     private let failed = Atomic<Bool>(false)
 
-    private init(deviceFD: Int32) {
+    private init(deviceFD: Int32, clock: Clock) {
         self.deviceFD = deviceFD
+        self.clock = clock
     }
 
     /// Routes the session's messages through the hooks below. Only root
@@ -99,8 +102,8 @@ final class Passthrough: Sendable {
     }
 
     /// The mount's passthrough, once the kernel has agreed to it.
-    static func negotiatedFor(session: OpaquePointer) -> Passthrough? {
-        negotiated.load(ordering: .acquiring) ? Passthrough(deviceFD: fuse_session_fd(session)) : nil
+    static func negotiatedFor(session: OpaquePointer, clock: Clock) -> Passthrough? {
+        negotiated.load(ordering: .acquiring) ? Passthrough(deviceFD: fuse_session_fd(session), clock: clock) : nil
     }
 
     private static func inspect(request: UnsafeMutableRawPointer) {
@@ -163,11 +166,11 @@ final class Passthrough: Sendable {
         let key = ObjectIdentifier(loader)
         return files.withScope { files in
             if (files.state[key]?.cached ?? 0) > 0, !failed.load(ordering: .relaxed), loader.usage().isComplete {
-                let deadline = Deadline.after(seconds: Self.releaseWait)
+                let deadline = Deadline.after(seconds: Self.releaseWait, clock: clock)
                 while (files.state[key]?.cached ?? 0) > 0 && files.wait(until: deadline) {}
             }
             if let backing = files.state[key]?.backing, !loader.isCurrentData(version: backing.version) {
-                let deadline = Deadline.after(seconds: Self.staleReleaseWait)
+                let deadline = Deadline.after(seconds: Self.staleReleaseWait, clock: clock)
                 while let current = files.state[key]?.backing, current.id == backing.id, files.wait(until: deadline) {}
             }
             var handles = files.state[key] ?? Handles()

@@ -74,8 +74,13 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     public let statistics: Statistics?
     /// Touched only by the network thread.
     private let limit: BandwidthLimit?
+    /// The mount's clock: the bandwidth limit's refills and the holds of
+    /// transfers are timed on its monotonic time.
+    private let clock: Clock
 
-    public init(options: HTTPOptions = HTTPOptions(), statistics: Statistics? = nil, limit: BandwidthLimit? = nil) {
+    public init(clock: Clock, options: HTTPOptions = HTTPOptions(), statistics: Statistics? = nil,
+                limit: BandwidthLimit? = nil) {
+        self.clock = clock
         self.options = options
         self.statistics = statistics
         self.limit = limit
@@ -120,7 +125,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             let id = state.nextID
             state.nextID += 1
             state.starts.append(CurlTransfer(id: id, request: request, delegate: delegate, options: options,
-                                             statistics: statistics, limit: limit))
+                                             clock: clock, statistics: statistics, limit: limit))
             return id
         }
         wake()
@@ -221,7 +226,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
             admitQueued()
             // Again after the round: the sleep that follows must not count as
             // time with these transfers running when none is left.
-            limit?.refill(now: Histogram.now(), running: movingPriorities)
+            limit?.refill(now: clock.monotonic(), running: movingPriorities)
             curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
         for transfer in Array(active.values) + Array(waiting.values) {
@@ -280,7 +285,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// readahead) waits behind for a place, or that were held too long:
     /// they end at what they delivered.
     private func endHeld() {
-        let now = Histogram.now()
+        let now = clock.monotonic()
         for transfer in Array(active.values) {
             guard let since = transfer.heldSince else { continue }
             let blocking = admission.waitsForRoom(at: transfer.origin,
@@ -310,7 +315,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// first (a resumed one takes its share at once, in `curl_easy_pause`).
     private func resumeThrottled() {
         guard let limit else { return }
-        limit.refill(now: Histogram.now(), running: movingPriorities)
+        limit.refill(now: clock.monotonic(), running: movingPriorities)
         let paused = active.values.filter { $0.throttled && !$0.yielding }
         for transfer in paused.sorted(by: { ($0.priority, $0.id) < ($1.priority, $1.id) })
         where limit.mayResume(transfer.priority) {
@@ -389,7 +394,7 @@ public final class CurlTransfer: @unchecked Sendable {
     private var buffers = ReceiveBuffers()
 
     public init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
-         statistics: Statistics? = nil, limit: BandwidthLimit? = nil) {
+                clock: Clock, statistics: Statistics? = nil, limit: BandwidthLimit? = nil) {
         self.id = id
         self.request = request
         self.delegate = delegate
@@ -397,7 +402,7 @@ public final class CurlTransfer: @unchecked Sendable {
         self.statistics = statistics
         self.limit = limit
         priority = request.priority
-        pause = TransferPause(allowance: request.allowance ?? Int64.max)
+        pause = TransferPause(allowance: request.allowance ?? Int64.max, clock: clock)
     }
 
     deinit { end() }
@@ -474,7 +479,7 @@ public final class CurlTransfer: @unchecked Sendable {
     /// for more yet); then libcurl keeps the bytes and it holds until
     /// allowed more. Only the file's body counts (not a redirect's).
     private func mustHold() -> Bool {
-        pause.mustHold(headDelivered: headDelivered, now: Histogram.now())
+        pause.mustHold(headDelivered: headDelivered)
     }
 
     /// Whether the bandwidth limit refuses `count` more bytes now; then

@@ -66,14 +66,15 @@ public struct ResponseHead: Sendable, Equatable {
     /// `Retry-After` as seconds to wait from now, within
     /// 0...`Limits.maxRetryAfter`: delta-seconds or an HTTP date. Nil when
     /// absent or unreadable (a sign, a fraction, "nan" are not delta-seconds).
-    public var retryAfterSeconds: Double? {
+    /// `now`: the wall clock's seconds since the epoch, which a date is from.
+    public func retryAfterSeconds(now: Double) -> Double? {
         guard let value = headers["retry-after"], !value.isEmpty else { return nil }
         if value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             // Digits past Double's range still mean "a long time".
             return min(Double(value) ?? Limits.maxRetryAfter, Limits.maxRetryAfter)
         }
         guard let date = HTTPDate.seconds(value) else { return nil }
-        return min(max(Double(date) - Clock.system.wall(), 0), Limits.maxRetryAfter)
+        return min(max(Double(date) - now, 0), Limits.maxRetryAfter)
     }
 
     /// Adds one raw header line ("Name: value\r\n"); a status line starts a

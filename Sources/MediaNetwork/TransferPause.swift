@@ -2,6 +2,8 @@
 // has it paused: it yields to reads (a preload while reads run), waits for
 // the bandwidth limit, or holds once it delivered its allowance, until its
 // reader asks for more. Owned by the network thread, as its transfer is.
+import MediaSupport
+
 struct TransferPause {
     /// Paused so that reads go first (a preload while reads run).
     var yielding = false
@@ -15,9 +17,12 @@ struct TransferPause {
     private(set) var heldSince: Double?
     /// Whether libcurl has the transfer paused now.
     private(set) var curlPaused = false
+    /// The fetcher's clock: when a hold begins is read from it.
+    private let clock: Clock
 
-    init(allowance: Int64) {
+    init(allowance: Int64, clock: Clock) {
         self.allowance = allowance
+        self.clock = clock
     }
 
     /// A new hop (a redirect's target): nothing paused, nothing received.
@@ -45,11 +50,11 @@ struct TransferPause {
         return pause
     }
 
-    /// Whether it delivered all it may (at `now`, it begins to hold then);
-    /// libcurl then keeps the bytes, paused. Only the file's body counts.
-    mutating func mustHold(headDelivered: Bool, now: @autoclosure () -> Double) -> Bool {
+    /// Whether it delivered all it may (it begins to hold then); libcurl
+    /// then keeps the bytes, paused. Only the file's body counts.
+    mutating func mustHold(headDelivered: Bool) -> Bool {
         guard received >= allowance, headDelivered else { return false }
-        if heldSince == nil { heldSince = now() }
+        if heldSince == nil { heldSince = clock.monotonic() }
         curlPaused = true
         return true
     }

@@ -38,13 +38,16 @@ final class SegmentSizer: Sendable {
     /// Where learned lengths are kept for the next mount; nil: nowhere.
     private let store: CacheStore?
     private let state: Locked<State>
+    /// The mount's clock, which its probes are timed on.
+    private let clock: Clock
 
     /// The lengths a playlist does not give come from `store` when they
     /// were learned for the same parts before (a VOD's segments do not
     /// change under an unchanged playlist): a remount, with its server
     /// gone or not, lays the file out with no request.
-    init(vod: SegmentedVOD, fetcher: Fetching, store: CacheStore? = nil) {
+    init(vod: SegmentedVOD, fetcher: Fetching, clock: Clock, store: CacheStore? = nil) {
         self.vod = vod
+        self.clock = clock
         self.fetcher = fetcher
         self.store = store
         var initial = State(lengths: vod.parts.map { part in part.encryption == nil ? part.range.map { Int64($0.count) } : nil })
@@ -93,8 +96,7 @@ final class SegmentSizer: Sendable {
         if let range {
             return plainLength(of: part, cipher: Int64(range.count), priority: priority)
         }
-        // No handover: the clock (when the probe was sent) is never read.
-        ContentProbe.start(url: url, fetcher: fetcher, clock: .system, priority: priority) { [self] result in
+        ContentProbe.start(url: url, fetcher: fetcher, clock: clock, priority: priority) { [self] result in
             guard case .success(let info) = result, vod.parts[part].encryption != nil else {
                 return learned(part, result.map(\.length), priority: priority)
             }

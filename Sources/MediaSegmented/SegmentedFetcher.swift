@@ -27,12 +27,15 @@ public final class SegmentedFetcher: Fetching, Sendable {
 
     /// Where the VODs' segment lengths are kept between mounts; nil: nowhere.
     private let store: CacheStore?
+    /// The mount's clock: the sizers' probes are timed on it.
+    private let clock: Clock
 
-    public init(base: Fetching, vods: [SegmentedVOD], store: CacheStore? = nil) {
+    public init(clock: Clock, base: Fetching, vods: [SegmentedVOD], store: CacheStore? = nil) {
         self.base = base
         self.store = store
+        self.clock = clock
         var sizers: [String: SegmentSizer] = [:]
-        for vod in vods { sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, store: store) }
+        for vod in vods { sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, clock: clock, store: store) }
         self.sizers = Locked(sizers)
     }
 
@@ -46,15 +49,15 @@ public final class SegmentedFetcher: Fetching, Sendable {
     /// replaces it too: the same version, now readable.
     @discardableResult
     public func register(_ vod: SegmentedVOD) -> Registration {
-        let (base, store) = (self.base, self.store)
+        let (base, store, clock) = (self.base, self.store, self.clock)
         return sizers.withLock { sizers in
             let known = sizers[vod.url]
             if let known, known.vod.partsDigest == vod.partsDigest {
                 guard known.vod.keys.count < vod.keys.count else { return .unchanged }
-                sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, store: store)
+                sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, clock: clock, store: store)
                 return .keysArrived
             }
-            sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, store: store)
+            sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, clock: clock, store: store)
             return known == nil ? .new : .replaced
         }
     }

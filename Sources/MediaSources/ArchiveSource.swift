@@ -3,7 +3,7 @@
 // `film.rar`, `film.r00`), shown as a directory of its members, as
 // fuse-zip and archivemount show one. What it lists is the set's volumes;
 // the catalog indexes them as it does a set found in any listing
-// (Catalog+ListedArchives) and shows the members in their place.
+// (ListingService+Archives) and shows the members in their place.
 //
 // The other volumes of a RAR set are found beside the named one: in the
 // listing of its directory (an HTML index, a WebDAV collection, an S3

@@ -53,7 +53,8 @@ package final class ContentProbe: TransferDelegate, Sendable {
     /// The running request and its priority; a lookup waiting on a
     /// background probe makes it a read (`promote`).
     private let current: Locked<(id: TransferID, priority: FetchRequest.Priority)>
-    private let started = Histogram.now()
+    /// On `clock.monotonic()`: how long learning the answer took.
+    private let started: Double
 
     /// The mount's clock, for `sentAt` (the handover measures the link by it).
     private let clock: Clock
@@ -62,6 +63,7 @@ package final class ContentProbe: TransferDelegate, Sendable {
                  handover: Handover?, completion: @escaping Completion) {
         current = Locked((0, priority), rank: .contentProbe)
         self.clock = clock
+        started = clock.monotonic()
         self.url = url
         self.fetcher = fetcher
         self.completion = completion
@@ -132,7 +134,7 @@ package final class ContentProbe: TransferDelegate, Sendable {
             guard head.status == 206 || head.status == 200, let handover,
                   let info = Self.info(from: head), info.length > 0 else { return false }
             progress.withLock { $0.handedOver = true }
-            fetcher.statistics?.timings.probeDuration.observe(since: started)
+            fetcher.statistics?.timings.probeDuration.observe(since: started, on: clock)
             let sink = handover(info, id, head, sentAt)
             progress.withLock { $0.sink = sink }
             return sink != nil
@@ -173,7 +175,7 @@ package final class ContentProbe: TransferDelegate, Sendable {
     }
 
     private func report(_ result: Result<ContentInfo, MediaError>) {
-        fetcher.statistics?.timings.probeDuration.observe(since: started)
+        fetcher.statistics?.timings.probeDuration.observe(since: started, on: clock)
         completion(result)
     }
 

@@ -15,11 +15,11 @@
 // passed or `user.mediafs.refresh` asks. A SOURCE argument's listing (a list
 // file, a playlist) is read once, at mount, into the mount root; one over
 // http from the copy saved when it was last fetched (SavedPresentations),
-// and again in the background (Catalog+ReadAgain).
+// and again in the background (ListingService+ReadAgain).
 //
 // How it fails: by throwing a MediaError that names the origin and what
 // went wrong (its errno is what a lookup answers). A directory then keeps
-// serving its last listing and is tried again after `Catalog.listingRetry`;
+// serving its last listing and is tried again after `ListingService.listingRetry`;
 // a SOURCE argument stops the mount before anything is mounted.
 //
 // It must not touch the catalog or the cache: it is called without locks,
@@ -72,6 +72,8 @@ public struct ListingContext: Sendable {
     public var http: HTTPOptions
     /// Seconds one listing may take, all requests together.
     public var timeout: Int
+    /// The mount's clock: a listing's time limit is on it.
+    public var clock: Clock
     /// One GET of a small text document; `TextFetch.get` unless a test
     /// gives another.
     public var fetchText: @Sendable (String) throws -> String
@@ -85,14 +87,15 @@ public struct ListingContext: Sendable {
     /// rather than failing whole: keys are never saved.
     public var keysMayFail = false
 
-    public init(http: HTTPOptions = HTTPOptions(), timeout: Int = 30,
+    public init(clock: Clock, http: HTTPOptions = HTTPOptions(), timeout: Int = 30,
                 fetchText: (@Sendable (String) throws -> String)? = nil,
                 fetch: (@Sendable (FetchRequest, Int) throws -> TextFetch.Answer)? = nil) {
         self.http = http
         self.timeout = timeout
-        self.fetchText = fetchText ?? { url in try TextFetch.get(url, options: http, timeout: timeout) }
+        self.clock = clock
+        self.fetchText = fetchText ?? { url in try TextFetch.get(url, options: http, clock: clock, timeout: timeout) }
         self.fetch = fetch ?? { request, maxBytes in
-            try TextFetch.fetch(request, options: http, timeout: timeout, maxBytes: maxBytes)
+            try TextFetch.fetch(request, options: http, clock: clock, timeout: timeout, maxBytes: maxBytes)
         }
     }
 }

@@ -89,12 +89,13 @@ public struct Source: Equatable, Sendable {
     /// one in a list file) becomes its VOD's files, as does a DASH MPD's,
     /// `hlsVariant` choosing among a master playlist's variants or an
     /// adaptation set's representations.
-    public static func parse(arguments: [String], s3: S3Mount? = nil, hlsVariant: HLSListing.VariantChoice = .highest,
-                             http: HTTPOptions = HTTPOptions(),
+    public static func parse(arguments: [String], clock: Clock, s3: S3Mount? = nil,
+                             hlsVariant: HLSListing.VariantChoice = .highest, http: HTTPOptions = HTTPOptions(),
                              fetchText: @escaping @Sendable (String) throws -> String = { _ in
                                  throw MediaError.io("no network")
                              }) throws -> [Source] {
-        try read(arguments: arguments, s3: s3, hlsVariant: hlsVariant, http: http, saved: nil, fetchText: fetchText).sources
+        try read(arguments: arguments, clock: clock, s3: s3, hlsVariant: hlsVariant, http: http, saved: nil,
+                 fetchText: fetchText).sources
     }
 
     /// `parse`, reading a playlist or MPD argument from the documents
@@ -102,12 +103,12 @@ public struct Source: Equatable, Sendable {
     /// server gone serves what is cached), and saving those it fetches.
     /// `fromSaved`: the listings read from saved documents, which the
     /// mount reads again in the background.
-    public static func read(arguments: [String], s3: S3Mount? = nil, hlsVariant: HLSListing.VariantChoice = .highest,
+    public static func read(arguments: [String], clock: Clock, s3: S3Mount? = nil, hlsVariant: HLSListing.VariantChoice = .highest,
                             http: HTTPOptions = HTTPOptions(), saved: SavedPresentations?,
                             fetchText: @escaping @Sendable (String) throws -> String)
         throws -> (sources: [Source], fromSaved: [any Listing]) {
         // `http` reaches what a listing fetches besides text (an HLS key).
-        var context = ListingContext(http: http, fetchText: fetchText)
+        var context = ListingContext(clock: clock, http: http, fetchText: fetchText)
         context.hlsVariant = hlsVariant
         var sources: [Source] = []
         var fromSaved: [any Listing] = []

@@ -37,8 +37,8 @@ public enum TextFetch {
 
     /// The body of `url` as text, or a MediaError naming the URL (without
     /// credentials) and what went wrong. `timeout` bounds all hops together.
-    public static func get(_ url: String, options: HTTPOptions, timeout: Int = 30) throws -> String {
-        let answer = try fetch(FetchRequest(url: url), options: options, timeout: timeout)
+    public static func get(_ url: String, options: HTTPOptions, clock: Clock, timeout: Int = 30) throws -> String {
+        let answer = try fetch(FetchRequest(url: url), options: options, clock: clock, timeout: timeout)
         guard (200..<300).contains(answer.status) else {
             throw MediaError(ResponseHead(status: answer.status, headers: [:]).failure.errno,
                              "\(MediaError.redacted(url)): HTTP \(answer.status)")
@@ -49,10 +49,10 @@ public enum TextFetch {
     /// The answer to `request` after its redirects, whatever its status;
     /// a MediaError naming the URL when there is none (no connection, a
     /// timeout, a body over `maxBytes`, a redirect refused).
-    public static func fetch(_ request: FetchRequest, options: HTTPOptions, timeout: Int = 30,
+    public static func fetch(_ request: FetchRequest, options: HTTPOptions, clock: Clock, timeout: Int = 30,
                              maxBytes: Int = maxBytes) throws -> Answer {
         let shown = MediaError.redacted(request.url)
-        let deadline = Deadline.after(seconds: Double(timeout))
+        let deadline = Deadline.after(seconds: Double(timeout), clock: clock)
         var hop = try CurlHop(request, options: options)
         while true {
             let sink = Sink(limit: maxBytes)

@@ -25,7 +25,7 @@ public final class CacheLock: Sendable {
     /// Takes the lock, polling up to `wait` seconds while another process
     /// holds it. Throws EBUSY naming the directory and, when it can be read,
     /// the holder's pid.
-    public init(directory: String, wait: Double) throws {
+    public init(directory: String, wait: Double, clock: Clock) throws {
         self.directory = directory
         path = directory + "/lock"
         var fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -47,7 +47,7 @@ public final class CacheLock: Sendable {
             close(fd)
             throw MediaError(EINVAL, "the cache lock \(path) is not a regular file")
         }
-        let deadline = Deadline.after(seconds: min(max(wait, 0), 3600))
+        let deadline = Deadline.after(seconds: min(max(wait, 0), 3600), clock: clock)
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }

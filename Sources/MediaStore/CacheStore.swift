@@ -106,11 +106,11 @@ public final class CacheStore: Sendable {
     /// Answers not accessed for `maxAge` seconds (the age of a partial
     /// entry the evictor drops) are dropped. Without it (a damaged file, a
     /// symlink in its place), answers are saved as entry directories, as
-    /// they were before it.
-    public func openAnswers(maxAge: Double? = nil) {
+    /// they were before it. `now`: wall-clock seconds, what the age is from.
+    public func openAnswers(maxAge: Double? = nil, now: Double) {
         guard !answers.isOpen else { return }
         do {
-            try answers.open(accessedAfter: maxAge.map { Int64(Clock.system.wall() - $0) })
+            try answers.open(accessedAfter: maxAge.map { Int64(now - $0) })
         } catch {
             Log.warning("\(error)")
         }

@@ -52,7 +52,7 @@ public struct Deadline: Sendable {
         self.clock = clock
     }
 
-    public static func after(seconds: Double, clock: Clock = .system) -> Deadline {
+    public static func after(seconds: Double, clock: Clock) -> Deadline {
         Deadline(at: clock.monotonic() + max(seconds, 0), clock: clock)
     }
 

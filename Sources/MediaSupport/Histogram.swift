@@ -34,14 +34,9 @@ public final class Histogram: Sendable {
         }
     }
 
-    /// Seconds on the monotonic clock, for `observe(since:)`.
-    public static func now() -> Double {
-        Clock.system.monotonic()
-    }
-
-    /// Records the time since `start` (from `now()`).
-    public func observe(since start: Double) {
-        observe(Self.now() - start)
+    /// Records the time since `start`, read from `clock.monotonic()`.
+    public func observe(since start: Double, on clock: Clock) {
+        observe(clock.monotonic() - start)
     }
 
     public struct Snapshot: Sendable, Equatable {

@@ -39,17 +39,14 @@ public final class Statistics: Sendable {
     private let responses = Locked([Int64](repeating: 0, count: ResponseClass.allCases.count))
     /// How long FUSE reads took, from the call to the bytes in the buffer,
     /// and how long learning a file's length and validators took.
-    public let timings = Timings()
+    public let timings: Timings
     private let writePause: CacheWritePause
     /// After a failed cache write, reads pass through for this long.
     public static var passThroughSeconds: Int64 { CacheWritePause.seconds }
 
     public init(clock: Clock) {
+        timings = Timings(clock: clock)
         writePause = CacheWritePause(clock: clock)
-    }
-
-    public convenience init() {
-        self.init(clock: .system)
     }
 
     /// Whether arriving bytes should be written into the cache now.

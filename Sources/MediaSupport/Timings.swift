@@ -5,4 +5,10 @@ import Synchronization
 public final class Timings: Sendable {
     public let readWait = Histogram()
     public let probeDuration = Histogram()
+    /// The mount's clock: the waits are measured on its monotonic time.
+    public let clock: Clock
+
+    init(clock: Clock) {
+        self.clock = clock
+    }
 }

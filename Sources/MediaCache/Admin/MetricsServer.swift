@@ -27,6 +27,8 @@ public final class MetricsServer: Sendable {
         var catalog: Catalog?
     }
     private let serving = Locked(Serving())
+    /// The mount's clock: each connection's time limit is on it.
+    private let clock: Clock
 
     /// Binds and listens on `address`; throws naming it when that fails.
     /// `bind(2)` of a socket address of either family.
@@ -38,7 +40,8 @@ public final class MetricsServer: Sendable {
         }
     }
 
-    public init(address: MetricsAddress, exposition: MetricsExposition) throws {
+    public init(address: MetricsAddress, exposition: MetricsExposition, clock: Clock) throws {
+        self.clock = clock
         self.address = address
         self.exposition = exposition
         let domain = address.family == .ipv6 ? AF_INET6 : AF_INET
@@ -131,7 +134,7 @@ public final class MetricsServer: Sendable {
     }
 
     private func serve(_ connection: Int32) {
-        let deadline = Self.monotonic() + Self.connectionSeconds
+        let deadline = clock.monotonic() + Self.connectionSeconds
         guard let head = readHead(connection, deadline: deadline) else { return }
         let (status, body) = answer(to: head)
         let method = head.split(separator: " ", maxSplits: 1).first ?? ""
@@ -187,7 +190,7 @@ public final class MetricsServer: Sendable {
     /// deadline, on an error, or when `stop()` was called.
     private func wait(for connection: Int32, events: Int32, deadline: Double) -> Bool {
         while true {
-            let left = deadline - Self.monotonic()
+            let left = deadline - clock.monotonic()
             guard left > 0 else { return false }
             var fds = [pollfd(fd: connection, events: Int16(events), revents: 0),
                        pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
@@ -196,9 +199,5 @@ public final class MetricsServer: Sendable {
             guard ready > 0, fds[1].revents == 0 else { return false }
             return fds[0].revents & Int16(events) != 0 || fds[0].revents & Int16(POLLHUP | POLLERR) == 0
         }
-    }
-
-    private static func monotonic() -> Double {
-        Clock.system.monotonic()
     }
 }

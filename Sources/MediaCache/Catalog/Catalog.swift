@@ -4,22 +4,23 @@
 // lookup (the one lookup that waits for it) and again, in the background on
 // the listings worker, once `dirCacheTime` has passed or the user asks:
 // meanwhile, and while its server is down, lookups answer from the last
-// listing (Catalog+Listings.swift). A file in use is a FileLoader, one per
+// listing (ListingService). A file in use is a FileLoader, one per
 // URL however many names lead to it (two loaders on one cache entry would
 // fight); an idle one is an EntryRecord, which answers stats and listings
 // and is counted by the evictor, until a use makes its loader again. A
-// listed entry of unknown size is probed without a loader (RecordProbe,
-// Catalog+RecordProbes.swift): its answer goes into its record, so a scan
-// that stats every file makes no loader. The Flusher persists metadata,
-// turns idle loaders back into records and applies the cache limits
-// (Catalog+Flushing.swift).
+// listed entry of unknown size is probed without a loader (RecordProber):
+// its answer goes into its record, so a scan that stats every file makes no
+// loader. The maintenance's flusher persists metadata, turns idle loaders
+// back into records and applies the cache limits (CatalogMaintenance).
+// Opening a file may preload the next ones (Preloader). The catalog is the
+// tree's lookups, and composes those parts over one shared `state`.
 //
 // Lock: `state` (CatalogState: the tree, loaders, records, probes under
 // way, unsaved answers) is a `Locked`, so nothing reaches it without the
 // lock. Taken before a loader's lock (to make, check or retire one), never
 // after; never held while fetching a listing or calling into a loader that
-// may wait. The network thread never takes it: record probes' answers are
-// taken on a worker of their own (Catalog+RecordProbes.swift).
+// may wait. The network thread never waits for it: record probes' answers
+// are taken on a worker of their own (RecordProber).
 import CSystem
 import Foundation
 #if canImport(Glibc)
@@ -32,16 +33,6 @@ public final class Catalog: Sendable {
     /// How long a directory listing is believed before it is fetched again,
     /// unless the mount says otherwise (`--dir-cache-time`).
     public static let defaultDirCacheTime: Double = 300
-    /// A listing that failed to refresh is tried again after this long (or
-    /// the directory cache time, when shorter); its old listing is served.
-    public static let listingRetry: Double = 30
-    /// Loaders turned into records in one pass past which the heap's holes
-    /// are given back (a listing's probed entries, about 1 KiB each).
-    static let trimAfterRetiring = 1_000
-    static let trimDuringPass = 10_000
-    /// Probe answers saved between two looks at the catalog's lock; the
-    /// flusher is woken when this many wait (AnswerJournal: a few µs each).
-    static let saveBatch = 512
 
     /// What opening a file preloads of the files after it, in source order.
     public struct PreloadNext: Sendable, Equatable {
@@ -86,23 +77,11 @@ public final class Catalog: Sendable {
     let settings: LoaderSettings
     /// The flusher, the evictor, the room under the limits.
     let maintenance: CatalogMaintenance
-    var evictor: CacheEvictor? { maintenance.evictor }
-    var budget: CacheBudget? { maintenance.budget }
-    var flusher: Flusher { maintenance.flusher }
-    var answersSaved: Locked<Int> { maintenance.answersSaved }
-    /// Listings' context, workers, read-again arguments and health.
+    /// Listed directories: their refreshes, saved copies, VODs, archives
+    /// and health.
     let listingService: ListingService
-    var listingContext: ListingContext { listingService.context }
-    var dirCacheTime: Double { listingService.dirCacheTime }
-    var listings: Worker { listingService.refreshes }
-    var listingSaves: Worker { listingService.saves }
-    var readAgain: Locked<ReadAgain> { listingService.readAgain }
-    var health: Locked<[String: SourceHealth]> { listingService.health }
-    var archives: Bool { listingService.archives }
     /// A listing's background probes and the worker their answers go to.
-    let recordProber = RecordProber()
-    var feeder: ProbeFeeder { recordProber.feeder }
-    var probeAnswers: Worker { recordProber.answers }
+    let recordProber: RecordProber
     private let preloader: Preloader
     /// Validators older than this are checked on open; nil: never.
     private let revalidateAfter: Double?
@@ -121,30 +100,27 @@ public final class Catalog: Sendable {
     public init(sources: [Source], sourceIsRoot: Bool = false, store: CacheStore, fetcher: Fetching,
                 settings: LoaderSettings, http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil,
                 limits: CacheLimits? = nil, revalidateAfter: Double? = 60,
-                dirCacheTime: Double = Catalog.defaultDirCacheTime, statistics: Statistics = Statistics(),
+                dirCacheTime: Double = Catalog.defaultDirCacheTime, statistics: Statistics? = nil,
                 hlsVariant: HLSListing.VariantChoice = .highest, readAgain: [any Listing] = [], archives: Bool = true) {
         precondition(!sourceIsRoot || (sources.count == 1 && sources[0].isDirectory),
                      "only one directory source can be the mount root")
+        let statistics = statistics ?? Statistics(clock: settings.clock)
         self.statistics = statistics
         self.store = store
-        self.fetcher = SegmentedFetcher(base: fetcher, vods: sources.compactMap(\.vod), store: store)
+        self.fetcher = SegmentedFetcher(clock: settings.clock, base: fetcher, vods: sources.compactMap(\.vod), store: store)
         self.settings = settings
-        var listingContext = ListingContext(http: http, timeout: Int(settings.timeout))
-        // A VOD a listing finds is chosen as the arguments' are.
-        listingContext.hlsVariant = hlsVariant
-        listingService = ListingService(context: listingContext, dirCacheTime: dirCacheTime, readAgain: readAgain,
-                                        archives: archives)
-        preloader = Preloader(next: preloadNext)
         self.revalidateAfter = revalidateAfter
-        maintenance = CatalogMaintenance(store: store, limits: limits)
-        let budget = maintenance.budget
+        // The flusher and the room under the limits come first: the
+        // loaders' context carries the budget, and the state its context.
+        let flusher = Flusher(interval: Catalog.flushInterval, clock: settings.clock)
+        let budget = CatalogMaintenance.budget(for: limits, waking: flusher)
         let context = LoaderContext(store: store, fetcher: self.fetcher, settings: settings, statistics: statistics,
                                     budget: budget, openFiles: OpenDataFiles(capacity: OpenDataFiles.defaultCapacity),
                                     segmented: self.fetcher)
         // Every loader that comes to stand for a URL has its changes reach
         // the kernel under every name of it.
         let changeHandler = self.changeHandler
-        var initial = CatalogState(store: store, context: context, tracksMembership: maintenance.evictor != nil,
+        var initial = CatalogState(store: store, context: context, tracksMembership: limits != nil,
                                    listedRoot: sourceIsRoot ? sources[0] : nil) { loader in
             Catalog.watchChanges(of: loader, through: changeHandler)
         }
@@ -152,20 +128,25 @@ public final class Catalog: Sendable {
         // entries reads 100,000 small files, and the disk serves several
         // at once. Nothing else touches the cache before `start`. No
         // loader is made: most entries of a big mount are only ever stat'ed.
-        store.openAnswers(maxAge: limits?.maxAgePartial)
+        store.openAnswers(maxAge: limits?.maxAgePartial, now: settings.clock.wall())
         var seen = Set<String>()
         let urls = sources.filter { !$0.isDirectory && seen.insert($0.url).inserted }.map(\.url)
         initial.records.reserveCapacity(urls.count)
         for (url, record) in zip(urls, CatalogState.loadRecords(urls, from: store)) { initial.records[url] = record }
         for source in sources where !sourceIsRoot { _ = initial.insert(source, into: initial.root) }
-        state = Locked(initial, rank: .catalogState)
-        feeder.starting(with: { [weak self] url, settled in self?.probeListed(url, then: settled) ?? false },
-                        withoutWaiting: { [weak self] url, settled -> Bool? in
-                            // Not `self?.… ?? false`: that would read a taken lock (nil) as "skip".
-                            guard let self else { return false }
-                            return self.probeListed(url, waiting: false, then: settled)
-                        },
-                        whenDrained: { [weak self] in self?.flusher.wake() })
+        let state = Locked(initial, rank: .catalogState)
+        self.state = state
+        maintenance = CatalogMaintenance(flusher: flusher, budget: budget, limits: limits, state: state, store: store,
+                                         statistics: statistics, clock: settings.clock)
+        var listingContext = ListingContext(clock: settings.clock, http: http, timeout: Int(settings.timeout))
+        // A VOD a listing finds is chosen as the arguments' are.
+        listingContext.hlsVariant = hlsVariant
+        let wakeFlusher: @Sendable () -> Void = { flusher.wake() }
+        listingService = ListingService(context: listingContext, dirCacheTime: dirCacheTime, readAgain: readAgain,
+                                        archives: archives, state: state, store: store, fetcher: self.fetcher,
+                                        settings: settings, wakeFlusher: wakeFlusher)
+        recordProber = RecordProber(state: state, fetcher: self.fetcher, settings: settings, wakeFlusher: wakeFlusher)
+        preloader = Preloader(next: preloadNext, state: state)
     }
 
     /// Has a change of the loader's file reach the kernel under every name
@@ -198,31 +179,21 @@ public final class Catalog: Sendable {
     /// holds their pages.
     public func start(onChange: ChangeHandler? = nil) {
         changeHandler.withLock { $0 = onChange }
-        // The first pass before any request: until the room under the
-        // limits is measured there is none, and reads would wait for it,
-        // readahead and preload would fetch nothing.
-        applyLimits()
-        let maintenance = self.maintenance
-        flusher.start(prologue: { [self] in
-            store.emptyTrash()
-            // The metadata read at mount left its buffers' holes.
-            mediafs_malloc_trim()
-        }, pass: { [self] due, pressed in
-            flushPass(due: due, pressed: pressed)
-        // A pass runs when the room is pressed too (CatalogMaintenance.isPressed).
-        }, isPressed: { maintenance.isPressed })
+        let (listingService, recordProber) = (self.listingService, self.recordProber)
+        maintenance.start(readAgain: { listingService.readSavedAgainIfDue() },
+                          probesDrained: { recordProber.feeder.takeDrained() })
     }
 
     /// Stops and joins the background threads, ends the network, and
     /// persists everything; call before exit. Safe to call twice.
     public func stop() {
-        flusher.stop()
+        maintenance.flusher.stop()
         recordProber.stop()
         listingService.stop()
-        preloader.worker.stop(drain: false)
+        preloader.stop()
         fetcher.shutdown()
-        flushAll()
-        saveUnsaved(until: .distantFuture)
+        maintenance.flushAll()
+        maintenance.saveUnsaved(until: .distantFuture)
         store.stop()
     }
 
@@ -250,8 +221,7 @@ public final class Catalog: Sendable {
     }
 
     public func flushAll() {
-        let (live, retiredInUse) = state.withLock { (Array($0.loaders.values), $0.retiredInUse) }
-        for loader in live + retiredInUse { loader.flush() }
+        maintenance.flushAll()
     }
 
     // MARK: The tree
@@ -265,7 +235,7 @@ public final class Catalog: Sendable {
     func directory(at parts: some Collection<String>) throws -> Directory {
         var current = state.withLock { $0.root }
         for part in parts {
-            try listIfDue(current)
+            try listingService.listIfDue(current)
             let directory = current
             switch state.withLock({ $0.child(part, of: directory) }) {
             case .directory(let next)?: current = next
@@ -273,7 +243,7 @@ public final class Catalog: Sendable {
             case nil: throw MediaError(ENOENT, "no such file or directory")
             }
         }
-        try listIfDue(current)
+        try listingService.listIfDue(current)
         return current
     }
 
@@ -290,7 +260,7 @@ public final class Catalog: Sendable {
         }
         switch found.child {
         case .directory(let directory)?:
-            try listIfDue(directory)
+            try listingService.listIfDue(directory)
             return .directory
         case .file?:
             guard let loader = found.loader else { throw MediaError(ENOENT, "no such file") }
@@ -329,17 +299,17 @@ public final class Catalog: Sendable {
         }
         switch child {
         case .directory(let directory)?:
-            try listIfDue(directory)
+            try listingService.listIfDue(directory)
             return nil
         case .file(let url)?:
             if let known { return known }
             if let (probe, new) = probe {
                 if new {
-                    startRecordProbe(probe, url: url, priority: .read)
+                    recordProber.startRecordProbe(probe, url: url, priority: .read)
                 } else {
                     probe.promote()
                 }
-                return try awaitRecordProbe(probe, url: url, path: path)
+                return try recordProber.awaitRecordProbe(probe, url: url, path: path)
             }
             guard let loader else { throw MediaError(ENOENT, "no such file") }
             return try loader.attributes()
@@ -395,7 +365,7 @@ public final class Catalog: Sendable {
             }
             return (entries, unknown)
         }
-        feeder.add(unknown)
+        recordProber.add(unknown)
         return entries
     }
 
@@ -409,6 +379,14 @@ public final class Catalog: Sendable {
     /// logs (credentials removed); nil when the root holds the sources.
     public var rootListingURL: String? {
         state.withLock { $0.root.url }.map(MediaError.redacted)
+    }
+
+    /// `user.mediafs.refresh` on a listed directory: lists it again now and
+    /// returns once it is done (ListingService.refresh); EINVAL for any
+    /// other directory.
+    public func refresh(_ path: String) throws {
+        let directory = try directory(at: components(path))
+        try listingService.refresh(directory, shown: path.isEmpty ? "/" : path)
     }
 
     // MARK: Runtime sources
@@ -434,17 +412,8 @@ public final class Catalog: Sendable {
     public func remove(name: String) throws {
         let trimmed = String(name.trimmingSpaces)
         let dropped = try state.withLock { try $0.removeFromRoot(trimmed) }
-        settle(dropped)
+        FileLoader.settle(dropped)
         Log.info("removed \(trimmed)")
-    }
-
-    /// Stops what dropped loaders were fetching and saves their metadata.
-    /// Call without the lock.
-    func settle(_ dropped: [FileLoader]) {
-        for loader in dropped {
-            loader.stopTransfers()
-            loader.flush()
-        }
     }
 
     // MARK: Opening
@@ -461,31 +430,10 @@ public final class Catalog: Sendable {
     /// A file was opened: preload the leading bytes of the next files in
     /// its directory, as a feed does so the next item starts at once.
     public func opened(_ path: String) {
-        guard let preloadNext = preloader.next else { return }
+        guard preloader.next != nil else { return }
         var parts = components(path)
         guard let name = parts.popLast(), let parent = try? directory(at: parts) else { return }
-        let next: [FileLoader] = state.withLock { state in
-            var following: [FileLoader] = []
-            let order = state.names(of: parent)
-            guard let index = order.firstIndex(of: name) else { return [] }
-            for sibling in order[(index + 1)...] where following.count < preloadNext.count {
-                if case .file(let url)? = state.child(sibling, of: parent),
-                   let loader = state.liveLoader(url: url, path: parent.path + "/" + sibling) {
-                    following.append(loader)
-                }
-            }
-            return following
-        }
-        guard !next.isEmpty else { return }
-        preloader.worker.submit {
-            for loader in next {
-                do {
-                    try loader.preload(limit: preloadNext.bytes)
-                } catch {
-                    Log.warning("preload of \(loader.source.displayURL): \(error)")
-                }
-            }
-        }
+        preloader.opened(name, in: parent)
     }
 
     // MARK: The whole mount
@@ -521,7 +469,7 @@ public final class Catalog: Sendable {
         let usage = cacheUsage()
         let eviction = state.withLock { $0.lastEviction }
         let stats = Stats(entries: Int64(usage.entries), cachedBytes: usage.cachedBytes,
-                          cacheMaxSize: evictor?.limits.maxSize ?? 0, pinnedBytes: eviction.pinnedBytes,
+                          cacheMaxSize: maintenance.evictor?.limits.maxSize ?? 0, pinnedBytes: eviction.pinnedBytes,
                           pinnedOverLimit: eviction.pinnedOverLimit, bytesFromCache: counters.bytesFromCache,
                           bytesFromNetwork: counters.bytesFromNetwork, requests: counters.requests,
                           transfersInFlight: counters.transfersInFlight, kernelReadOpens: counters.kernelReadOpens,
@@ -532,8 +480,8 @@ public final class Catalog: Sendable {
                           scanBytesServed: counters.servedByClass[ReadClass.scan.rawValue],
                           graceResumes: counters.graceResumes, transfersYielded: counters.transfersYielded,
                           scanReadsDelayed: counters.scanReadsDelayed, lookaheadRequests: counters.lookaheadFetches,
-                          limitPasses: Int64(budget?.counts.passes ?? 0),
-                          roomWaitsUnanswered: Int64(budget?.counts.unansweredWaits ?? 0))
+                          limitPasses: Int64(maintenance.budget?.counts.passes ?? 0),
+                          roomWaitsUnanswered: Int64(maintenance.budget?.counts.unansweredWaits ?? 0))
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = .sortedKeys
@@ -541,19 +489,10 @@ public final class Catalog: Sendable {
         return (try? encoder.encode(stats)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
-    /// Notes how a source's server answered (nil: it did) for `status`.
-    func noteHealth(of origin: String, failure: String?) {
-        let now = Int64(settings.clock.wall())
-        health.withLock { health in
-            let known = health[origin] ?? SourceHealth(origin: origin, state: "reachable", since: now, error: "")
-            health[origin] = known.after(failure: failure, at: now)
-        }
-    }
-
     /// The root's `sources`: each listed or read-again source's health,
     /// as a JSON array in origin order.
     public func sourcesJSON() -> String {
-        let all = health.withLock { $0.values.sorted { $0.origin < $1.origin } }
+        let all = listingService.sourceHealth
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(all)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"

@@ -1,22 +1,53 @@
-// The catalog's upkeep: the flusher thread that saves metadata and applies
-// the cache limits, the evictor that applies them, the room under the
-// limits new bytes take (`CacheBudget`, which wakes the flusher when it is
-// pressed), and the count of probe answers saved since the heap was last
-// trimmed. Made with the catalog; the catalog's passes run on its thread
-// (Catalog+Flushing.swift).
+// The catalog's upkeep: the flusher thread (Flusher.swift owns when its
+// passes run) and what a pass does: save loaders' metadata, turn idle
+// loaders back into records, save the probe answers kept with records, and
+// apply the cache limits through the evictor, measuring the room under them
+// that new bytes take (`CacheBudget`, which wakes the flusher when it is
+// pressed).
+//
+// Shares the catalog's `state`; calls loaders (flush, idleRecord) without it.
+import CSystem
+import Foundation
+
 final class CatalogMaintenance: Sendable {
-    let flusher = Flusher(interval: Catalog.flushInterval)
+    /// Loaders turned into records in one pass past which the heap's holes
+    /// are given back (a listing's probed entries, about 1 KiB each).
+    static let trimAfterRetiring = 1_000
+    static let trimDuringPass = 10_000
+    /// Probe answers saved between two looks at the catalog's lock; the
+    /// flusher is woken when this many wait (AnswerJournal: a few µs each).
+    static let saveBatch = 512
+
+    let flusher: Flusher
     /// Nil: no limits (`--cache-max-size` and its kind unset).
     let evictor: CacheEvictor?
     /// Room under the limits for new bytes, so they hold at every instant.
     let budget: CacheBudget?
     /// Probe answers saved since the heap was last trimmed (the flusher's).
-    let answersSaved = Locked(0)
+    private let answersSaved = Locked(0)
+    /// The catalog's tree, loaders and records.
+    private let state: Locked<CatalogState>
+    private let store: CacheStore
+    private let statistics: Statistics
+    private let clock: Clock
 
-    init(store: CacheStore, limits: CacheLimits?) {
+    /// `flusher` and `budget` are made before the catalog's state, whose
+    /// loaders' context carries the budget (`budget(for:waking:)`).
+    init(flusher: Flusher, budget: CacheBudget?, limits: CacheLimits?, state: Locked<CatalogState>,
+         store: CacheStore, statistics: Statistics, clock: Clock) {
+        self.flusher = flusher
+        self.budget = budget
         evictor = limits.map { CacheEvictor(store: store, limits: $0) }
-        let flusher = self.flusher
-        budget = limits.map { _ in CacheBudget { flusher.wake() } }
+        self.state = state
+        self.store = store
+        self.statistics = statistics
+        self.clock = clock
+    }
+
+    /// The room under `limits` (nil without limits): pressed, it wakes the
+    /// flusher, whose pass makes room at once.
+    static func budget(for limits: CacheLimits?, waking flusher: Flusher) -> CacheBudget? {
+        limits.map { _ in CacheBudget { flusher.wake() } }
     }
 
     /// Whether a pass is due now for the room's sake: a scan that found no
@@ -24,4 +55,215 @@ final class CatalogMaintenance: Sendable {
     /// scan's read that missed waited for room 2 s until the next timed
     /// pass, so 40 Jellyfin probes under a full scan budget took 25 s, not 3).
     var isPressed: Bool { budget.map { $0.isPressed || $0.isScanPressed } ?? false }
+
+    /// Applies the limits once now, then starts the flusher's thread. The
+    /// first pass comes before any request: until the room under the
+    /// limits is measured there is none, and reads would wait for it,
+    /// readahead and preload would fetch nothing. Each pass also runs
+    /// `readAgain` and asks `probesDrained` (see `flushPass`).
+    func start(readAgain: @escaping @Sendable () -> Void, probesDrained: @escaping @Sendable () -> Bool) {
+        applyLimits()
+        let store = self.store
+        flusher.start(prologue: {
+            store.emptyTrash()
+            // The metadata read at mount left its buffers' holes.
+            mediafs_malloc_trim()
+        }, pass: { [self] due, pressed in
+            flushPass(due: due, pressed: pressed, readAgain: readAgain, probesDrained: probesDrained)
+        // A pass runs when the room is pressed too (`isPressed`).
+        }, isPressed: { [self] in isPressed })
+    }
+
+    /// Saves every loader's metadata, those retired while in use included.
+    func flushAll() {
+        let (live, retiredInUse) = state.withLock { (Array($0.loaders.values), $0.retiredInUse) }
+        for loader in live + retiredInUse { loader.flush() }
+    }
+
+    /// One pass of the flusher. Woken early when a write found no room:
+    /// room is made at once, and a flush runs only when one is due. Woken
+    /// for a backlog (a listing's probed entries): loaders to records, and
+    /// their answers saved, a slice at a time.
+    /// `readAgain`: what else is due each pass (ListingService's reading
+    /// again of saved arguments); `probesDrained`: whether a listing's
+    /// probes ended since it was last asked (RecordProber's feeder).
+    func flushPass(due: Bool, pressed: Bool, readAgain: () -> Void, probesDrained: () -> Bool) -> Flusher.Backlog {
+        let retiredNow = flushAndRetire(flushing: due)
+        let saved = saveUnsaved(until: Deadline.after(seconds: Flusher.saveSlice, clock: clock))
+        if due || pressed { applyLimits() }
+        readAgain()
+        // A listing's probes free as much as they took (a request, a
+        // transfer and buffers an entry), in holes malloc keeps: 20 MiB of
+        // 190 at 100,000 entries; so do loaders turned into records. Given
+        // back here, off the network thread, and every 10,000 answers while
+        // the probes run: else the peak of a cold `ls -l` of 100,000 held
+        // 6 MiB more.
+        let answersSinceTrim = answersSaved.withLock { count in
+            count += saved
+            return count
+        }
+        if probesDrained() || retiredNow >= Self.trimAfterRetiring || answersSinceTrim >= Self.trimDuringPass {
+            mediafs_malloc_trim()
+            answersSaved.withLock { $0 = 0 }
+        }
+        let (unsaved, loaders) = state.withLock { ($0.unsaved.count, $0.loaders.count) }
+        return unsaved > 0 ? .answers : loaders >= Self.trimAfterRetiring ? .loaders : .none
+    }
+
+    /// The flusher's pass over the loaders: each one's metadata saved
+    /// (unless `flushing` is false), then, when nothing else holds it (no
+    /// open handle, queued probe, preload or listing) and nothing is in
+    /// flight, it is turned into a record. One at a time, so a pass over a
+    /// listing's 100,000 probed entries frees them as it goes. A loader
+    /// something else holds stays live, so a record never misses what it
+    /// did since. Returns how many became records.
+    @discardableResult
+    func flushAndRetire(flushing: Bool = true) -> Int {
+        let (urls, retiredInUse) = state.withLock { (Array($0.loaders.keys), $0.retiredInUse) }
+        if flushing { for loader in retiredInUse { loader.flush() } }
+        var count = 0
+        for url in urls {
+            // A probe's unsaved answer goes with the record: saving it
+            // first would hold a listing's loaders for the whole pass.
+            guard retireIfIdle(url) || flushing && flushLoader(of: url) && retireIfIdle(url) else { continue }
+            count += 1
+            // Saving a listing's probed entries takes seconds: what they
+            // held is given back as the pass goes, not only at its end.
+            if count % Self.trimDuringPass == 0 { mediafs_malloc_trim() }
+        }
+        if count > 0 { Log.debug("\(count) of \(urls.count) loaders idle: kept as records") }
+        return count
+    }
+
+    /// Returns holding no reference to the loader; false when it has none.
+    @inline(never)
+    private func flushLoader(of url: String) -> Bool {
+        let loader = state.withLock { $0.loaders[url] }
+        loader?.flush()
+        return loader != nil
+    }
+
+    private func retireIfIdle(_ url: String) -> Bool {
+        let store = self.store
+        return state.withLock { state in
+            // Out of the dictionary, so that only this reference counts.
+            guard var loader = state.loaders.removeValue(forKey: url) else { return false }
+            guard isKnownUniquelyReferenced(&loader), let idle = loader.idleRecord() else {
+                state.loaders[url] = loader
+                return false
+            }
+            // Unique and idle under the lock: nothing changes its data file now.
+            var record = idle.record
+            if record.cachedBytes > 0 { record.allocatedBytes = EntryRecord.allocatedBytes(forKey: url, in: store) }
+            state.records[url] = record
+            if let meta = idle.unsaved {
+                state.unsaved[url] = CatalogState.ProbeAnswer(info: meta.info, validated: meta.lastValidated)
+            }
+            return true
+        }
+    }
+
+    /// Saves the probe answers kept with records, a batch at a time, until
+    /// `deadline`. A loader made for one while it is written starts from
+    /// it, and saves its own again after: the last save is the loader's.
+    @discardableResult
+    func saveUnsaved(until deadline: Deadline) -> Int {
+        var saved = 0
+        while !deadline.hasPassed {
+            let batch: [(url: String, meta: EntryMeta)] = state.withLock { state in
+                var batch: [(url: String, meta: EntryMeta)] = []
+                for (url, answer) in state.unsaved {
+                    batch.append((url, answer.meta(url: url, record: state.records[url])))
+                    if batch.count == Self.saveBatch { break }
+                }
+                for entry in batch {
+                    state.unsaved[entry.url] = nil
+                    state.saving[entry.url] = entry.meta
+                }
+                // Emptied, it gives its buckets back (16 MiB at 100,000).
+                if state.unsaved.isEmpty { state.unsaved = [:] }
+                return batch
+            }
+            guard !batch.isEmpty else { return saved }
+            saved += batch.count
+            do {
+                try store.saveAnswers(batch.map(\.meta))
+            } catch {
+                // Costs probes at the next mount, as a failed flush would.
+                statistics.cacheWriteFailed(error as? MediaError ?? MediaError.io("\(error)"))
+            }
+            state.withLock { state in
+                for entry in batch {
+                    state.saving[entry.url] = nil
+                    state.loaders[entry.url]?.markUnsaved()
+                }
+            }
+        }
+        return saved
+    }
+
+    /// One eviction pass over the mount's loaders and records, measuring
+    /// the room left.
+    func applyLimits() {
+        let (byURL, recorded, changed) = state.withLock { state in
+            // Retired loaders still in use count as mounted: their bytes are
+            // freed through them, never from under them.
+            state.dropDeadRetired()
+            var byURL = state.loaders
+            for (url, weak) in state.retired where byURL[url] == nil {
+                if let loader = weak.loader { byURL[url] = loader }
+            }
+            // Only what holds bytes: a copy of every record would be copied
+            // whole (18 MiB at 100,000) by the first probe answer the pass met.
+            var recorded: [(url: String, record: EntryRecord)] = []
+            for (url, record) in state.records where record.allocatedBytes > 0 { recorded.append((url, record)) }
+            let changed = state.membershipChanged.map { (url: $0, mounted: state.isMounted($0)) }
+            state.membershipChanged = []
+            return (byURL, recorded, changed)
+        }
+        let membership = CacheEvictor.Membership(all: { [self] in
+            state.withLock { state in
+                Array(state.loaders.keys) + Array(state.records.keys) + state.retired.keys.filter(state.isMounted)
+            }
+        }, changed: changed)
+        // Where each URL is, found once a pass and only if a record must go.
+        var paths: [String: String]?
+        guard let report = evictor?.run(mounted: byURL, records: recorded, membership: membership, budget: budget,
+                                        now: Int64(clock.wall()),
+                                        removing: { [self] url, remove in
+            // Under the lock that making a loader (and loading its metadata) holds.
+            state.withLock { state in
+                guard state.loaders[url] == nil, state.retired[url]?.loader == nil else { return false }
+                remove()
+                state.removals += 1
+                state.records[url]?.dropBytes()
+                return true
+            }
+        }, loading: { [self] url in
+            state.withLock { state in
+                if paths == nil { paths = state.pathsOfFiles() }
+                guard let path = paths?[url] else { return nil }
+                return state.liveLoader(url: url, path: path)
+            }
+        }) else { return }
+        statistics.countEvictions(report.evictedEntries)
+        noteEviction(report)
+    }
+
+    /// Keeps the last pass's report, and says once when pinned bytes alone
+    /// come to exceed the size limit, and once when they fit again.
+    private func noteEviction(_ report: CacheEvictor.Report) {
+        let was = state.withLock { state in
+            let was = state.lastEviction.pinnedOverLimit
+            state.lastEviction = report
+            return was
+        }
+        guard was != report.pinnedOverLimit, let limit = evictor?.limits.maxSize else { return }
+        if report.pinnedOverLimit {
+            Log.warning("pinned files take \(report.pinnedBytes) bytes, more than the cache limit of \(limit): "
+                        + "every unpinned byte is evicted and new bytes pass uncached; unpin some files")
+        } else {
+            Log.info("pinned files fit under the cache limit again (\(report.pinnedBytes) of \(limit) bytes)")
+        }
+    }
 }

@@ -2,7 +2,7 @@
 // back into records and applies the cache limits, every `interval`, sooner
 // while there is a backlog (a listing's probed entries), and at once when a
 // write found no room under the limits. It owns only the timing; what a
-// pass does is the catalog's (`Catalog+Flushing.swift`).
+// pass does is CatalogMaintenance's.
 //
 // Lock: `condition` guards `stopped` and `running`; a pass runs without it.
 import Foundation
@@ -32,8 +32,12 @@ final class Flusher: Sendable {
     }
     private let state = ConditionLocked(State(), rank: .flusher)
 
-    init(interval: Double) {
+    /// The mount's clock: the passes are timed on it.
+    private let clock: Clock
+
+    init(interval: Double, clock: Clock) {
         self.interval = interval
+        self.clock = clock
     }
 
     /// Starts the thread: `prologue` once, then `pass(flushDue, pressed)`
@@ -46,7 +50,7 @@ final class Flusher: Sendable {
         state.withLock { $0.running = true }
         let thread = Thread { [self] in
             prologue()
-            var flushDue = Deadline.after(seconds: interval)
+            var flushDue = Deadline.after(seconds: interval, clock: clock)
             var wake = flushDue
             while true {
                 let stop = state.withScope { scope -> Bool in
@@ -56,11 +60,11 @@ final class Flusher: Sendable {
                 }
                 if stop { break }
                 let due = flushDue.hasPassed
-                if due { flushDue = Deadline.after(seconds: interval) }
+                if due { flushDue = Deadline.after(seconds: interval, clock: clock) }
                 switch pass(due, isPressed()) {
                 case .none: wake = flushDue
-                case .answers: wake = Deadline.after(seconds: Self.saveSlice)
-                case .loaders: wake = flushDue.earlier(Deadline.after(seconds: Self.backlogInterval))
+                case .answers: wake = Deadline.after(seconds: Self.saveSlice, clock: clock)
+                case .loaders: wake = flushDue.earlier(Deadline.after(seconds: Self.backlogInterval, clock: clock))
                 }
             }
             state.withScope { scope in

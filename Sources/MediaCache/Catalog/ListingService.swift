@@ -1,11 +1,25 @@
-// What the catalog's listings run on: how they reach their sources, how
-// long a listing is believed, the worker that refreshes them (one at a
-// time, off the lookups' threads) and the one that saves them into the
-// cache (drained at stop; a refresh is not), the arguments read at mount
-// from their saved copies to read again, each source's last outcome, and
-// whether archives are shown as folders. The refresh and discovery rules
-// are Catalog+Listings, +ListedVODs, +ListedArchives and +ReadAgain.
+// The catalog's listed directories and what listings find. A directory is
+// listed through its Listing on the first lookup, which waits; it is
+// refreshed in the background on the refreshes worker once due or when the
+// user asks, while lookups answer from the last listing. A failure keeps the
+// last listing and is tried again after `listingRetry`. No lock is held
+// while a listing is fetched. What a listing shows is saved (a remount
+// answers from it), its VODs become their files (ListingService+VODs) and
+// its archives folders of their members (ListingService+Archives);
+// arguments read at mount from saved copies are read again from the network
+// (ListingService+ReadAgain). Each source's last outcome is its health.
+//
+// Shares the catalog's `state` (the tree, loaders and records), under the
+// catalog's lock rules: never held while fetching or calling a loader that
+// may wait.
+import CSystem
+import Foundation
+
 final class ListingService: Sendable {
+    /// A listing that failed to refresh is tried again after this long (or
+    /// the directory cache time, when shorter); its old listing is served.
+    static let listingRetry: Double = 30
+
     /// What listings reach their sources with.
     let context: ListingContext
     /// How long a listing is believed before it is fetched again.
@@ -15,19 +29,34 @@ final class ListingService: Sendable {
     /// Saves of listings into the cache, drained at stop (a refresh is not).
     let saves = Worker(name: "mediafs-listing-saves")
     /// The arguments read at mount from their saved copies, to read again
-    /// from the network (Catalog+ReadAgain.swift).
+    /// from the network (ListingService+ReadAgain.swift).
     let readAgain: Locked<ReadAgain>
     /// Each listed or read-again source's last outcome, by origin.
-    let health = Locked<[String: SourceHealth]>([:])
+    private let health = Locked<[String: SourceHealth]>([:])
     /// Whether a listing's archives are shown as folders of their members
     /// (`--archives`, on unless turned off).
     let archives: Bool
+    /// The catalog's tree, loaders and records.
+    let state: Locked<CatalogState>
+    let store: CacheStore
+    /// Registers the VODs and archive members listings find.
+    let fetcher: SegmentedFetcher
+    let settings: LoaderSettings
+    /// Has the flusher save the answers a listing left (CatalogMaintenance).
+    private let wakeFlusher: @Sendable () -> Void
 
-    init(context: ListingContext, dirCacheTime: Double, readAgain: [any Listing], archives: Bool) {
+    init(context: ListingContext, dirCacheTime: Double, readAgain: [any Listing], archives: Bool,
+         state: Locked<CatalogState>, store: CacheStore, fetcher: SegmentedFetcher, settings: LoaderSettings,
+         wakeFlusher: @escaping @Sendable () -> Void) {
         self.context = context
         self.dirCacheTime = dirCacheTime
         self.readAgain = Locked(ReadAgain(listings: readAgain))
         self.archives = archives
+        self.state = state
+        self.store = store
+        self.fetcher = fetcher
+        self.settings = settings
+        self.wakeFlusher = wakeFlusher
     }
 
     /// A refresh under way finishes (its fetch is bounded by the timeout);
@@ -35,5 +64,179 @@ final class ListingService: Sendable {
     func stop() {
         refreshes.stop(drain: false)
         saves.stop(drain: true)
+    }
+
+    // MARK: Listing
+
+    /// Lists a directory never listed, waiting for it; has a listed one
+    /// refreshed in the background when it is due, answering from the old
+    /// listing meanwhile.
+    func listIfDue(_ directory: CatalogState.Directory) throws {
+        guard directory.listing != nil else { return }
+        let now = settings.clock.monotonic()
+        let (listed, due) = state.withLock { state in
+            (state.isListed(directory), state.claimRefresh(of: directory, at: now))
+        }
+        if !listed {
+            // A remount answers from the last listing, and has it refreshed.
+            guard listSaved(directory) else { return try fetchListing(of: directory) }
+            try listIfDue(directory)
+        } else if due {
+            let queued = refreshes.submit { [self] in
+                try? fetchListing(of: directory)
+                state.withLock { $0.refreshEnded(of: directory) }
+            }
+            if !queued { state.withLock { $0.refreshEnded(of: directory) } }
+        }
+    }
+
+    /// Lists a directory and replaces its names. On failure the old listing
+    /// stays, and is tried again after `listingRetry`.
+    func fetchListing(of directory: CatalogState.Directory) throws {
+        guard let listing = directory.listing else { return }
+        let sources: [Source]
+        do {
+            sources = try listing.list(in: context)
+        } catch {
+            let failure = error as? MediaError ?? MediaError.io("\(error)")
+            let retryAt = settings.clock.monotonic() + min(dirCacheTime, Self.listingRetry)
+            let listed = state.withLock { state in
+                state.listingFailed(of: directory, retryAt: retryAt)
+                return state.isListed(directory)
+            }
+            Log.error("listing \(listing.origin): \(failure.message)" + (listed ? "; serving its last listing" : ""))
+            noteHealth(of: listing.origin, failure: failure.message)
+            throw failure
+        }
+        noteHealth(of: listing.origin, failure: nil)
+        // What it lists is saved; its VODs are shown as their files.
+        let (vods, changedVODs) = withVODs(sources, of: listing)
+        let shown = withArchives(vods, of: listing)
+        guard let (result, unsaved) = relist(directory, with: shown, believedFor: dirCacheTime) else { return }
+        FileLoader.settle(result.dropped)
+        let changes = applyChanges(result.changed)
+        revalidateChanged(changedVODs)
+        if listing.refreshes { save(sources, of: directory) }
+        // What the listing said of its files waits to be saved.
+        if unsaved >= CatalogMaintenance.saveBatch { wakeFlusher() }
+        // The page's text, its parse and the metadata read for it leave
+        // holes between what stays (3 MiB of a remount's listing of 100,000).
+        if result.new >= CatalogMaintenance.trimAfterRetiring {
+            mediafs_malloc_trim()
+            // Again once the saved copy is written and let go (a listing of
+            // 100,000 S3 objects and its copy held 30 MiB).
+            if listing.refreshes { saves.submit { mediafs_malloc_trim() } }
+        }
+        Log.debug("listed \(listing.origin): \(shown.count) entries"
+                  + (result.dropped.isEmpty ? "" : ", \(result.dropped.count) files gone")
+                  + (changes == 0 ? "" : ", \(changes) files changed"))
+    }
+
+    /// `user.mediafs.refresh` on a listed directory: lists it again now, on
+    /// the refreshes worker (after any refresh already queued), and returns
+    /// once it is done. Lookups meanwhile answer from the old listing; a
+    /// failure keeps it and is thrown. `shown`: its path, for messages.
+    func refresh(_ directory: CatalogState.Directory, shown: String) throws {
+        guard directory.listing != nil else { throw MediaError(EINVAL, "\(shown) is not a listed directory") }
+        let outcome = OneShot<Result<Void, MediaError>>()
+        let queued = refreshes.submit { [self] in
+            do {
+                try fetchListing(of: directory)
+                outcome.fulfil(.success(()))
+            } catch {
+                outcome.fulfil(.failure(error as? MediaError ?? MediaError.io("\(error)")))
+            }
+        }
+        guard queued else { throw MediaError(ESHUTDOWN, "the mount is stopping") }
+        // The refresh ahead of it, then its own: each bounded by the timeout.
+        switch outcome.wait(until: Deadline.after(seconds: 2 * settings.timeout + 1, clock: settings.clock)) {
+        case .success?: Log.info("refreshed the listing of \(shown)")
+        case .failure(let error)?: throw error
+        case nil: throw MediaError(ETIMEDOUT, "the listing of \(shown) is still being fetched")
+        }
+    }
+
+    /// Has each file a listing may show changed compare and, if it did
+    /// change, drop its bytes and the kernel's pages now (off the lock: a
+    /// change frees bytes). Returns how many changed.
+    private func applyChanges(_ changed: [(loader: FileLoader, listed: ContentInfo)]) -> Int {
+        changed.reduce(0) { count, change in count + (change.loader.listingShows(change.listed) ? 1 : 0) }
+    }
+
+    /// Replaces a directory's names by `sources`, believed for
+    /// `believedFor` seconds. The metadata of files new to the mount is
+    /// read first, in parallel and without the lock (see
+    /// CatalogState.newFiles). nil when `unlessListed` and a listing came
+    /// meanwhile; else what relisting left to do, and how many answers
+    /// wait to be saved.
+    private func relist(_ directory: CatalogState.Directory, with sources: [Source], believedFor: Double,
+                        unlessListed: Bool = false) -> (result: CatalogState.Listed, unsaved: Int)? {
+        let (isNew, removals) = state.withLock { $0.newFiles(in: sources) }
+        let read = CatalogState.loadRecords(zip(sources, isNew).compactMap { $1 ? $0.url : nil }, from: store)
+        let now = settings.clock.monotonic()
+        return state.withLock { state in
+            if unlessListed && state.isListed(directory) { return nil }
+            return (state.relist(directory, with: sources, isNew: isNew, read: read, readAt: removals, at: now,
+                                 believedFor: believedFor), state.unsaved.count)
+        }
+    }
+
+    /// Lists a directory from the listing saved in the cache, due for a
+    /// refresh at once; false when none was saved. Its VODs are read from
+    /// their saved playlists (one never saved is left out until that
+    /// refresh reads it).
+    private func listSaved(_ directory: CatalogState.Directory) -> Bool {
+        guard let listing = directory.listing, listing.refreshes, let url = directory.url,
+              let saved = store.loadListing(url: url) else { return false }
+        let all = saved.entries.map { entry in
+            Source(name: entry.name, url: entry.url,
+                   kind: entry.isDirectory ? .directory(listing.subdirectory(at: entry.url)) : .file(entry.info))
+        }
+        // In the listing's order, each VOD where its playlist was, each
+        // archive's folder where its first volume was.
+        let sources = withArchives(all.flatMap { entry in
+            !entry.isDirectory && Presentation.mayName(entry.url) ? savedVODs([entry]) : [entry]
+        }, of: listing, fromSaved: true)
+        // A listing fetched meanwhile is newer than the saved one.
+        if let result = relist(directory, with: sources, believedFor: 0, unlessListed: true)?.result {
+            FileLoader.settle(result.dropped)
+            _ = applyChanges(result.changed)
+        }
+        Log.debug("listed \(listing.origin) from its saved listing: \(sources.count) entries; refreshing it")
+        return true
+    }
+
+    /// Keeps a listing in the cache, on the saves worker (a listing of
+    /// 100,000 names is a 15 MB write).
+    private func save(_ sources: [Source], of directory: CatalogState.Directory) {
+        guard let url = directory.url else { return }
+        let store = self.store
+        saves.submit {
+            let saved = SavedListing(url: url, entries: sources.map { source in
+                SavedListing.Entry(name: source.name, url: source.url, isDirectory: source.isDirectory,
+                                   info: source.listedInfo)
+            })
+            do {
+                try store.saveListing(saved)
+            } catch {
+                Log.warning("\((error as? MediaError)?.message ?? "\(error)"); the next mount lists it again")
+            }
+        }
+    }
+
+    // MARK: Health
+
+    /// Notes how a source's server answered (nil: it did).
+    func noteHealth(of origin: String, failure: String?) {
+        let now = Int64(settings.clock.wall())
+        health.withLock { health in
+            let known = health[origin] ?? SourceHealth(origin: origin, state: "reachable", since: now, error: "")
+            health[origin] = known.after(failure: failure, at: now)
+        }
+    }
+
+    /// Each listed or read-again source's health, in origin order.
+    var sourceHealth: [SourceHealth] {
+        health.withLock { $0.values.sorted { $0.origin < $1.origin } }
     }
 }

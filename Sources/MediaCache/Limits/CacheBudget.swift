@@ -164,14 +164,13 @@ public final class CacheBudget: Sendable {
     /// at most: a read that must fetch gives the evictor the chance to free
     /// older bytes first. Returns whether they fit.
     @discardableResult
-    func awaitRoom(_ count: Int64, timeout: Double, for readClass: ReadClass = .play) -> Bool {
+    func awaitRoom(_ count: Int64, until deadline: Deadline, for readClass: ReadClass = .play) -> Bool {
         let started: (wake: Bool, pass: Int)? = locked { state in
             guard Self.room(state, readClass) < count else { return nil }
             return (Self.press(&state, short: true, readClass), state.passes)
         }
         guard let (wake, pass) = started else { return true }
         if wake { onPressure() }
-        let deadline = Deadline.after(seconds: timeout)
         return state.withScope { scope in
             while Self.room(scope.state, readClass) < count && scope.state.passes <= pass + (wake ? 0 : 1) {
                 if !scope.wait(until: deadline) { break }

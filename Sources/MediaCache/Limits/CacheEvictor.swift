@@ -176,7 +176,7 @@ public struct CacheEvictor: Sendable {
     /// entry is evicted; without it, records are never evicted.
     @discardableResult
     public func run(mounted: [String: FileLoader] = [:], records: [(url: String, record: EntryRecord)] = [],
-                    membership: Membership = Membership(), budget: CacheBudget? = nil, now: Int64 = Int64(Clock.system.wall()),
+                    membership: Membership = Membership(), budget: CacheBudget? = nil, now: Int64,
                     removing: ((_ url: String, _ remove: () -> Void) -> Bool)? = nil,
                     loading: ((_ url: String) -> FileLoader?)? = nil) -> Report {
         let mark = budget?.mark ?? 0

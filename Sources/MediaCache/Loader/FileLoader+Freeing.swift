@@ -35,6 +35,16 @@ extension FileLoader {
         lock.withLock { stopAllTransfers(&$0) }
     }
 
+    /// Loaders that left the mount (a relisting dropped them, a name was
+    /// removed): what they fetch stops and their metadata is saved. Call
+    /// without the catalog's lock.
+    static func settle(_ dropped: [FileLoader]) {
+        for loader in dropped {
+            loader.stopTransfers()
+            loader.flush()
+        }
+    }
+
     func stopAllTransfers(_ state: inout LoaderState, exceptWaitedOn: Bool = false) {
         state.fetches.countStop()
         for (id, transfer) in state.fetches.transfers where !transfer.cancelled {

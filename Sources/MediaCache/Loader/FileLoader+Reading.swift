@@ -20,7 +20,8 @@ extension FileLoader {
             // first, so that its bytes are cached too.
             let missing = Int64(wanted.count) - lock.withLock { $0.bytes.present.overlapCount(with: wanted) }
             if missing > 0 {
-                budget.awaitRoom(missing, timeout: min(settings.timeout, Self.roomWait), for: pattern.readClass)
+                budget.awaitRoom(missing, until: Deadline.after(seconds: min(settings.timeout, Self.roomWait), clock: settings.clock),
+                                 for: pattern.readClass)
             }
         }
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(end - offset)])

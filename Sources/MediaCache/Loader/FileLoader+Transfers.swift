@@ -100,7 +100,7 @@ extension FileLoader {
             problem = head.failure
         }
         if let problem {
-            if let seconds = head.retryAfterSeconds {
+            if let seconds = head.retryAfterSeconds(now: settings.clock.wall()) {
                 state.fetches.retry(at: now() + min(seconds, settings.timeout))
             }
             state.fetches.setLastError(problem)

@@ -85,7 +85,7 @@ public final class FileLoader: TransferDelegate, Sendable {
     }
 
     public convenience init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
-                            statistics: Statistics = Statistics(), budget: CacheBudget? = nil,
+                            statistics: Statistics? = nil, budget: CacheBudget? = nil,
                             openFiles: OpenDataFiles = OpenDataFiles()) {
         self.init(source: source, context: LoaderContext(store: store, fetcher: fetcher, settings: settings,
                                                          statistics: statistics, budget: budget, openFiles: openFiles))

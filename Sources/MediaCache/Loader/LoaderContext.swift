@@ -19,13 +19,14 @@ public final class LoaderContext: Sendable {
     /// URL, and a listing may find a VOD after the loader was made.
     let segmented: SegmentedFetcher?
 
-    public init(store: CacheStore, fetcher: Fetching, settings: LoaderSettings, statistics: Statistics = Statistics(),
+    public init(store: CacheStore, fetcher: Fetching, settings: LoaderSettings, statistics: Statistics? = nil,
                 budget: CacheBudget? = nil, openFiles: OpenDataFiles = OpenDataFiles(),
                 segmented: SegmentedFetcher? = nil) {
         self.store = store
         self.fetcher = fetcher
         self.settings = settings
-        self.statistics = statistics
+        // Counted on the settings' clock unless the mount shares its own.
+        self.statistics = statistics ?? Statistics(clock: settings.clock)
         self.budget = budget
         self.openFiles = openFiles
         self.segmented = segmented

@@ -37,9 +37,10 @@ public enum ArchiveReader {
         public var rounds: Int
     }
 
-    public static func index(_ format: Format, volumes: [Volume], fetcher: Fetching, timeout: Double) throws -> Result {
+    public static func index(_ format: Format, volumes: [Volume], fetcher: Fetching, timeout: Double,
+                             clock: Clock) throws -> Result {
         // Round 1: every head at once; the answers give the lengths.
-        let heads = try read(volumes.indices.map { ($0, 0..<headBytes) }, of: volumes, fetcher: fetcher, timeout: timeout)
+        let heads = try read(volumes.indices.map { ($0, 0..<headBytes) }, of: volumes, fetcher: fetcher, timeout: timeout, clock: clock)
         let known = heads.map { (length: $0.length, etag: $0.etag, lastModified: $0.lastModified) }
         var parsed = try zip(volumes, heads).map { volume, head in
             try ArchiveVolume(name: volume.name, length: head.length, head: head.bytes)
@@ -57,7 +58,7 @@ public enum ArchiveReader {
             guard wanted.allSatisfy({ parsed.indices.contains($0.0) && !$0.1.isEmpty }) else {
                 throw MediaError.io("\(volumes[0].name): its index asked for a range outside its volumes")
             }
-            let answers = try read(wanted, of: volumes, fetcher: fetcher, timeout: timeout)
+            let answers = try read(wanted, of: volumes, fetcher: fetcher, timeout: timeout, clock: clock)
             for ((volume, range), answer) in zip(wanted, answers) {
                 // A volume that changed length between two reads is no one set.
                 guard answer.length == known[volume].length, answer.etag == known[volume].etag else {
@@ -88,7 +89,7 @@ public enum ArchiveReader {
     /// `reads` (volume, range), all started at once; their answers in order,
     /// or the first failure, naming its volume.
     private static func read(_ reads: [(Int, Range<Int64>)], of volumes: [Volume], fetcher: Fetching,
-                             timeout: Double) throws -> [VolumeRead.Answer] {
+                             timeout: Double, clock: Clock) throws -> [VolumeRead.Answer] {
         let results = ConditionLocked<[Swift.Result<VolumeRead.Answer, MediaError>?]>(Array(repeating: nil, count: reads.count))
         var started: [TransferID] = []
         for (slot, (volume, range)) in reads.enumerated() {
@@ -99,7 +100,7 @@ public enum ArchiveReader {
                 }
             })
         }
-        let deadline = Deadline.after(seconds: timeout)
+        let deadline = Deadline.after(seconds: timeout, clock: clock)
         let answered = results.withScope { scope in
             while scope.state.contains(where: { $0 == nil }) {
                 guard scope.wait(until: deadline) else { return !scope.state.contains(where: { $0 == nil }) }

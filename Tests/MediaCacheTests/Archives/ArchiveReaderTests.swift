@@ -30,7 +30,7 @@ final class ArchiveReaderTests: XCTestCase {
     func testARAR5Set_isIndexedInTwoRoundsOfRangedReads_andItsMembersAreUnarsBytes() throws {
         let names = ["rar5-vols.part1.rar", "rar5-vols.part2.rar", "rar5-vols.part3.rar"]
         let volumes = try serve(names, under: "rar")
-        let read = try ArchiveReader.index(.rar, volumes: volumes, fetcher: fake, timeout: 10)
+        let read = try ArchiveReader.index(.rar, volumes: volumes, fetcher: fake, timeout: 10, clock: .system)
         XCTAssertLessThanOrEqual(read.rounds, 2)
         XCTAssertTrue(fake.gets.allSatisfy { $0.range != nil && $0.range!.count <= ArchiveReader.headBytes })
         for url in volumes.map(\.url) { XCTAssertLessThanOrEqual(fake.gets.filter { $0.request.url == url }.count, 2) }
@@ -46,7 +46,7 @@ final class ArchiveReaderTests: XCTestCase {
 
     func testTheSavedIndex_readsBackAsItWas_andAHostileOneIsNone() throws {
         let volumes = try serve(["rar3-old.rar", "rar3-old.r00", "rar3-old.r01"], under: "rar")
-        let read = try ArchiveReader.index(.rar, volumes: volumes, fetcher: fake, timeout: 10)
+        let read = try ArchiveReader.index(.rar, volumes: volumes, fetcher: fake, timeout: 10, clock: .system)
         let urls = volumes.map(\.url)
         let text = SavedArchiveIndex.encode(read, urls: urls)
         let back = try XCTUnwrap(SavedArchiveIndex.decode(text, urls: urls))
@@ -64,11 +64,11 @@ final class ArchiveReaderTests: XCTestCase {
 
     func testAZip_isIndexedByRangesAndAVolumeThatIsNotOneFailsNamingIt() throws {
         let zip = try serve(["stored.zip"], under: "zip")
-        let read = try ArchiveReader.index(.zip, volumes: zip, fetcher: fake, timeout: 10)
+        let read = try ArchiveReader.index(.zip, volumes: zip, fetcher: fake, timeout: 10, clock: .system)
         XCTAssertEqual(Set(read.index.members.map(\.path)), ["film/a.bin", "café.txt", "empty"])
         fake.add("http://h.example/lib/fake.rar", bytes: [UInt8](repeating: 7, count: 200_000))
         XCTAssertThrowsError(try ArchiveReader.index(.rar, volumes: [.init(name: "fake.rar", url: "http://h.example/lib/fake.rar")],
-                                                     fetcher: fake, timeout: 10)) { error in
+                                                     fetcher: fake, timeout: 10, clock: .system)) { error in
             XCTAssertTrue("\(error)".contains("fake.rar"), "\(error)")
         }
     }

@@ -38,7 +38,7 @@ final class CatalogTests: XCTestCase {
 
     func testNames_duplicatedAcrossSources_getNumberedBeforeTheExtensionInOrder() throws {
         let sources = try Source.parse(arguments: ["https://a.example/a.mp4", "https://b.example/a.mp4",
-                                                   "https://c.example/x/a.mp4"])
+                                                   "https://c.example/x/a.mp4"], clock: .system)
         XCTAssertEqual(try catalog(sources).names, ["a.mp4", "a (2).mp4", "a (3).mp4"])
     }
 
@@ -186,7 +186,7 @@ final class CatalogTests: XCTestCase {
         XCTAssertTrue(fetcher.waitUntil { _ in (try? c.list("/").allSatisfy { $0.knownAttributes != nil }) == true })
         c.stop()
         let store = try CacheStore(root: base)
-        store.openAnswers()
+        store.openAnswers(now: Clock.system.wall())
         XCTAssertEqual(urls.filter { store.loadMeta(forKey: $0)?.info.length != 3 }, [])
         // One file, not an entry directory each (two new inodes, 300 µs).
         XCTAssertEqual(store.entries().count, 0)

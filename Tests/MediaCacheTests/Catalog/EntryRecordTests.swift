@@ -130,7 +130,7 @@ final class EntryRecordTests: XCTestCase {
             try fill(c)
             first = try c.file(at: "/a.bin")
         }()
-        XCTAssertEqual(c.flushAndRetire(), 1)
+        XCTAssertEqual(c.maintenance.flushAndRetire(), 1)
         XCTAssertNil(first, "the loader outlived its retirement")
         XCTAssertTrue(c.allLoaders.isEmpty)
         XCTAssertEqual(c.cacheUsage().entries, 1)
@@ -156,7 +156,7 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertFalse(try c.file(at: "/a.bin").knowsInfo)
         _ = try c.list("/")
         XCTAssertTrue(fetcher.waitUntil { _ in c.allLoaders.first?.knowsInfo == true })
-        XCTAssertTrue(fetcher.waitUntil { _ in c.flushAndRetire(flushing: false) == 1 })
+        XCTAssertTrue(fetcher.waitUntil { _ in c.maintenance.flushAndRetire(flushing: false) == 1 })
         try checkTheUnsavedAnswerIsUsedAndSaved(c)
     }
 
@@ -179,7 +179,7 @@ final class EntryRecordTests: XCTestCase {
         _ = try c.list("/")
         XCTAssertTrue(fetcher.waitUntil { _ in (try? c.list("/").first?.knownAttributes) != nil })
         XCTAssertNil(store.loadMeta(forKey: url))
-        c.saveUnsaved(until: .distantFuture)
+        c.maintenance.saveUnsaved(until: .distantFuture)
         // All the answer said, though only its size and date are kept with the record.
         let meta = try XCTUnwrap(store.loadMeta(forKey: url))
         XCTAssertEqual(meta.info, ContentInfo(length: Int64(Self.size), contentType: "video/mp4", etag: "\"v1\"",
@@ -193,17 +193,17 @@ final class EntryRecordTests: XCTestCase {
         let c = catalog()
         try fill(c)
         let held = try c.file(at: "/a.bin")
-        XCTAssertEqual(c.flushAndRetire(), 0)
+        XCTAssertEqual(c.maintenance.flushAndRetire(), 0)
         XCTAssertTrue(try c.file(at: "/a.bin") === held, "two loaders on one cache entry")
     }
 
     func testARecordOnlyEntry_isEvictedThroughALoader_keepingItsValidatorsAndNoBytes() throws {
         let c = catalog(limits: evictEverything)
-        c.applyLimits()
+        c.maintenance.applyLimits()
         try fill(c)
-        XCTAssertEqual(c.flushAndRetire(), 1)
+        XCTAssertEqual(c.maintenance.flushAndRetire(), 1)
         XCTAssertEqual(c.cacheUsage().cachedBytes, Int64(Self.size))
-        c.applyLimits()
+        c.maintenance.applyLimits()
         XCTAssertEqual(c.statistics.snapshot.evictions, 1)
         // Evicted through a loader made for it: the bytes go, the validators stay.
         XCTAssertEqual(store.loadMeta(forKey: url)?.present.isEmpty, true)
@@ -217,11 +217,11 @@ final class EntryRecordTests: XCTestCase {
         // The evictor learns of a file that left only from the catalog's
         // notes: unnoted, its bytes would stay past every limit.
         let c = catalog(limits: evictEverything)
-        c.applyLimits()
+        c.maintenance.applyLimits()
         try fill(c)
-        XCTAssertEqual(c.flushAndRetire(), 1)
+        XCTAssertEqual(c.maintenance.flushAndRetire(), 1)
         try c.remove(name: "a.bin")
-        c.applyLimits()
+        c.maintenance.applyLimits()
         XCTAssertNil(store.loadMeta(forKey: url), "the entry of a file no longer mounted was kept")
         XCTAssertEqual(c.statistics.snapshot.evictions, 1)
     }
@@ -230,10 +230,10 @@ final class EntryRecordTests: XCTestCase {
         // Its loader is retired, kept weakly while something uses it; once
         // it is gone the file has left, and the next pass must hear of it.
         let c = catalog(limits: evictEverything)
-        c.applyLimits()
+        c.maintenance.applyLimits()
         try fill(c)
         try c.remove(name: "a.bin")
-        c.applyLimits()
+        c.maintenance.applyLimits()
         XCTAssertEqual(store.loadMeta(forKey: url)?.present.byteCount ?? 0, 0, "bytes of a removed file were kept")
     }
 
@@ -242,31 +242,31 @@ final class EntryRecordTests: XCTestCase {
         // learned the new version as if new, and the kernel kept serving
         // the old version's pages.
         let c = catalog(limits: evictEverything, revalidateAfter: 0)
-        c.applyLimits()
+        c.maintenance.applyLimits()
         try fill(c)
-        XCTAssertEqual(c.flushAndRetire(), 1)
+        XCTAssertEqual(c.maintenance.flushAndRetire(), 1)
         fetcher.update(url) {
             $0.bytes = content.map { $0 ^ 0xFF }
             $0.etag = "\"v2\""
         }
-        c.applyLimits()
+        c.maintenance.applyLimits()
         XCTAssertEqual(c.statistics.snapshot.evictions, 1)
-        XCTAssertEqual(c.flushAndRetire(), 1)
+        XCTAssertEqual(c.maintenance.flushAndRetire(), 1)
         XCTAssertTrue(try c.willOpen(c.file(at: "/a.bin")), "the change went unseen: the kernel would serve old pages")
     }
 
     func testEvictingARecordOnlyEntry_whileLoadersAreMadeForIt_neverReadsWrongBytes() throws {
         let c = catalog(limits: evictEverything)
-        c.applyLimits()
+        c.maintenance.applyLimits()
         let stop = Atomic(false)
         let retiredSoFar = Atomic(0)
         // The flusher's pass, again and again: loaders to records, records evicted.
         let flusher = Background { () -> Int in
             var retired = 0
             while !stop.load(ordering: .relaxed) {
-                retired += c.flushAndRetire()
+                retired += c.maintenance.flushAndRetire()
                 retiredSoFar.store(retired, ordering: .relaxed)
-                c.applyLimits()
+                c.maintenance.applyLimits()
             }
             return retired
         }
@@ -297,13 +297,13 @@ final class EntryRecordTests: XCTestCase {
         // evictor's passes see it come and go (its entry read back from
         // disk, evicted, then its own again) while loaders read it.
         let c = catalog(limits: evictEverything)
-        c.applyLimits()
+        c.maintenance.applyLimits()
         let stop = Atomic(false)
         let flusher = Background { () -> Int in
             var passes = 0
             while !stop.load(ordering: .relaxed) {
-                c.flushAndRetire()
-                c.applyLimits()
+                c.maintenance.flushAndRetire()
+                c.maintenance.applyLimits()
                 passes += 1
             }
             return passes
@@ -315,7 +315,7 @@ final class EntryRecordTests: XCTestCase {
         // waits for the next add.
         let turns = ConditionLocked((adds: 0, found: 0, stopped: false))
         // Only bounds a stalled machine.
-        let deadline = Deadline.after(seconds: 60)
+        let deadline = Deadline.after(seconds: 60, clock: .system)
         let churn = Background { () -> Int in
             while true {
                 try c.remove(name: "a.bin")

@@ -97,13 +97,13 @@ final class CacheBudgetTests: XCTestCase {
 
     func testAwaitRoom_withRoomEnough_returnsAtOnceAndWakesNoOne() {
         let budget = budget(room: 100)
-        XCTAssertTrue(budget.awaitRoom(100, timeout: 10))
+        XCTAssertTrue(budget.awaitRoom(100, until: .after(seconds: 10, clock: .system)))
         XCTAssertEqual(pressureCount, 0)
     }
 
     func testAwaitRoom_wakesTheEvictor_andReturnsWhenItsPassMadeRoom() throws {
         let budget = budget(room: 0)
-        let waiting = Background { budget.awaitRoom(100, timeout: 10) }
+        let waiting = Background { budget.awaitRoom(100, until: .after(seconds: 10, clock: .system)) }
         XCTAssertEqual(awaitPressures(1), 1, "the waiter woke the evictor once")
         budget.measured(room: 200, since: budget.mark, lowWater: 0)
         XCTAssertTrue(try waiting.result())
@@ -112,7 +112,7 @@ final class CacheBudgetTests: XCTestCase {
     func testAwaitRoom_waitsForOnePassOnly_notForTheTimeout() throws {
         let budget = budget(room: 0)
         let started = Date()
-        let waiting = Background { budget.awaitRoom(100, timeout: 10) }
+        let waiting = Background { budget.awaitRoom(100, until: .after(seconds: 10, clock: .system)) }
         XCTAssertEqual(awaitPressures(1), 1, "the waiter woke the evictor once")
         budget.measured(room: 50, since: budget.mark, lowWater: 0)
         XCTAssertFalse(try waiting.result())
@@ -122,7 +122,7 @@ final class CacheBudgetTests: XCTestCase {
     func testAwaitRoom_withNoPass_givesUpAtTheTimeout() {
         let budget = budget(room: 0)
         let started = Date()
-        XCTAssertFalse(budget.awaitRoom(100, timeout: 0.05))
+        XCTAssertFalse(budget.awaitRoom(100, until: .after(seconds: 0.05, clock: .system)))
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.04)
         XCTAssertEqual(budget.counts.unansweredWaits, 1, "a wait no pass answered is counted")
     }
@@ -130,7 +130,7 @@ final class CacheBudgetTests: XCTestCase {
     /// Waits for the evictor's `count`th wake-up (10 s at most, a bound
     /// against a hang only); the wake-ups so far.
     private func awaitPressures(_ count: Int) -> Int {
-        let deadline = Deadline.after(seconds: 10)
+        let deadline = Deadline.after(seconds: 10, clock: .system)
         return pressures.withScope { scope in
             while scope.state < count && scope.wait(until: deadline) {}
             return scope.state

@@ -100,7 +100,7 @@ final class CacheEvictorTests: XCTestCase {
         let evictor = evictor()
         let remover = Remover()
         // The first pass leaves a mounted file's entry to its loader or record.
-        XCTAssertEqual(evictor.run(membership: CacheEvictor.Membership(all: { [self.url] })).usedBytes, 0)
+        XCTAssertEqual(evictor.run(membership: CacheEvictor.Membership(all: { [self.url] }), now: Int64(time(nil))).usedBytes, 0)
         let left = underADescriptorLimitOf3 {
             evictor.run(membership: CacheEvictor.Membership(changed: [(url: url, mounted: false)]),
                         now: Int64(time(nil)), removing: remover.remove)

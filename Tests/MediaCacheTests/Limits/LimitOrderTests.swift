@@ -107,7 +107,7 @@ final class LimitOrderTests: XCTestCase {
         limits.minFree = 0
         // Room for the newer file whole and half of the older one.
         limits.maxSize = newer.usage().allocatedBytes + older.usage().allocatedBytes / 2
-        CacheEvictor(store: store, limits: limits).run(mounted: [urls[0]: older, urls[1]: newer])
+        CacheEvictor(store: store, limits: limits).run(mounted: [urls[0]: older, urls[1]: newer], now: Int64(Clock.system.wall()))
         XCTAssertEqual(newer.status().cachedBytes, newerCached, "the newest file keeps every byte")
         XCTAssertLessThan(older.status().cachedBytes, olderCached, "the older file gave its bytes")
         fetcher.release()

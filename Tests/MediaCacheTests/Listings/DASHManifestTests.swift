@@ -125,7 +125,7 @@ final class DASHManifestTests: XCTestCase {
             <AdaptationSet contentType="audio" lang="en"><SegmentTemplate media="en/$Number$.m4s" duration="2"/>
             <Representation id="a1" bandwidth="64"/><Representation id="a2" bandwidth="128"/></AdaptationSet>
             """)
-        var context = ListingContext()
+        var context = ListingContext(clock: .system)
         let sources = try DASHListing.sources(url: base, xml: xml, name: nil, in: context)
         XCTAssertEqual(sources.map(\.name), ["manifest.mp4", "manifest.audio-en.mp4"])
         XCTAssertEqual(sources.map(\.url), [base + "#rep=high", base + "#rep=a2"])

@@ -53,7 +53,7 @@ final class HLSPlaylistTests: XCTestCase {
     func testAPlaylistWithoutAnEnd_parses_butHLSListingRefusesItAsLive() throws {
         let text = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nseg0.ts\n"
         XCTAssertFalse(try media(text).ends)
-        XCTAssertThrowsError(try HLSListing.sources(url: base, text: text, name: nil, in: ListingContext())) { error in
+        XCTAssertThrowsError(try HLSListing.sources(url: base, text: text, name: nil, in: ListingContext(clock: .system))) { error in
             XCTAssertTrue("\(error)".contains("live"), "\(error)")
             XCTAssertTrue("\(error)".contains(base), "\(error)")
         }
@@ -117,7 +117,7 @@ final class HLSPlaylistTests: XCTestCase {
 
     func testAKeyOnAnotherOrigin_isRefused_withoutBeingFetched() {
         let fetched = Locked<[String]>([])
-        let context = ListingContext(fetchText: { _ in "" }, fetch: { request, _ in
+        let context = ListingContext(clock: .system, fetchText: { _ in "" }, fetch: { request, _ in
             fetched.withLock { $0.append(request.url) }
             return TextFetch.Answer(status: 200, body: Data(repeating: 1, count: 16))
         })
@@ -126,7 +126,7 @@ final class HLSPlaylistTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("origin"), "\(error)")
         }
         XCTAssertEqual(fetched.withLock { $0 }, [])
-        let short = ListingContext(fetchText: { _ in "" }, fetch: { _, _ in TextFetch.Answer(status: 200, body: Data(count: 15)) })
+        let short = ListingContext(clock: .system, fetchText: { _ in "" }, fetch: { _, _ in TextFetch.Answer(status: 200, body: Data(count: 15)) })
         XCTAssertThrowsError(try HLSListing.sources(url: base, text: text.replacingOccurrences(of: "https://keys.example/k", with: "k"),
                                                     name: nil, in: short)) { error in
             XCTAssertTrue("\(error)".contains("15 bytes"), "\(error)")
@@ -177,7 +177,7 @@ final class HLSPlaylistTests: XCTestCase {
     func testAMasterPlaylist_becomesItsVariantsFile_andOneFilePerAudioRenditionOfItsGroup() throws {
         let fetched = Locked<[String]>([])
         let media = "#EXTM3U\n#EXT-X-MAP:URI=\"init.mp4\"\n#EXTINF:2,\n#EXT-X-BYTERANGE:100@0\ns.m4s\n#EXT-X-ENDLIST\n"
-        let context = ListingContext(fetchText: { url in
+        let context = ListingContext(clock: .system, fetchText: { url in
             fetched.withLock { $0.append(url) }
             return media
         })
@@ -194,7 +194,7 @@ final class HLSPlaylistTests: XCTestCase {
     func testASingleFilePlaylist_isListedWithItsExactLength_andNeedsNoProbe() throws {
         let text = "#EXTM3U\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000@0\nall.ts\n"
             + "#EXTINF:2,\n#EXT-X-BYTERANGE:2345@1000\nall.ts\n"
-        let sources = try HLSListing.sources(url: base, text: text, name: "Talk", in: ListingContext())
+        let sources = try HLSListing.sources(url: base, text: text, name: "Talk", in: ListingContext(clock: .system))
         XCTAssertEqual(sources.map(\.name), ["Talk.ts"])
         XCTAssertEqual(sources[0].listedInfo?.length, 3345)
         XCTAssertEqual(sources[0].listedInfo?.contentType, "video/mp2t")

@@ -139,8 +139,8 @@ final class ListingTests: XCTestCase {
     /// done, and one not queued never will be. False after 10 s.
     fileprivate func drainListings(_ catalog: Catalog) -> Bool {
         let done = OneShot<Void>()
-        guard catalog.listings.submit({ done.fulfil(()) }) else { return false }
-        return done.wait(until: Deadline.after(seconds: 10)) != nil
+        guard catalog.listingService.refreshes.submit({ done.fulfil(()) }) else { return false }
+        return done.wait(until: Deadline.after(seconds: 10, clock: .system)) != nil
     }
 }
 
@@ -205,7 +205,7 @@ extension ListingTests {
         XCTAssertTrue(try readAll(try c.file(at: "/library/a.mp4"), count: old.count) == old)
         if retire {
             // The loader gives way to its record, as one nobody uses does.
-            XCTAssertEqual(c.flushAndRetire(), 1)
+            XCTAssertEqual(c.maintenance.flushAndRetire(), 1)
         }
         if let newBytes {
             fetcher.update(url) { $0.bytes = newBytes; $0.etag = "\"v2\"" }

@@ -192,7 +192,7 @@ final class PlaylistTests: XCTestCase {
         let path = "\(dir)/mix.m3u8"
         let text = "\u{FEFF}#EXTM3U\r\n#EXTINF:1,A/B: C\r\nhttp://a.example/x/one.mp3\r\nhttp://a.example/x/Two%20Words.ogg\r\n"
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
-        XCTAssertEqual(try Source.parse(arguments: [path]), [
+        XCTAssertEqual(try Source.parse(arguments: [path], clock: .system), [
             Source(name: "A_B: C.mp3", url: "http://a.example/x/one.mp3"),
             Source(name: "Two Words.ogg", url: "http://a.example/x/Two%20Words.ogg"),
         ])
@@ -200,7 +200,7 @@ final class PlaylistTests: XCTestCase {
 
     func testSource_playlistUrl_isFetchedAndItsRelativeEntriesResolved() throws {
         let fetched = Locked<[String]>([])
-        let sources = try Source.parse(arguments: ["http://u:p@media.example/l/pl.m3u"]) { url in
+        let sources = try Source.parse(arguments: ["http://u:p@media.example/l/pl.m3u"], clock: .system) { url in
             fetched.withLock { $0.append(url) }
             return "#EXTINF:1,Intro\nintro.mp3\n"
         }
@@ -210,7 +210,7 @@ final class PlaylistTests: XCTestCase {
     }
 
     func testSource_hlsPlaylistUrl_errorDoesNotShowCredentials() {
-        XCTAssertThrowsError(try Source.parse(arguments: ["http://u:secret@live.example/index.m3u8"]) { _ in
+        XCTAssertThrowsError(try Source.parse(arguments: ["http://u:secret@live.example/index.m3u8"], clock: .system) { _ in
             "#EXTM3U\n#EXT-X-TARGETDURATION:6\n"
         }) { error in
             XCTAssertTrue("\(error)".contains("HLS"), "\(error)")

@@ -25,7 +25,7 @@ final class SavedPresentationsTests: XCTestCase {
 
     private func counting(_ texts: [String: String]) -> (ListingContext, Locked<Int>) {
         let asked = Locked(0)
-        let context = ListingContext(fetchText: { url in
+        let context = ListingContext(clock: .system, fetchText: { url in
             asked.withLock { $0 += 1 }
             guard let text = texts[url] else { throw MediaError.io("\(url): Couldn't connect to server") }
             return text

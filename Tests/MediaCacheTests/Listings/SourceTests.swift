@@ -29,7 +29,7 @@ final class SourceTests: XCTestCase {
 
     private func assertRejected(_ arguments: [String], mentioning parts: [String],
                                 file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertThrowsError(try Source.parse(arguments: arguments), file: file, line: line) { error in
+        XCTAssertThrowsError(try Source.parse(arguments: arguments, clock: .system), file: file, line: line) { error in
             XCTAssertEqual((error as? MediaError)?.errno, EINVAL, file: file, line: line)
             for part in parts {
                 XCTAssertTrue("\(error)".contains(part), "'\(error)' lacks '\(part)'", file: file, line: line)
@@ -40,7 +40,7 @@ final class SourceTests: XCTestCase {
     // MARK: URL arguments
 
     func testParse_urls_namesThemAfterTheirLastPathComponentInOrder() throws {
-        let sources = try Source.parse(arguments: ["https://a.example/films/b.mkv", "http://c.example/x/a.mp4?token=1"])
+        let sources = try Source.parse(arguments: ["https://a.example/films/b.mkv", "http://c.example/x/a.mp4?token=1"], clock: .system)
         XCTAssertEqual(sources, [Source(name: "b.mkv", url: "https://a.example/films/b.mkv"),
                                  Source(name: "a.mp4", url: "http://c.example/x/a.mp4?token=1")])
     }
@@ -67,8 +67,8 @@ final class SourceTests: XCTestCase {
         assertRejected(["http://user@mail@host.example/a.mp4"], mentioning: ["more than one '@'"])
         assertRejected(["http://u:p@ss@host.example/a.mp4"], mentioning: ["more than one '@'"])
         // One '@', and an encoded one in the user name: fine.
-        XCTAssertNoThrow(try Source.parse(arguments: ["http://user%40mail:pw@host.example/a.mp4"]))
-        XCTAssertNoThrow(try Source.parse(arguments: ["http://host.example/a@b.mp4"]))
+        XCTAssertNoThrow(try Source.parse(arguments: ["http://user%40mail:pw@host.example/a.mp4"], clock: .system))
+        XCTAssertNoThrow(try Source.parse(arguments: ["http://host.example/a@b.mp4"], clock: .system))
     }
 
     func testParse_urlWithASpaceOrABackslash_isRefused() {
@@ -88,16 +88,16 @@ final class SourceTests: XCTestCase {
 
     func testIsMountRoot_oneDirectoryURL_isTheRoot_anythingElseAName() throws {
         for url in ["https://a.example/films/", "dav://nas.example/lib/", "davs://nas.example/lib/"] {
-            XCTAssertTrue(Source.isMountRoot(arguments: [url], parsed: try Source.parse(arguments: [url])), url)
+            XCTAssertTrue(Source.isMountRoot(arguments: [url], parsed: try Source.parse(arguments: [url], clock: .system)), url)
         }
         let s3 = Source(name: "media", url: "s3://media/", kind: .directory(HTMLIndex(url: "https://x.example/")))
         XCTAssertTrue(Source.isMountRoot(arguments: ["s3://media/"], parsed: [s3]))
         let two = ["https://a.example/films/", "https://a.example/shows/"]
-        XCTAssertFalse(Source.isMountRoot(arguments: two, parsed: try Source.parse(arguments: two)))
+        XCTAssertFalse(Source.isMountRoot(arguments: two, parsed: try Source.parse(arguments: two, clock: .system)))
         let file = ["https://a.example/a.mp4"]
-        XCTAssertFalse(Source.isMountRoot(arguments: file, parsed: try Source.parse(arguments: file)))
+        XCTAssertFalse(Source.isMountRoot(arguments: file, parsed: try Source.parse(arguments: file, clock: .system)))
         let list = [listFile("https://a.example/films/\n")]
-        XCTAssertFalse(Source.isMountRoot(arguments: list, parsed: try Source.parse(arguments: list)),
+        XCTAssertFalse(Source.isMountRoot(arguments: list, parsed: try Source.parse(arguments: list, clock: .system)),
                        "a list file names its sources, even one directory")
     }
 
@@ -114,7 +114,7 @@ final class SourceTests: XCTestCase {
             https://a.example/dir/three.webm\u{20}\u{20}
 
             """)
-        XCTAssertEqual(try Source.parse(arguments: [path]), [
+        XCTAssertEqual(try Source.parse(arguments: [path], clock: .system), [
             Source(name: "one.mp4", url: "https://a.example/one.mp4"),
             Source(name: "Second Film.mkv", url: "https://a.example/2.mkv"),
             Source(name: "three.webm", url: "https://a.example/dir/three.webm"),
@@ -134,7 +134,7 @@ final class SourceTests: XCTestCase {
     func testParse_listFileWithWindowsLineEndings_readsEveryLine() throws {
         // "\r\n" is one Character in Swift, so splitting on "\n" must not miss it.
         let path = listFile("# list\r\nhttps://a.example/one.mp4\r\nhttps://a.example/two.mp4\r\n")
-        XCTAssertEqual(try Source.parse(arguments: [path]).map(\.url),
+        XCTAssertEqual(try Source.parse(arguments: [path], clock: .system).map(\.url),
                        ["https://a.example/one.mp4", "https://a.example/two.mp4"])
     }
 
@@ -146,13 +146,13 @@ final class SourceTests: XCTestCase {
 
     func testParse_duplicateNamesAcrossArgumentsAndLists_keepsThemForTheCatalogToNumber() throws {
         let path = listFile("https://b.example/a.mp4\na.mp4\thttps://c.example/z\n")
-        let sources = try Source.parse(arguments: ["https://a.example/a.mp4", path])
+        let sources = try Source.parse(arguments: ["https://a.example/a.mp4", path], clock: .system)
         XCTAssertEqual(sources.map(\.name), ["a.mp4", "a.mp4", "a.mp4"])
     }
 
     func testParse_tabName_isMadeSafe() throws {
         let path = listFile("../evil/name\thttps://a.example/x.mp4\n")
-        XCTAssertEqual(try Source.parse(arguments: [path]).map(\.name), [".._evil_name"])
+        XCTAssertEqual(try Source.parse(arguments: [path], clock: .system).map(\.name), [".._evil_name"])
     }
 
     // MARK: FileNaming

@@ -279,7 +279,7 @@ final class WebDAVIndexTests: XCTestCase {
     func testList_sendsOnePropfindOfDepthOneAskingForTheRecordsProperties() throws {
         let seen = Locked<[FetchRequest]>([])
         let answer = Data(apacheAnswer.utf8)
-        let context = ListingContext(fetch: { request, _ in
+        let context = ListingContext(clock: .system, fetch: { request, _ in
             seen.withLock { $0.append(request) }
             return TextFetch.Answer(status: 207, body: answer)
         })
@@ -297,7 +297,7 @@ final class WebDAVIndexTests: XCTestCase {
     }
 
     private func failure(status: Int, url: String? = nil, http: HTTPOptions = HTTPOptions()) -> MediaError? {
-        let context = ListingContext(http: http, fetch: { _, _ in TextFetch.Answer(status: status, body: Data()) })
+        let context = ListingContext(clock: .system, http: http, fetch: { _, _ in TextFetch.Answer(status: status, body: Data()) })
         do {
             _ = try WebDAVIndex(url: url ?? base).list(in: context)
             XCTFail("HTTP \(status) listed")
@@ -351,7 +351,7 @@ final class WebDAVIndexTests: XCTestCase {
     }
 
     func testSourceParse_davURLs_areAccepted() throws {
-        let sources = try Source.parse(arguments: ["davs://host.example/media/"])
+        let sources = try Source.parse(arguments: ["davs://host.example/media/"], clock: .system)
         XCTAssertTrue(sources[0].listing is WebDAVIndex)
     }
 }

@@ -144,7 +144,7 @@ final class PinningTests: XCTestCase {
                                         Source(name: "other.mp4", url: otherURL)],
                               store: store, fetcher: fetcher, settings: settings,
                               limits: limits(maxSize: Int64(Self.size) / 2))
-        let said = Log.capturing { catalog.applyLimits() }
+        let said = Log.capturing { catalog.maintenance.applyLimits() }
         let warnings = said.filter {
             $0.level == .warning && $0.message.hasPrefix("pinned files take ")
                 && $0.message.contains("more than the cache limit of \(Self.size / 2)")
@@ -152,7 +152,7 @@ final class PinningTests: XCTestCase {
         XCTAssertEqual(warnings.count, 1, "\(said)")
         XCTAssertTrue(try catalog.file(at: "/keep.mp4").status().isComplete)
         // Said once, not at every pass.
-        let again = Log.capturing { catalog.applyLimits() }
+        let again = Log.capturing { catalog.maintenance.applyLimits() }
         XCTAssertFalse(again.contains { $0.message.hasPrefix("pinned files") }, "\(again)")
         // A read of another file still gets its bytes, from the network alone:
         // new bytes pass uncached while pinned bytes fill the limit.
@@ -165,7 +165,7 @@ final class PinningTests: XCTestCase {
         XCTAssertEqual(other.status().cachedBytes, 0)
         // Unpinned, the file goes at the next pass, and that is said too.
         try catalog.file(at: "/keep.mp4").setPinned(false)
-        let fits = Log.capturing { catalog.applyLimits() }
+        let fits = Log.capturing { catalog.maintenance.applyLimits() }
         XCTAssertTrue(fits.contains { $0.level == .info && $0.message.hasPrefix("pinned files fit under") }, "\(fits)")
     }
 
@@ -213,7 +213,7 @@ final class PinningTests: XCTestCase {
         let evictor = CacheEvictor(store: store, limits: limits(maxSize: 4 * Int64(Self.size)))
         let farFuture = Int64(time(nil)) + 365 * 86_400
         // The first pass skips the mount's entries: they go through their loaders.
-        XCTAssertEqual(evictor.run(mounted: [otherURL: other]).evictedEntries, 0)
+        XCTAssertEqual(evictor.run(mounted: [otherURL: other], now: Int64(time(nil))).evictedEntries, 0)
         // Gone from the mount, unreported: the evictor does not know of it.
         var asked: [String] = []
         let removing: (String, () -> Void) -> Bool = { url, remove in
@@ -234,7 +234,7 @@ final class PinningTests: XCTestCase {
         try fill(makeLoader(otherURL))
         let evictor = CacheEvictor(store: store, limits: limits(maxSize: 4 * Int64(Self.size)))
         // Indexed as no mounted file's entry.
-        XCTAssertEqual(evictor.run().evictedEntries, 0)
+        XCTAssertEqual(evictor.run(now: Int64(time(nil))).evictedEntries, 0)
         var asked: [String] = []
         let report = evictor.run(membership: CacheEvictor.Membership(changed: [(url: otherURL, mounted: true)]),
                                  now: Int64(time(nil)) + 365 * 86_400) { url, remove in

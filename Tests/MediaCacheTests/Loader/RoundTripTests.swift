@@ -106,7 +106,7 @@ final class RoundTripTests: XCTestCase {
         settings.link = LinkEstimate()
         settings.clock = time.clock
         settings.readClasses = true
-        let statistics = Statistics()
+        let statistics = Statistics(clock: .system)
         let loader = FileLoader(source: Source(name: "video.mp4", url: url), store: store, fetcher: far,
                                 settings: settings, statistics: statistics)
         let pattern = ReadPattern(.frameExtraction)

@@ -193,7 +193,7 @@ final class VersionTests: XCTestCase {
 
     func testConditionsTimedWait_endsAtItsDeadline() {
         let condition = Condition()
-        let deadline = Deadline.after(seconds: 0.2)
+        let deadline = Deadline.after(seconds: 0.2, clock: .system)
         condition.lock()
         var woken = 0
         while condition.wait(until: deadline) { woken += 1 }

@@ -40,7 +40,7 @@ final class CurlFetcherAdmissionTests: XCTestCase {
     func testThousandsOfQueuedProbesAndReadsAreAdmittedUpToTheOriginsLimitAndAllComplete() throws {
         let server = try LoopbackServer()
         defer { server.stop() }
-        let fetcher = CurlFetcher()
+        let fetcher = CurlFetcher(clock: .system)
         defer { fetcher.shutdown() }
         let counter = Counter()
         let probes = 3000, reads = 40

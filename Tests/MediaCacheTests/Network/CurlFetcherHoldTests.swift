@@ -81,7 +81,7 @@ final class CurlFetcherHoldTests: XCTestCase {
         // Another origin's body, several receive buffers long.
         let witness = try LoopbackServer(bodySize: 2 << 20)
         defer { witness.stop() }
-        let fetcher = CurlFetcher()
+        let fetcher = CurlFetcher(clock: .system)
         defer { fetcher.shutdown() }
         let tally = Tally()
         var request = FetchRequest(url: server.url("film.bin"), priority: .readahead)
@@ -111,7 +111,7 @@ final class CurlFetcherHoldTests: XCTestCase {
     func testAHeldTransferGivesItsConnectionToAWaitingRead() throws {
         let server = try LoopbackServer(bodySize: 8 << 20)
         defer { server.stop() }
-        let fetcher = CurlFetcher()
+        let fetcher = CurlFetcher(clock: .system)
         defer { fetcher.shutdown() }
         let tally = Tally()
         // Every place of the origin taken by a held transfer.

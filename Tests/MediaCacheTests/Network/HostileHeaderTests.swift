@@ -165,7 +165,7 @@ final class HostileHeaderTests: XCTestCase {
 
     func testRetryAfter_isBoundedSecondsOrNil() {
         func wait(_ value: String) -> Double? {
-            ResponseHead(status: 503, headers: ["retry-after": value]).retryAfterSeconds
+            ResponseHead(status: 503, headers: ["retry-after": value]).retryAfterSeconds(now: Clock.system.wall())
         }
         XCTAssertEqual(wait("2"), 2)
         XCTAssertEqual(wait("0"), 0)
@@ -176,6 +176,14 @@ final class HostileHeaderTests: XCTestCase {
         for bad in ["", "-5", "1.5", "nan", "inf", "1e9", Self.hugeYear, "soon"] {
             XCTAssertNil(wait(bad), bad)
         }
-        XCTAssertNil(ResponseHead(status: 503, headers: [:]).retryAfterSeconds)
+        XCTAssertNil(ResponseHead(status: 503, headers: [:]).retryAfterSeconds(now: Clock.system.wall()))
+    }
+
+    /// A date is counted from the mount's clock, not the system's: a clock
+    /// stepped (or a test's) moves the wait with it.
+    func testRetryAfter_dateIsCountedFromTheGivenClock() {
+        let head = ResponseHead(status: 503, headers: ["retry-after": "Sun, 06 Nov 1994 08:49:37 GMT"])
+        XCTAssertEqual(head.retryAfterSeconds(now: 784_111_777 - 90), 90)
+        XCTAssertEqual(head.retryAfterSeconds(now: 784_111_777 + 5), 0)
     }
 }

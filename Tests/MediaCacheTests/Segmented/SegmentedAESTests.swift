@@ -81,7 +81,7 @@ final class SegmentedAESTests: XCTestCase {
     private func fetch(_ fetcher: SegmentedFetcher, _ request: FetchRequest) -> (head: ResponseHead?, body: [UInt8], error: MediaError?) {
         let collector = Collector()
         fetcher.start(request, delegate: collector)
-        guard let error = collector.done.wait(until: .after(seconds: 10)) else {
+        guard let error = collector.done.wait(until: .after(seconds: 10, clock: .system)) else {
             XCTFail("the transfer did not end")
             return (nil, [], nil)
         }
@@ -90,7 +90,7 @@ final class SegmentedAESTests: XCTestCase {
     }
 
     func testThePlainLength_isLearnedFromTheLastTwoBlocks_andEveryRangeDecrypts() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: false)])
         let whole = plains.flatMap { $0 }
         let head = fetch(fetcher, FetchRequest(url: url, method: .head))
         XCTAssertEqual(head.head?.contentLength, Int64(whole.count))
@@ -108,7 +108,7 @@ final class SegmentedAESTests: XCTestCase {
     }
 
     func testAMidSegmentRead_asksFromTheBlockBefore_itsIV() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: true)])
         XCTAssertEqual(fetch(fetcher, FetchRequest(url: url, method: .head)).head?.contentLength, 2031)
         XCTAssertEqual(fake.heads.count, 0, "byte ranges give the cipher lengths")
         let before = fake.gets.count
@@ -122,7 +122,7 @@ final class SegmentedAESTests: XCTestCase {
         let vod = self.vod(byteRanges: true)
         let wrong = SegmentedVOD(url: url, parts: vod.parts, contentType: vod.contentType,
                                  keys: ["http://h.example/v/key": [UInt8](repeating: 9, count: 16)])
-        let fetcher = SegmentedFetcher(base: fake, vods: [wrong])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [wrong])
         let read = fetch(fetcher, FetchRequest(url: url, range: 0..<100))
         XCTAssertEqual(read.error?.errno, EIO)
         XCTAssertEqual(read.body, [])

@@ -100,7 +100,7 @@ final class SegmentedFetcherTests: XCTestCase {
     }
 
     func testARangeAcrossSegments_isOne206OfTheFile_fromRangedGETsOnTheCoveredSegmentsOnly() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: true)])
         let whole = segments.flatMap { $0 }
         let collector = fetch(fetcher, FetchRequest(url: url, range: 900..<2600))
         XCTAssertNil(collector.end()!, "success")
@@ -115,7 +115,7 @@ final class SegmentedFetcherTests: XCTestCase {
     }
 
     func testUnlistedLengths_areLearnedOnce_thenRangesOfEachSegmentAreAskedFor() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: false)])
         let head = fetch(fetcher, FetchRequest(url: url, method: .head))
         XCTAssertEqual(head.heads.first?.contentLength, 3200)
         XCTAssertEqual(head.heads.first?.etag?.hasPrefix("\"vod-"), true)
@@ -129,7 +129,7 @@ final class SegmentedFetcherTests: XCTestCase {
     }
 
     func testPartOffsets_areTheLayoutsOnceSized_andNoneForOtherURLs() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: false)])
         XCTAssertNil(fetcher.partOffsets(of: url), "not sized yet, and asking does not size")
         XCTAssertEqual(fake.heads.count, 0)
         _ = fetch(fetcher, FetchRequest(url: url, method: .head))
@@ -138,7 +138,7 @@ final class SegmentedFetcherTests: XCTestCase {
     }
 
     func testAVODAListingFinds_isServedOnceRegistered_keepingItsLengthsWhileItsPartsStayTheSame() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [])
         XCTAssertFalse(fetcher.serves(url))
         XCTAssertEqual(fetcher.register(vod(byteRanges: false)), .new)
         XCTAssertTrue(fetcher.serves(url))
@@ -161,17 +161,17 @@ final class SegmentedFetcherTests: XCTestCase {
         let root = try TemporaryDirectory.make("segment-lengths")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let store = try CacheStore(root: root)
-        let first = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)], store: store)
+        let first = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: false)], store: store)
         XCTAssertEqual(fetch(first, FetchRequest(url: url, method: .head)).heads.first?.contentLength, 3200)
         XCTAssertEqual(fake.heads.count, 3)
-        let again = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)], store: store)
+        let again = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: false)], store: store)
         XCTAssertEqual(again.partOffsets(of: url), [0, 1000, 2500, 3200], "laid out from the saved lengths")
         XCTAssertEqual(fetch(again, FetchRequest(url: url, method: .head)).heads.first?.contentLength, 3200)
         XCTAssertEqual(fake.heads.count, 3, "no probe")
         // Other parts under the same URL do not take those lengths.
         let other = SegmentedVOD(url: url, parts: [.init(url: "http://h.example/v/s2.ts", range: nil)],
                                  contentType: "video/mp2t")
-        XCTAssertNil(SegmentedFetcher(base: fake, vods: [other], store: store).partOffsets(of: url))
+        XCTAssertNil(SegmentedFetcher(clock: .system, base: fake, vods: [other], store: store).partOffsets(of: url))
     }
 
     func testAPartWhoseKeyWasNotFetched_failsWithoutARequest_untilTheKeyArrives() throws {
@@ -179,7 +179,7 @@ final class SegmentedFetcherTests: XCTestCase {
         let encrypted = [SegmentedVOD.Part(url: "http://h.example/v/s0.ts", range: 0..<1000,
                                            encryption: .init(keyURL: "http://h.example/v/k", iv: iv))]
         let keyless = SegmentedVOD(url: url, parts: encrypted, contentType: "video/mp2t")
-        let fetcher = SegmentedFetcher(base: fake, vods: [keyless])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [keyless])
         let read = fetch(fetcher, FetchRequest(url: url, range: 0..<100))
         XCTAssertEqual(read.body, [])
         guard case .some(.some(let error)) = read.completion else { return XCTFail("no error") }
@@ -204,7 +204,7 @@ final class SegmentedFetcherTests: XCTestCase {
     }
 
     func testAStaleIfRange_isAnsweredWithTheWholeFile_andARangePastTheEndWith416() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: true)])
         let stale = fetch(fetcher, FetchRequest(url: url, range: 100..<200, ifRange: "\"old\""))
         XCTAssertEqual(stale.heads.first?.status, 200)
         XCTAssertEqual(stale.body, segments.flatMap { $0 })
@@ -217,14 +217,14 @@ final class SegmentedFetcherTests: XCTestCase {
 
     func testAMissingSegment_reachesTheReaderAsItsStatus() throws {
         fake.update("http://h.example/v/s1.ts") { $0.status = 404 }
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: false)])
         let lengths = fetch(fetcher, FetchRequest(url: url, range: 0..<10))
         XCTAssertTrue(lengths.heads.isEmpty)
         XCTAssertEqual(lengths.end()??.errno, ENOENT, "the length of segment 2 cannot be learned")
     }
 
     func testASegmentThatChangedLength_failsTheRead_neverServesShortBytes() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: false)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: false)])
         XCTAssertEqual(fetch(fetcher, FetchRequest(url: url, method: .head)).heads.first?.contentLength, 3200)
         fake.update("http://h.example/v/s1.ts") { $0.bytes = Array($0.bytes.prefix(600)) }
         let read = fetch(fetcher, FetchRequest(url: url, range: 0..<3200))
@@ -235,14 +235,14 @@ final class SegmentedFetcherTests: XCTestCase {
     }
 
     func testADelegateThatStops_endsTheTransfer_withoutAskingForLaterSegments() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: true)])
         let read = fetch(fetcher, FetchRequest(url: url, range: 0..<3200), stopAfter: 300)
         XCTAssertEqual(read.end()??.errno, ECANCELED)
         XCTAssertEqual(fake.gets.count, 1)
     }
 
     func testOtherURLs_goToTheFetcherBeneath() throws {
-        let fetcher = SegmentedFetcher(base: fake, vods: [vod(byteRanges: true)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [vod(byteRanges: true)])
         let read = fetch(fetcher, FetchRequest(url: "http://h.example/v/s2.ts", range: 0..<100))
         XCTAssertEqual(read.body, Array(segments[2].prefix(100)))
         XCTAssertEqual(fake.gets.map(\.request.url), ["http://h.example/v/s2.ts"])
@@ -273,7 +273,7 @@ final class SegmentedFetcherTests: XCTestCase {
     func testAnArchiveMembersLongTransfer_isHeld_eachVolumeAskedOnceWithWhatIsLeftOfTheAllowance() throws {
         fake.setHolds(true)
         let member = member()
-        let fetcher = SegmentedFetcher(base: fake, vods: [member, vod(byteRanges: true)])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [member, vod(byteRanges: true)])
         XCTAssertTrue(fetcher.holdsTransfers(of: member.url))
         XCTAssertFalse(fetcher.holdsTransfers(of: url), "an HLS VOD's segments are small: never held")
         let collector = Collector()
@@ -296,7 +296,7 @@ final class SegmentedFetcherTests: XCTestCase {
     func testAHeldTransferCancelledWhileItsNextPieceWaits_endsCancelled() throws {
         fake.setHolds(true)
         let member = member()
-        let fetcher = SegmentedFetcher(base: fake, vods: [member])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [member])
         let collector = Collector()
         var request = FetchRequest(url: member.url, range: 0..<3200)
         request.allowance = 1000

@@ -145,7 +145,7 @@ final class AnswerJournalTests: XCTestCase {
 
     func testReadMeta_prefersANewerAnswer_toAMetaFileClaimingNoBytes_butNeverToOneClaimingBytes() throws {
         let store = try CacheStore(root: base + "/cache")
-        store.openAnswers()
+        store.openAnswers(now: Clock.system.wall())
         let old = answer(0, length: 10, validated: 100)
         let new = answer(0, length: 20, validated: 200)
         try store.saveMeta(old, forKey: old.url)
@@ -169,7 +169,7 @@ final class AnswerJournalTests: XCTestCase {
         let store = try CacheStore(root: root)
         // A symlink where the journal goes is refused.
         XCTAssertEqual(symlink(base + "/elsewhere", root + "/answers"), 0)
-        store.openAnswers()
+        store.openAnswers(now: Clock.system.wall())
         XCTAssertFalse(store.answers.isOpen)
         try store.saveAnswers([answer(0)])
         XCTAssertEqual(store.loadMeta(forKey: answer(0).url), answer(0))

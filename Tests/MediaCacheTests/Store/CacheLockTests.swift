@@ -24,8 +24,8 @@ final class CacheLockTests: XCTestCase {
     }
 
     func testSecondLock_whileTheFirstIsHeld_throwsEBUSYNamingDirectoryAndPid() throws {
-        let first = try CacheLock(directory: base, wait: 0)
-        XCTAssertThrowsError(try CacheLock(directory: base, wait: 0.2)) { error in
+        let first = try CacheLock(directory: base, wait: 0, clock: .system)
+        XCTAssertThrowsError(try CacheLock(directory: base, wait: 0.2, clock: .system)) { error in
             XCTAssertEqual((error as? MediaError)?.errno, EBUSY)
             XCTAssertTrue("\(error)".contains(base), "\(error)")
             XCTAssertTrue("\(error)".contains("process \(getpid())"), "\(error)")
@@ -34,22 +34,22 @@ final class CacheLockTests: XCTestCase {
     }
 
     func testLock_afterTheHolderIsGone_isTaken() throws {
-        var first: CacheLock? = try CacheLock(directory: base, wait: 0)
+        var first: CacheLock? = try CacheLock(directory: base, wait: 0, clock: .system)
         XCTAssertNotNil(first)
         first = nil
-        XCTAssertNoThrow(try CacheLock(directory: base, wait: 0))
+        XCTAssertNoThrow(try CacheLock(directory: base, wait: 0, clock: .system))
     }
 
     func testLock_releasedWhileWaiting_isTakenBeforeTheWaitEnds() throws {
         let released = expectation(description: "released")
         try holdFor(0.2, then: released)
-        XCTAssertNoThrow(try CacheLock(directory: base, wait: 30))
+        XCTAssertNoThrow(try CacheLock(directory: base, wait: 30, clock: .system))
         wait(for: [released], timeout: 5)
     }
 
     /// Takes the lock and leaves it to a closure that drops it after `seconds`.
     private func holdFor(_ seconds: Double, then done: XCTestExpectation) throws {
-        let held = try CacheLock(directory: base, wait: 0)
+        let held = try CacheLock(directory: base, wait: 0, clock: .system)
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
             withExtendedLifetime(held) {}
             done.fulfill()
@@ -57,19 +57,19 @@ final class CacheLockTests: XCTestCase {
     }
 
     func testLockFile_holdsThePidOfTheHolder() throws {
-        let lock = try CacheLock(directory: base, wait: 0)
+        let lock = try CacheLock(directory: base, wait: 0, clock: .system)
         let text = try String(contentsOfFile: base + "/lock", encoding: .utf8)
         XCTAssertEqual(text, "\(getpid())\n")
         withExtendedLifetime(lock) {}
     }
 
     func testLockFile_withGarbageText_isRefusedWithoutAPid() throws {
-        let first = try CacheLock(directory: base, wait: 0)
+        let first = try CacheLock(directory: base, wait: 0, clock: .system)
         let fd = open(base + "/lock", O_WRONLY | O_TRUNC)
         XCTAssertGreaterThanOrEqual(fd, 0)
         _ = write(fd, "99999999999999999999999\n", 24)
         close(fd)
-        XCTAssertThrowsError(try CacheLock(directory: base, wait: 0)) { error in
+        XCTAssertThrowsError(try CacheLock(directory: base, wait: 0, clock: .system)) { error in
             XCTAssertTrue("\(error)".contains("another process"), "\(error)")
         }
         withExtendedLifetime(first) {}
@@ -79,7 +79,7 @@ final class CacheLockTests: XCTestCase {
         let target = base + "/elsewhere"
         XCTAssertTrue(FileManager.default.createFile(atPath: target, contents: Data("keep".utf8)))
         XCTAssertEqual(symlink(target, base + "/lock"), 0)
-        XCTAssertThrowsError(try CacheLock(directory: base, wait: 0)) { error in
+        XCTAssertThrowsError(try CacheLock(directory: base, wait: 0, clock: .system)) { error in
             XCTAssertEqual((error as? MediaError)?.errno, ELOOP)
         }
         XCTAssertEqual(FileManager.default.contents(atPath: target), Data("keep".utf8))

@@ -29,14 +29,14 @@ final class ConditionLockedTests: XCTestCase {
                 scope.broadcast()
             }
         }.start()
-        XCTAssertNotNil(waiting.wait(until: Deadline.after(seconds: 10)), "the waiter never began")
+        XCTAssertNotNil(waiting.wait(until: Deadline.after(seconds: 10, clock: .system)), "the waiter never began")
         box.withLock { state in
             XCTAssertGreaterThanOrEqual(state.waits, 1, "the waiter is not in its wait")
             state.ready = true
             state.value = 41
         }
         box.broadcast()
-        let deadline = Deadline.after(seconds: 10)
+        let deadline = Deadline.after(seconds: 10, clock: .system)
         let value = box.withScope { scope in
             while scope.state.value != 42 && scope.wait(until: deadline) {}
             return scope.state.value
@@ -47,7 +47,7 @@ final class ConditionLockedTests: XCTestCase {
     func testScopeWait_untilADeadline_returnsFalseOnceItPassed() {
         let box = ConditionLocked(0)
         let began = Clock.system.monotonic()
-        let deadline = Deadline.after(seconds: 0.2)
+        let deadline = Deadline.after(seconds: 0.2, clock: .system)
         let woken = box.withScope { scope in
             var woken = 0
             while scope.wait(until: deadline) { woken += 1 }
@@ -73,14 +73,14 @@ final class ConditionLockedTests: XCTestCase {
                 woke.fulfil(scope.state)
             }
         }.start()
-        XCTAssertNotNil(waiting.wait(until: Deadline.after(seconds: 10)), "the waiter never began")
+        XCTAssertNotNil(waiting.wait(until: Deadline.after(seconds: 10, clock: .system)), "the waiter never began")
         DispatchQueue.global().async {
             box.withLock { $0.append(1) }
             box.broadcast()
             changed.fulfill()
         }
         wait(for: [changed], timeout: 10)
-        XCTAssertEqual(woke.wait(until: Deadline.after(seconds: 10)), [1], "the waiter never woke to the change")
+        XCTAssertEqual(woke.wait(until: Deadline.after(seconds: 10, clock: .system)), [1], "the waiter never woke to the change")
         XCTAssertEqual(box.withLock { $0 }, [1])
     }
 }

@@ -72,7 +72,7 @@ final class SharedValue<T>: @unchecked Sendable {
 /// FileLoader, a Worker whose stop began, a thread the kernel has yet to take
 /// out of /proc. What the code or a fake signals is waited for on its signal.
 func eventually(timeout: Double = 10, _ predicate: () -> Bool) -> Bool {
-    let deadline = Deadline.after(seconds: timeout)
+    let deadline = Deadline.after(seconds: timeout, clock: .system)
     while !predicate() {
         if deadline.hasPassed { return false }
         // The one poll of the unit tests: nothing wakes a waiter when the state changes.

@@ -1,6 +1,6 @@
 // Arguments read at mount from their saved copies (a playlist, an MPD: see
 // SavedPresentations) are read again from the network in the background,
-// as a listing is refreshed: on the listings worker, from the flusher's
+// as a listing is refreshed: on the refreshes worker, from the flusher's
 // first pass, and after `listingRetry` while their server stays down. A
 // VOD whose parts changed is another version of its file, served whole
 // from then on, as a listing's refresh does; a key fetched now makes a VOD
@@ -17,7 +17,7 @@ struct ReadAgain {
     var failures = 0
 }
 
-extension Catalog {
+extension ListingService {
     /// Has the arguments read from saved copies read again, when due.
     func readSavedAgainIfDue() {
         let now = settings.clock.monotonic()
@@ -27,7 +27,7 @@ extension Catalog {
             return pending.listings
         }
         guard let listings else { return }
-        let queued = self.listings.submit { [self] in readEachAgain(listings) }
+        let queued = refreshes.submit { [self] in readEachAgain(listings) }
         if !queued { readAgain.withLock { $0.running = false } }
     }
 
@@ -37,7 +37,7 @@ extension Catalog {
         var firstFailure: String?
         for listing in listings {
             do {
-                let sources = try saved.live(listingContext) { try listing.list(in: $0) } ?? []
+                let sources = try saved.live(context) { try listing.list(in: $0) } ?? []
                 noteHealth(of: listing.origin, failure: nil)
                 let changed = register(sources)
                 revalidateChanged(changed)

@@ -11,7 +11,7 @@
 // its saved listing, their server up or gone.
 import Foundation
 
-extension Catalog {
+extension ListingService {
     /// `sources` with each VOD among them replaced by its files, and the
     /// URLs of the VODs whose playlists changed since the last listing.
     func withVODs(_ sources: [Source], of listing: any Listing) -> (shown: [Source], changed: [String]) {
@@ -25,7 +25,7 @@ extension Catalog {
                 continue
             }
             do {
-                guard let files = try SavedPresentations(store: store).live(listingContext, { try Presentation.files(of: source, in: $0) })
+                guard let files = try SavedPresentations(store: store).live(context, { try Presentation.files(of: source, in: $0) })
                 else {
                     shown.append(source)
                     continue
@@ -71,7 +71,7 @@ extension Catalog {
         let saved = SavedPresentations(store: store)
         var shown: [Source] = []
         for source in sources {
-            guard let files = saved.offline(listingContext, { try Presentation.files(of: source, in: $0) }) else { continue }
+            guard let files = saved.offline(context, { try Presentation.files(of: source, in: $0) }) else { continue }
             for vod in files.compactMap(\.vod) { fetcher.register(vod) }
             shown += files.map { file in
                 var safe = file

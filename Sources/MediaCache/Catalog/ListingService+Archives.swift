@@ -15,7 +15,7 @@
 import Foundation
 import MediaStore
 
-extension Catalog {
+extension ListingService {
     /// `sources` with each archive among them replaced by its folder: read
     /// from the volumes, or with `fromSaved` from the index saved when they
     /// last were (a set with none stays its volumes until the refresh).
@@ -50,7 +50,7 @@ extension Catalog {
                     read = saved
                 } else {
                     read = try ArchiveReader.index(set.format, volumes: volumes, fetcher: fetcher,
-                                                   timeout: Double(settings.timeout))
+                                                   timeout: Double(settings.timeout), clock: settings.clock)
                     do {
                         try store.saveDocument(url: key, text: SavedArchiveIndex.encode(read, urls: volumes.map(\.url)))
                     } catch {
