@@ -144,6 +144,39 @@ def test_a_cold_jellyfin_probe_of_a_ts_reads_on_in_one_long_transfer_and_keeps_l
 
 
 @pytest.mark.parametrize("ext", ["mp4", "mkv"])
+def test_a_cold_jellyfin_probe_of_an_indexed_file_has_little_sent_past_what_it_read(mount, srv, link, films, ext):
+    """`ls -l` of a listing (sizes by HEAD, no first bytes), then Jellyfin's
+    probe: its reads past the head become a scan's long transfer. A held
+    transfer's server fills the line and the sockets' buffers past the
+    hold whether the reader goes on or not (4 MiB on the emulator's line);
+    a scan of an MP4 or a Matroska file stops soon after its index, so its
+    long transfer asks for four of its windows (twice its run), at least
+    512 KiB, not 8 MiB. The ceiling: what the scan read, as much again,
+    and 768 KiB (the first piece and the lookahead's index)."""
+    name = f"film.{ext}"
+    srv.add(f"lib/{name}", films[name], content_type=TYPES[ext])
+    srv.add("lib/", index_html([name]).encode(), content_type="text/html")
+    base, requests = link
+    m = mount(base + "lib/")
+    assert [os.stat(m.path(n)).st_size for n in os.listdir(m.mountpoint)] == [len(films[name])]
+    srv.wait_idle(WAIT)
+    listed = len(requests())
+    out = subprocess.run([a.replace("{}", str(m.path(name))) for a in JELLYFIN], capture_output=True, timeout=180)
+    assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]
+    srv.wait_idle(WAIT)
+    got = requests()[listed:]
+    stats = json.loads(xget(m.mountpoint, "stats"))
+    served = stats["scan_bytes_served"]
+    sent = srv.bytes_sent(f"lib/{name}")
+    print(f"{name}: {sent} B sent for {served} B read, {len(got)} requests, {linkem.rounds(got)} rounds\n"
+          + describe(got))
+    assert served > 0, f"ffprobe's reads were not a scan's: {stats}"
+    # Today's rounds: the mp4's moov at its end, then a 48-byte read at its mdat before the stream.
+    assert linkem.rounds(got) <= {"mp4": 4, "mkv": 2}[ext], describe(got)
+    assert sent <= 2 * served + 768 * KiB, f"{sent} B sent for {served} B read\n" + describe(got)
+
+
+@pytest.mark.parametrize("ext", ["mp4", "mkv"])
 def test_a_cold_seek_takes_four_round_trips(mount, srv, link, films, ext):
     """ffmpeg -ss 40 on a cold mount: the lookup, the index (by the
     lookahead), the keyframe's cluster, then the player's long transfer

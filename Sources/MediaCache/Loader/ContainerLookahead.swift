@@ -19,6 +19,9 @@ struct ContainerLookahead {
 
     private(set) var phase: Phase
     private var head: [UInt8] = []
+    /// What the head showed the file to be; nil until sniffed (or when its
+    /// head came from the cache: only a cold head is looked at).
+    private(set) var container: ContainerSniffer.Container?
 
     /// `cold`: the file has no byte cached yet.
     init(cold: Bool) {
@@ -45,6 +48,7 @@ struct ContainerLookahead {
             return false
         case .fetch(let container, let ranges):
             head = []
+            self.container = container
             phase = ranges.isEmpty ? .done : .planned(ranges, container)
             return !ranges.isEmpty
         }

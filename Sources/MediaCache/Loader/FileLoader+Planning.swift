@@ -66,7 +66,7 @@ extension FileLoader {
                 // held at `reach` until it reads on.
                 let long = window > 0 && streams && holdsTransfers(info)
                 let longEnd = ReadPattern.longTransferEnd(from: start, window: window, readClass: readClass,
-                                                          length: info.length)
+                                                          container: state.lookahead.container, length: info.length)
                 point = startPartTransfers(at: start, end: long ? longEnd : reach, hold: long ? reach : nil,
                                            owner: owner, info: info, priority: priority, readClass: readClass,
                                            mustReach: hole.upperBound, in: &state)
