@@ -31,13 +31,7 @@ extension ListingService {
                     continue
                 }
                 // Registered only once the whole presentation was read.
-                for vod in files.compactMap(\.vod) {
-                    switch fetcher.register(vod) {
-                    case .replaced: changed.append(vod.url)
-                    case .keysArrived: keyArrived(for: vod.url)
-                    case .new, .unchanged: break
-                    }
-                }
+                changed += register(files)
                 shown += files.map { file in
                     var safe = file
                     safe.name = FileNaming.safe(file.name)
