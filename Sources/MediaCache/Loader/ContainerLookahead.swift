@@ -22,6 +22,9 @@ struct ContainerLookahead {
     /// What the head showed the file to be; nil until sniffed (or when its
     /// head came from the cache: only a cold head is looked at).
     private(set) var container: ContainerSniffer.Container?
+    /// Where the demuxer reads its first sample once it has the index (an
+    /// MP4's mdat data when the moov follows it); nil when not told.
+    private(set) var firstSample: Int64?
 
     /// `cold`: the file has no byte cached yet.
     init(cold: Bool) {
@@ -47,8 +50,9 @@ struct ContainerLookahead {
             finish()
             return false
         case .fetch(let container, let ranges):
-            head = []
             self.container = container
+            firstSample = container == .mp4 ? ContainerSniffer.mp4FirstSample(head: head, length: length) : nil
+            head = []
             phase = ranges.isEmpty ? .done : .planned(ranges, container)
             return !ranges.isEmpty
         }

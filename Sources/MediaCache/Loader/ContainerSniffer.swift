@@ -84,36 +84,71 @@ public enum ContainerSniffer {
     static func mp4(_ head: [UInt8], length: Int64) -> Decision? {
         var offset: Int64 = 0
         while offset < length {
-            guard offset + 8 <= Int64(head.count) else { return nil }
-            let at = Int(offset)
-            var size = Int64(be(head, at, 4))
-            var header: Int64 = 8
-            if size == 1 {
-                guard offset + 16 <= Int64(head.count) else { return nil }
-                let large = be(head, at + 8, 8)
-                guard large <= UInt64(Int64.max) else { return .nothing }
-                size = Int64(large)
-                header = 16
-            } else if size == 0 {
-                size = length - offset
-            }
-            let (end, overflow) = offset.addingReportingOverflow(size)
-            guard size >= header, !overflow, end <= length else { return .nothing }
-            let type = String(decoding: head[(at + 4)..<(at + 8)], as: UTF8.self)
-            switch type {
-            case "moov":
-                // Whole in the head already, or the rest of it.
-                return end <= Int64(head.count) ? .nothing : .fetch(.mp4, clipped([offset..<end], length: length))
-            case "mdat", "moof":
-                // Media before the index: the index is after it (a
-                // fragmented file's moov came first: nothing to fetch).
-                if type == "moof" { return .nothing }
-                return end < length ? .fetch(.mp4, clipped([end..<length], length: length)) : .nothing
-            default:
-                offset = end
+            switch box(head, at: offset, length: length) {
+            case .needMore: return nil
+            case .bad: return .nothing
+            case .box(let type, _, let end):
+                switch type {
+                case "moov":
+                    // Whole in the head already, or the rest of it.
+                    return end <= Int64(head.count) ? .nothing : .fetch(.mp4, clipped([offset..<end], length: length))
+                case "mdat":
+                    // Media before the index: the index is after it.
+                    return end < length ? .fetch(.mp4, clipped([end..<length], length: length)) : .nothing
+                case "moof":
+                    // A fragmented file's moov came first: nothing to fetch.
+                    return .nothing
+                default:
+                    offset = end
+                }
             }
         }
         return .nothing
+    }
+
+    /// Where an MP4 whose index follows its media has its first sample:
+    /// the start of `mdat`'s data, where ffmpeg's muxer puts its first
+    /// chunk and where a demuxer that has read the `moov` reads next. Nil
+    /// for any other head (moov first, fragmented, not an MP4).
+    public static func mp4FirstSample(head: [UInt8], length: Int64) -> Int64? {
+        guard head.count >= 8, head[4] == 0x66, head[5] == 0x74, head[6] == 0x79, head[7] == 0x70 else { return nil }
+        var offset: Int64 = 0
+        while offset < length {
+            guard case .box(let type, let header, let end) = box(head, at: offset, length: length) else { return nil }
+            switch type {
+            case "mdat": return end < length ? offset + header : nil
+            case "moov", "moof": return nil
+            default: offset = end
+            }
+        }
+        return nil
+    }
+
+    enum Box {
+        case needMore, bad
+        /// Its type, header length, and where it ends.
+        case box(type: String, header: Int64, end: Int64)
+    }
+
+    /// The top-level box at `offset` (32-bit size, `largesize` when 1, to
+    /// the end of the file when 0), bounded by the file's length.
+    static func box(_ head: [UInt8], at offset: Int64, length: Int64) -> Box {
+        guard offset + 8 <= Int64(head.count) else { return .needMore }
+        let at = Int(offset)
+        var size = Int64(be(head, at, 4))
+        var header: Int64 = 8
+        if size == 1 {
+            guard offset + 16 <= Int64(head.count) else { return .needMore }
+            let large = be(head, at + 8, 8)
+            guard large <= UInt64(Int64.max) else { return .bad }
+            size = Int64(large)
+            header = 16
+        } else if size == 0 {
+            size = length - offset
+        }
+        let (end, overflow) = offset.addingReportingOverflow(size)
+        guard size >= header, !overflow, end <= length else { return .bad }
+        return .box(type: String(decoding: head[(at + 4)..<(at + 8)], as: UTF8.self), header: header, end: end)
     }
 
     static func be(_ bytes: [UInt8], _ at: Int, _ count: Int) -> UInt64 {

@@ -65,6 +65,26 @@ final class ContainerSnifferTests: XCTestCase {
         XCTAssertEqual(ContainerSniffer.decide(head: head, length: 10_000_000), .nothing)
     }
 
+    func testAnMP4sFirstSampleIsItsMdatsDataOnlyWhenTheMoovFollowsIt() {
+        let length: Int64 = 100 * Self.MiB
+        let mdatFirst = box("ftyp", size: 32) + box("free", size: 8) + boxHeader("mdat", size: UInt32(99 * Self.MiB))
+        XCTAssertEqual(ContainerSniffer.mp4FirstSample(head: mdatFirst, length: length), 48)
+        let large = box("ftyp", size: 24) + boxHeader("mdat", size: 1) + be(UInt64(99 * Self.MiB), 8)
+        XCTAssertEqual(ContainerSniffer.mp4FirstSample(head: large, length: length), 40)
+        // The moov first, an mdat to the file's end (no moov after it), a
+        // fragmented file, a cut head, a box past the file, no MP4 at all.
+        let moovFirst = box("ftyp", size: 24) + box("moov", size: 1000) + boxHeader("mdat", size: 5000)
+        XCTAssertNil(ContainerSniffer.mp4FirstSample(head: moovFirst, length: 6024))
+        XCTAssertNil(ContainerSniffer.mp4FirstSample(head: box("ftyp", size: 24) + boxHeader("mdat", size: 0),
+                                                     length: length))
+        XCTAssertNil(ContainerSniffer.mp4FirstSample(head: box("ftyp", size: 24) + boxHeader("moof", size: 900),
+                                                     length: length))
+        XCTAssertNil(ContainerSniffer.mp4FirstSample(head: Array(mdatFirst.prefix(44)), length: length))
+        XCTAssertNil(ContainerSniffer.mp4FirstSample(head: box("ftyp", size: 24) + boxHeader("mdat", size: 0xFFFF_FFF0),
+                                                     length: 1_000_000))
+        XCTAssertNil(ContainerSniffer.mp4FirstSample(head: Array(repeating: 0x47, count: 64), length: length))
+    }
+
     // MARK: Matroska
 
     /// An element: ID bytes as written, a size in `sizeLength` bytes.
@@ -191,6 +211,7 @@ final class ContainerSnifferTests: XCTestCase {
         XCTAssertTrue(head.withUnsafeBytes { lookahead.take($0, at: 0..<40, length: length) })
         XCTAssertEqual(lookahead.phase, .planned([90_000_032..<length], .mp4))
         XCTAssertEqual(lookahead.takePlan()?.0, [90_000_032..<length])
+        XCTAssertEqual(lookahead.firstSample, 40)
         XCTAssertNil(lookahead.takePlan())
         XCTAssertFalse(head.withUnsafeBytes { lookahead.take($0, at: 0..<40, length: length) })
     }
