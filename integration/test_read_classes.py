@@ -248,6 +248,33 @@ def test_a_scan_reading_on_fetches_half_its_run_ahead_and_a_player_a_window(moun
     assert reads * MiB <= sent <= reads * MiB * 3 // 2, describe(srv.requests)
 
 
+def test_a_scan_that_stops_just_past_a_piece_had_no_more_sent_than_it_read(mount, srv, scanner):
+    """A scanner's 32 KiB reads from the start, through the lookup's first
+    512 KiB and 64 KiB past them, then its close: its long transfer past
+    the head asked for its run and its read once more (576 KiB), so what it
+    left sent unread is at most what it read: 1,088 KiB sent for 576 KiB
+    read. Before, four windows (a window: its read and half its run):
+    1,728 KiB sent, when a scan stopped just past a piece (the bench's 200-file Jellyfin scan had
+    1.83× what it read sent)."""
+    size = 32 * MiB
+    data = data_of(size, 11)
+    srv.add("clip.bin", data)
+    m = mount(srv.url("clip.bin"))
+    assert os.stat(m.path("clip.bin")).st_size == size
+    srv.wait_idle(SERVER_WAIT)
+    head = sum(r.bytes_sent for r in gets(srv, "clip.bin"))
+    assert head == 512 * KiB, describe(srv.requests)
+    reads = 18
+    scan = scanner("seq", [(m.path("clip.bin"), 0, f"{32 * KiB}:{reads}")])
+    out, err = scan.communicate(timeout=120)
+    assert scan.returncode == 0, err
+    assert out.strip() == sha(data[:reads * 32 * KiB])
+    srv.wait_idle(SERVER_WAIT)
+    sent = sum(r.bytes_sent for r in gets(srv, "clip.bin"))
+    print(f"{sent} B sent for {reads * 32 * KiB} B read\n" + describe(srv.requests))
+    assert sent <= 2 * reads * 32 * KiB, f"{sent} B sent for {reads * 32 * KiB} B read\n" + describe(srv.requests)
+
+
 @pytest.fixture(scope="module")
 def media_file(tmp_path_factory):
     """A real ~2 MB video (Matroska, 4 s of a test pattern at 4 Mbit/s) for ffprobe."""

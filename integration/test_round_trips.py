@@ -150,7 +150,7 @@ def test_a_cold_jellyfin_probe_of_an_indexed_file_has_little_sent_past_what_it_r
     transfer's server fills the line and the sockets' buffers past the
     hold whether the reader goes on or not (4 MiB on the emulator's line);
     a scan of an MP4 or a Matroska file stops soon after its index, so its
-    long transfer asks for four of its windows (twice its run), at least
+    long transfer asks for its run and its read once more, at least
     512 KiB, not 8 MiB. The ceiling: what the scan read, as much again,
     and 768 KiB (the first piece and the lookahead's index)."""
     name = f"film.{ext}"

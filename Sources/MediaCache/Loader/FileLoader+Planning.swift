@@ -8,9 +8,9 @@ extension FileLoader {
     /// running ones, starts the rest (reaching `window` further). Throws
     /// once a read has tried too often.
     /// `streams`: the reader reads on from where it was, so a transfer may
-    /// be a long one, held at the window.
+    /// be a long one, held at the window; a scan's reaches `piece` on.
     func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier, readClass: ReadClass = .play,
-                      streams: Bool = false, info: ContentInfo, attempts: inout Attempts,
+                      streams: Bool = false, piece: Int64 = 0, info: ContentInfo, attempts: inout Attempts,
                       state: inout LoaderState) throws {
         let priority = readClass.readPriority
         for hole in holes {
@@ -65,7 +65,7 @@ extension FileLoader {
                 // A player that streams asks for the rest of the file once,
                 // held at `reach` until it reads on.
                 let long = window > 0 && streams && holdsTransfers(info)
-                let longEnd = ReadPattern.longTransferEnd(from: start, window: window, readClass: readClass,
+                let longEnd = ReadPattern.longTransferEnd(from: start, piece: piece, readClass: readClass,
                                                           container: state.lookahead.container, length: info.length)
                 point = startPartTransfers(at: start, end: long ? longEnd : reach, hold: long ? reach : nil,
                                            owner: owner, info: info, priority: priority, readClass: readClass,

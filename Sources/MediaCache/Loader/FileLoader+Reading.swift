@@ -123,8 +123,9 @@ extension FileLoader {
             let wait = scope.state.fetches.addWait(wanted, buffer: buffer)
             defer { scope.state.fetches.removeWait(wait) }
             var available = scope.state.availability(of: wait)
+            let piece = pattern.scanPiece
             try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,
-                             readClass: pattern.readClass, streams: streams, info: info,
+                             readClass: pattern.readClass, streams: streams, piece: piece, info: info,
                              attempts: &attempts, state: &scope.state)
             readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass,
                       streams: streams, info: info,
@@ -161,8 +162,8 @@ extension FileLoader {
                 }
                 available = scope.state.availability(of: wait)
                 try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,
-                                 readClass: pattern.readClass, streams: pattern.streams, info: info,
-                             attempts: &attempts, state: &scope.state)
+                                 readClass: pattern.readClass, streams: streams, piece: piece, info: info,
+                                 attempts: &attempts, state: &scope.state)
             }
             if scope.state.version.generation != startGeneration {
                 throw MediaError.io("\(source.displayURL) changed on the server during the read")

@@ -37,23 +37,34 @@ public final class ReadPattern: Sendable {
     /// round trips, and at most a third of what it fetched is not read.
     public static let scanWindowMax: Int64 = 8 << 20
     /// The least a scan's long transfer asks for: ffprobe reads a few
-    /// hundred KiB past a file's head (310 KiB of a 45 MB Matroska clip).
+    /// hundred KiB past a file's head (Jellyfin's probe of the bench's
+    /// 8 Mbit/s Matroska clips: 340-410 KiB from the start; of its mp4s,
+    /// about 1 MB past the moov).
     public static let scanPieceMin: Int64 = 512 << 10
     /// Where a long transfer from `start` ends: a player's at the end of the
     /// file; a scan's of an MPEG-TS `scanWindowMax` on (a TS has no index:
     /// the demuxer reads on for its whole probe size, 5 MB by default); any
-    /// other scan's four windows on (two of its run so far), between
-    /// `scanPieceMin` and `scanWindowMax`; then a new one at its next miss. A held transfer's server fills the sockets' buffers past the
-    /// hold whatever is read (megabytes on loopback, 4 MiB in the link
-    /// emulator) and a scan stops reading soon: to the end of the file, a
-    /// scanner's 8 MiB read cost 16 MB sent; 8 MiB pieces, a Jellyfin probe
-    /// of a Matroska clip that read 342 KiB had 4.1 MB sent. This way a
-    /// stop costs twice what the run read, or 512 KiB, at most; a scan that
-    /// reads far asks a few more times (log2 of 8 MiB / 512 KiB).
-    static func longTransferEnd(from start: Int64, window: Int64, readClass: ReadClass,
+    /// other scan's `scanPiece` on (its run so far and its read again),
+    /// between `scanPieceMin` and `scanWindowMax`; then a new one at its
+    /// next miss. A held transfer's server fills the sockets' buffers past
+    /// the hold whatever is read (megabytes on loopback, 4 MiB in the link
+    /// emulator) and a scan stops reading soon, so what a stop leaves sent
+    /// for nothing is the rest of its last piece:
+    /// - to the end of the file, a scanner's 8 MiB read cost 16 MB sent;
+    /// - in 8 MiB pieces, a Jellyfin probe of a Matroska clip that read
+    ///   342 KiB had 4.1 MB sent;
+    /// - in pieces of four windows (its read four times and twice its run:
+    ///   each end three times as far as the last): the bench's 200-file scan had 1.83× what it read sent (256
+    ///   KiB least pieces: 3.07× for its mkvs, which then read just past
+    ///   their first piece);
+    /// - in pieces of its run and its read (`scanPiece`: each end about
+    ///   twice as far as the last), a stop leaves unread at most what it
+    ///   read, or the least piece; a scan that reads far asks
+    ///   log2(8 MiB / 512 KiB) times more.
+    static func longTransferEnd(from start: Int64, piece: Int64, readClass: ReadClass,
                                 container: ContainerSniffer.Container?, length: Int64) -> Int64 {
         guard readClass == .scan else { return length }
-        let piece = container == .mpegTS ? scanWindowMax : max(min(window, scanWindowMax / 4) * 4, scanPieceMin)
+        let piece = container == .mpegTS ? scanWindowMax : max(min(piece, scanWindowMax), scanPieceMin)
         return start > length - piece ? length : start + piece
     }
 
@@ -101,6 +112,8 @@ public final class ReadPattern: Sendable {
     var window: Int64 { core.withLock { $0.window } }
     var hasRead: Bool { core.withLock { $0.hasRead } }
     var firstStreakStart: Int64 { core.withLock { $0.firstStreakStart } }
+    /// What a scan's long transfer asks for (`longTransferEnd`).
+    var scanPiece: Int64 { core.withLock { $0.scanPiece } }
     public func fetchWindow(bytesPerRoundTrip: Int64) -> Int64 { core.withLock { $0.fetchWindow(bytesPerRoundTrip: bytesPerRoundTrip) } }
     func follows(_ offset: Int64) -> Bool { core.withLock { $0.follows(offset) } }
 
@@ -195,6 +208,9 @@ public final class ReadPattern: Sendable {
             return min(lastReadSize + contiguousBytes / 2, ReadPattern.scanWindowMax)
         }
         private var lastReadSize: Int64 = 0
+        /// Its run so far and its read once more: a piece whose end is
+        /// about twice as far from the run's start as the read's.
+        var scanPiece: Int64 { contiguousBytes + lastReadSize }
         /// The run of reads each starting where the last ended, exactly (a
         /// scan's handle is direct I/O: its reads come as the program made
         /// them). A scanner's reads at places a few MiB apart are no run.

@@ -97,22 +97,31 @@ final class ReadPatternTests: XCTestCase {
         }
     }
 
-    /// A scan's long transfer of a file with an index asks for four of its
-    /// windows, 512 KiB at least and 8 MiB at most: its server sends all it
-    /// may past the hold, read or not. An MPEG-TS's, whose demuxer reads on
+    /// A scan's long transfer of a file with an index asks for its run and
+    /// its read once more, 512 KiB at least and 8 MiB at most: its server
+    /// sends all it may past the hold, read or not. An MPEG-TS's, whose demuxer reads on
     /// for its probe size, asks for 8 MiB; a player's for the rest of the file.
     func testAScansLongTransferIsSizedToItsRunUnlessTheFileIsATransportStream() {
         let length: Int64 = 100 * Self.MiB
-        func end(_ window: Int64, _ container: ContainerSniffer.Container?, _ readClass: ReadClass = .scan,
+        func end(_ piece: Int64, _ container: ContainerSniffer.Container?, _ readClass: ReadClass = .scan,
                  from start: Int64 = Self.MiB) -> Int64 {
-            ReadPattern.longTransferEnd(from: start, window: window, readClass: readClass, container: container,
+            ReadPattern.longTransferEnd(from: start, piece: piece, readClass: readClass, container: container,
                                         length: length)
         }
         XCTAssertEqual(end(64 * Self.KiB, .matroska), Self.MiB + 512 * Self.KiB, "the least piece")
-        XCTAssertEqual(end(Self.MiB, .mp4), 5 * Self.MiB, "four windows")
-        XCTAssertEqual(end(3 * Self.MiB, nil), 9 * Self.MiB, "8 MiB at most")
+        XCTAssertEqual(end(Self.MiB, .mp4), 2 * Self.MiB, "its run and its read")
+        XCTAssertEqual(end(9 * Self.MiB, nil), 9 * Self.MiB, "8 MiB at most")
         XCTAssertEqual(end(64 * Self.KiB, .mpegTS), 9 * Self.MiB, "a TS reads on")
         XCTAssertEqual(end(64 * Self.KiB, .matroska, from: length - 100), length, "never past the end")
         XCTAssertEqual(end(64 * Self.KiB, .matroska, .play), length, "a player's runs to the end")
+        // The piece: the run of reads each starting where the last ended, and the last read again.
+        let pattern = ReadPattern(readClass: .scan)
+        _ = pattern.record(offset: 0, end: 32 * Self.KiB)
+        _ = pattern.record(offset: 32 * Self.KiB, end: 64 * Self.KiB)
+        XCTAssertEqual(pattern.scanPiece, 96 * Self.KiB)
+        _ = pattern.record(offset: 64 * Self.KiB, end: 1088 * Self.KiB)
+        XCTAssertEqual(pattern.scanPiece, 2112 * Self.KiB)
+        _ = pattern.record(offset: 8 * Self.MiB, end: 8 * Self.MiB + 4096)
+        XCTAssertEqual(pattern.scanPiece, 8192, "a seek starts a new run")
     }
 }
