@@ -110,7 +110,7 @@ public enum ContainerSniffer {
     /// the start of `mdat`'s data, where ffmpeg's muxer puts its first
     /// chunk and where a demuxer that has read the `moov` reads next. Nil
     /// for any other head (moov first, fragmented, not an MP4).
-    public static func mp4FirstSample(head: [UInt8], length: Int64) -> Int64? {
+    static func mp4FirstSample(head: [UInt8], length: Int64) -> Int64? {
         guard head.count >= 8, head[4] == 0x66, head[5] == 0x74, head[6] == 0x79, head[7] == 0x70 else { return nil }
         var offset: Int64 = 0
         while offset < length {
