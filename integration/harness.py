@@ -259,6 +259,18 @@ def index_html(names):
     return f"<html><body><h1>Index of /media/</h1><pre><a href=\"../\">../</a>\n{rows}\n</pre></body></html>\n"
 
 
+def autoindex_html(title, links, sizes=None):
+    """nginx's autoindex page of `title` linking `links` ((href, text)
+    pairs). A row's length column is the file's from `sizes` (href ->
+    bytes), else `-` (as nginx writes for a directory): mediafs takes
+    nginx's lengths, so a made-up one would be a file that changed."""
+    sizes = sizes or {}
+    rows = "\n".join(f'<a href="{href}">{text}</a>                 30-Nov-2026 01:00    {sizes.get(href, "-")}'
+                     for href, text in links)
+    return (f"<html>\r\n<head><title>Index of {title}</title></head>\r\n<body>\r\n"
+            f"<h1>Index of {title}</h1><hr><pre><a href=\"../\">../</a>\r\n{rows}\r\n</pre><hr></body>\r\n</html>\r\n")
+
+
 def gets(srv, name=None):
     """A FaultServer's GET requests (of `name` only, when given)."""
     return [r for r in srv.requests if r.method == "GET" and (name is None or r.name == name)]

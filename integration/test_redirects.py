@@ -18,7 +18,7 @@ import pytest
 
 import harness
 from faultserver import FaultServer
-from harness import data_of, mediafs, read_whole, run, wait_for_stderr, xget
+from harness import autoindex_html, data_of, mediafs, read_whole, run, wait_for_stderr, xget
 
 KiB = 1024
 WAIT = 30.0
@@ -39,12 +39,6 @@ def secret_config(tmp_path):
     config = tmp_path / "secret.conf"
     config.write_text(f"[127.0.0.1]\nX-Api-Key: {SECRET}\n")
     return ("--config", config)
-
-
-def autoindex_html(title, links):
-    rows = "\n".join(f'<a href="{href}">{text}</a>     30-Nov-2026 01:00    1234' for href, text in links)
-    return (f"<html><head><title>Index of {title}</title></head><body><h1>Index of {title}</h1>"
-            f"<hr><pre><a href=\"../\">../</a>\n{rows}\n</pre><hr></body></html>\n")
 
 
 class Elsewhere:
@@ -114,7 +108,7 @@ def test_a_file_redirected_to_another_origin_gets_no_credentials(mount, srv, tmp
 
 
 def test_a_listing_redirected_to_another_origin_gets_no_credentials(mount, srv, tmp_path, elsewhere):
-    listing = autoindex_html("/priv/", [("a.bin", "a.bin")]).encode()
+    listing = autoindex_html("/priv/", [("a.bin", "a.bin")], sizes={"a.bin": 10 * KiB}).encode()
     srv.add("priv/", listing, content_type="text/html")
     srv.add("priv/a.bin", data_of(10 * KiB, 91))
     elsewhere.add("priv/", listing, content_type="text/html")

@@ -71,3 +71,33 @@ def test_a_listing_of_ten_thousand_files_lists_and_stats_with_one_request_per_en
     assert len(heads) <= LISTED + 5, f"{len(heads)} probes for {LISTED} entries"
     assert len([e for e in log if e.uri == "/many/"]) <= 2, "the listing was fetched per lookup"
     assert len(log) <= LISTED + 100 + 10, f"{len(log)} requests for {LISTED} entries and 100 reads"
+
+
+@pytest.fixture
+def autoindexed(tmp_path):
+    """nginx's own autoindex of LISTED small files of distinct sizes."""
+    root = tmp_path / "root"
+    many = root / "many"
+    many.mkdir(parents=True)
+    for i in range(LISTED):
+        name = f"f{i:05d}.bin"
+        (many / name).write_bytes(name.encode() * (1 + i % 7))
+    yield from Nginx.serving(tmp_path / "nginx", root, autoindex=True)
+
+
+def test_an_nginx_index_of_ten_thousand_files_lists_and_stats_with_one_request(mount, autoindexed):
+    """nginx writes each file's length beside its link: `ls -l` of its
+    index is the page alone (rclone sends a HEAD per file: 10,001
+    requests). A file's first read takes its first answer's validators,
+    with nothing dropped as a change."""
+    m = mount(autoindexed.url("many/"))
+    names = sorted(os.listdir(m.mountpoint))
+    assert names == [f"f{i:05d}.bin" for i in range(LISTED)]
+    sizes = {name: os.stat(m.path(name)).st_size for name in names}
+    assert all(sizes[f"f{i:05d}.bin"] == 10 * (1 + i % 7) for i in range(LISTED)), "a wrong size"
+    autoindexed.wait_quiet()
+    log = autoindexed.log()
+    assert [(e.method, e.uri) for e in log] == [("GET", "/many/")], f"{len(log)} requests for ls -l"
+    for name in random.Random(5).sample(names, 100):
+        assert read_whole(m.path(name)) == name.encode() * (1 + int(name[1:6]) % 7)
+    assert "changed on the server" not in m.stderr()

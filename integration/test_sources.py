@@ -22,7 +22,7 @@ import pytest
 
 import harness
 from conftest import Nginx
-from harness import data_of, free_port, index_html, mediafs, read_whole, run, wait_until, xget
+from harness import autoindex_html, data_of, free_port, index_html, mediafs, read_whole, run, wait_until, xget
 from faultserver import FaultServer
 
 KiB, MiB = 1024, 1024 * 1024
@@ -131,12 +131,6 @@ def test_a_local_hls_playlist_is_refused_its_url_is_mounted_by_test_hls(fuse, tm
 
 # ---------------------------------------------------------------- directory listings
 
-def autoindex_html(title, links):
-    rows = "\n".join(f'<a href="{href}">{text}</a>                 30-Nov-2026 01:00    1234' for href, text in links)
-    return (f"<html>\r\n<head><title>Index of {title}</title></head>\r\n<body>\r\n"
-            f"<h1>Index of {title}</h1><hr><pre><a href=\"../\">../</a>\r\n{rows}\r\n</pre><hr></body>\r\n</html>\r\n")
-
-
 def test_handmade_listing_is_a_directory_with_lazily_listed_subdirectories(mount, srv):
     files = {"media/a.bin": data_of(10_000, 12), "media/b c.bin": data_of(11_000, 13),
              "media/sub/d.bin": data_of(12_000, 14)}
@@ -144,7 +138,8 @@ def test_handmade_listing_is_a_directory_with_lazily_listed_subdirectories(mount
         srv.add(name, data)
     srv.add("media/", autoindex_html("/media/", [("a.bin", "a.bin"), ("b%20c.bin", "b c.bin"),
                                                  ("sub/", "sub/"), ("?C=N;O=D", "Name"),
-                                                 ("http://other.example/x.bin", "x")]).encode(),
+                                                 ("http://other.example/x.bin", "x")],
+                                     sizes={"a.bin": 10_000, "b%20c.bin": 11_000}).encode(),
             content_type="text/html")
     srv.add("media/sub/", autoindex_html("/media/sub/", [("d.bin", "d.bin")]).encode(), content_type="text/html")
     m = mount(srv.url("media/"), extra=MOUNT_ARGS)
@@ -158,10 +153,38 @@ def test_handmade_listing_is_a_directory_with_lazily_listed_subdirectories(mount
     assert os.path.isdir(m.path("sub")) and not os.path.isdir(m.path("a.bin"))
     assert os.listdir(m.path("sub")) == ["d.bin"]
     assert any(r.path == "/media/sub/" for r in srv.requests)
+    # nginx's lengths are the files' sizes with no request; the row without one is probed.
+    srv.wait_idle(WAIT)
+    before = len(srv.requests)
+    assert [os.stat(m.path(n)).st_size for n in ("a.bin", "b c.bin")] == [10_000, 11_000]
+    srv.wait_idle(WAIT)
+    assert len(srv.requests) == before, [(r.method, r.path) for r in srv.requests[before:]]
     assert read_whole(m.path("a.bin")) == files["media/a.bin"]
     assert read_whole(m.path("b c.bin")) == files["media/b c.bin"]
     assert read_whole(m.path("sub/d.bin")) == files["media/sub/d.bin"]
     assert os.stat(m.path("sub/d.bin")).st_size == 12_000
+    assert any(r.method == "HEAD" and r.path == "/media/sub/d.bin" for r in srv.requests)
+
+
+def test_a_length_in_an_nginx_index_that_no_longer_holds_never_gives_wrong_bytes(mount, srv):
+    """The page says 1,234 bytes; the file is 10,000 now (the index was
+    written before it changed, or lies). The first answer's length is a
+    change: that read may fail (EIO), never return bytes of another length
+    or version; the size becomes the server's, and reads then are right."""
+    data = data_of(10_000, 15)
+    srv.add("media/a.bin", data)
+    srv.add("media/", autoindex_html("/media/", [("a.bin", "a.bin")], sizes={"a.bin": 1234}).encode(),
+            content_type="text/html")
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    assert os.stat(m.path("a.bin")).st_size == 1234
+    try:
+        got = read_whole(m.path("a.bin"))
+        assert got == data, f"{len(got)} bytes read, not the file's"
+    except OSError as e:
+        assert e.errno == errno.EIO, e
+    wait_until(lambda: os.stat(m.path("a.bin")).st_size == 10_000, "the server's size")
+    assert read_whole(m.path("a.bin")) == data
+    assert "changed on the server" in m.stderr()
 
 
 def test_hostile_names_in_a_listing_are_made_safe_and_unique(mount, srv):

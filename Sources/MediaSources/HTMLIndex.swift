@@ -1,7 +1,12 @@
 // An HTTP directory index (nginx autoindex, Apache, python's http.server)
 // read as a list of entries. Only links below the listed URL count: no
 // parent (`../`), no query-only sort links, no other hosts, no fragments.
-// A page says names and links only: its files are probed for their sizes.
+// Most pages say names and links only: their files are probed for their
+// sizes. nginx's autoindex (its default `autoindex_exact_size on`) writes
+// each file's exact length after its link's date; that length is taken, so
+// a listing of 10,000 files is one request, not 10,001. It carries no
+// validator: the file's first answer names its version (see
+// `FileLoader.confirming`), and a length that no longer holds is a change.
 import Foundation
 import MediaSupport
 import MediaStore
@@ -18,7 +23,8 @@ public struct HTMLIndex: URLListing {
     public func list(in context: ListingContext) throws -> [Source] {
         Self.parse(html: try context.fetchText(url), base: url).map { entry in
             Source(name: entry.name, url: entry.url,
-                   kind: entry.isDirectory ? .directory(HTMLIndex(url: entry.url)) : .file(nil))
+                   kind: entry.isDirectory ? .directory(HTMLIndex(url: entry.url))
+                       : .file(entry.length.map { ContentInfo(length: $0) }))
         }
     }
 
@@ -26,6 +32,15 @@ public struct HTMLIndex: URLListing {
         public var name: String
         public var url: String
         public var isDirectory: Bool
+        /// The exact length the page wrote beside the link (nginx's row), if any.
+        public var length: Int64?
+
+        public init(name: String, url: String, isDirectory: Bool, length: Int64? = nil) {
+            self.name = name
+            self.url = url
+            self.isDirectory = isDirectory
+            self.length = length
+        }
     }
 
     /// The entries of an index page at `base` (which ends with `/`), in page order.
@@ -34,9 +49,10 @@ public struct HTMLIndex: URLListing {
         guard let resolver = Resolver(base: base) else { return [] }
         var seen: Set<String> = []
         var entries: [Entry] = []
-        for href in hrefs(in: html) {
-            guard let entry = resolver.plainEntry(href) ?? resolver.resolvedEntry(href),
+        for link in links(in: html) {
+            guard var entry = resolver.plainEntry(link.href) ?? resolver.resolvedEntry(link.href),
                   seen.insert(entry.url).inserted else { continue }
+            if !entry.isDirectory { entry.length = link.length }
             entries.append(entry)
         }
         return entries
@@ -128,11 +144,12 @@ public struct HTMLIndex: URLListing {
         }
     }
 
-    /// The values of `href` attributes of `<a>` tags, entities decoded.
-    /// Scans the page's bytes once: Foundation's searches on a substring
-    /// copied the rest of the page each time.
-    static func hrefs(in html: String) -> [String] {
-        var result: [String] = []
+    /// The values of `href` attributes of `<a>` tags, entities decoded,
+    /// each with the length its row writes after the link, if it is one of
+    /// nginx's. Scans the page's bytes once: Foundation's searches on a
+    /// substring copied the rest of the page each time.
+    static func links(in html: String) -> [(href: String, length: Int64?)] {
+        var result: [(href: String, length: Int64?)] = []
         var html = html
         html.withUTF8 { page in
             var i = 0
@@ -147,14 +164,71 @@ public struct HTMLIndex: URLListing {
                 while close < n && page[close] != UInt8(ascii: ">") { close += 1 }
                 guard close < n else { break }
                 if let value = hrefValue(page, from: i + 3, to: close) {
-                    result.append(decodeEntities(String(decoding: UnsafeBufferPointer(rebasing: page[value]),
-                                                        as: UTF8.self)))
+                    result.append((decodeEntities(String(decoding: UnsafeBufferPointer(rebasing: page[value]),
+                                                         as: UTF8.self)),
+                                   nginxRowLength(page, after: close + 1)))
                 }
                 i = close
             }
         }
         return result
     }
+
+    /// The length in nginx's autoindex row whose link text starts at
+    /// `start`: `text</a>` then spaces, `dd-Mon-yyyy hh:mm`, spaces, and
+    /// the length's digits ending the line (`-` for a directory). Nothing
+    /// else is taken: a row of another shape (Apache's `1.2M`, a page's
+    /// own text) is probed. At most 18 digits, so the value never
+    /// overflows; one past `Limits.maxLength` is probed too.
+    static func nginxRowLength(_ page: UnsafeBufferPointer<UInt8>, after start: Int) -> Int64? {
+        let n = page.count
+        var i = start
+        // The link's text: nginx writes no tag inside it.
+        while i < n && page[i] != UInt8(ascii: "<") && page[i] != UInt8(ascii: "\n") { i += 1 }
+        guard i + 4 <= n, page[i + 1] == UInt8(ascii: "/"), lower(page[i + 2]) == UInt8(ascii: "a"),
+              page[i + 3] == UInt8(ascii: ">") else { return nil }
+        i += 4
+        func spaces() -> Bool {
+            let from = i
+            while i < n && page[i] == UInt8(ascii: " ") { i += 1 }
+            return i > from
+        }
+        func digits(_ count: Int) -> Bool {
+            for _ in 0..<count {
+                guard i < n, isDigit(page[i]) else { return false }
+                i += 1
+            }
+            return true
+        }
+        func letters(_ count: Int) -> Bool {
+            for _ in 0..<count {
+                guard i < n, (page[i] | 0x20) >= UInt8(ascii: "a"), (page[i] | 0x20) <= UInt8(ascii: "z") else { return false }
+                i += 1
+            }
+            return true
+        }
+        func byte(_ ascii: Unicode.Scalar) -> Bool {
+            guard i < n, page[i] == UInt8(ascii: ascii) else { return false }
+            i += 1
+            return true
+        }
+        // `05-Dec-2026 17:34`
+        guard spaces(), digits(2), byte("-"), letters(3), byte("-"), digits(4), byte(" "),
+              digits(2), byte(":"), digits(2), spaces() else { return nil }
+        var length: Int64 = 0
+        var count = 0
+        while i < n, isDigit(page[i]) {
+            count += 1
+            guard count <= 18 else { return nil }
+            length = length * 10 + Int64(page[i] - UInt8(ascii: "0"))
+            i += 1
+        }
+        guard count > 0, Limits.isLength(length), i == n || page[i] == UInt8(ascii: "\r") || page[i] == UInt8(ascii: "\n")
+        else { return nil }
+        return length
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 
     /// Where the href attribute's value lies among a tag's attributes, `lo..<hi`.
     private static func hrefValue(_ page: UnsafeBufferPointer<UInt8>, from lo: Int, to hi: Int) -> Range<Int>? {

@@ -100,11 +100,14 @@ extension ListingService {
     /// Whether what a listing says of every volume (WebDAV's and S3's
     /// sizes and ETags) matches what their heads were answered with when
     /// the saved index was made: then it still holds, with no request. A
-    /// listing that gives no size (an HTML index) never says so.
+    /// listing that gives no size (most HTML indexes), or a size alone
+    /// (nginx's), never says so: a volume rewritten at its length would
+    /// keep the old index.
     static func listingShowsUnchanged(_ listed: [ContentInfo], _ saved: ArchiveReader.Result) -> Bool {
         guard listed.count == saved.volumes.count else { return false }
         return zip(listed, saved.volumes).allSatisfy { info, volume in
-            info.length == volume.length && (info.etag == nil || volume.etag == nil || info.etag == volume.etag)
+            info.length == volume.length && (info.etag != nil || info.lastModified != nil)
+                && (info.etag == nil || volume.etag == nil || info.etag == volume.etag)
         }
     }
 }

@@ -69,7 +69,8 @@ extension FileLoader {
         switch result {
         case .success(let fresh):
             let changed = lock.withLock { state in
-                guard let known = state.version.info else { return false }
+                guard var known = state.version.info else { return false }
+                if let confirmed = confirming(known, by: fresh, in: &state) { known = confirmed }
                 if let change = Self.difference(from: known, etag: fresh.etag, lastModified: fresh.lastModified,
                                                 length: fresh.length) {
                     replaceContent(with: fresh, reason: change, in: &state)
@@ -109,6 +110,25 @@ extension FileLoader {
         }
         if changed { finishFreeing() }
         return changed
+    }
+
+    /// A version known by its length alone (an nginx index gives no
+    /// validator) takes the validators of the server's first answer of that
+    /// length, and its type: with nothing of the file cached or answered
+    /// yet, there is no older version to mix with, and counting the
+    /// validators' arrival as a change would fail the very read that asked.
+    /// Returns the version confirmed, or nil (then `difference` judges).
+    func confirming(_ known: ContentInfo, by answered: ContentInfo, in state: inout LoaderState) -> ContentInfo? {
+        guard known.etag == nil, known.lastModified == nil, answered.etag != nil || answered.lastModified != nil,
+              answered.length == known.length, !state.version.sawPartial, state.bytes.present.isEmpty else { return nil }
+        var confirmed = known
+        confirmed.etag = answered.etag
+        confirmed.lastModified = answered.lastModified
+        confirmed.contentType = known.contentType ?? answered.contentType
+        state.version.confirmed(confirmed)
+        state.dirty = true
+        Log.debug("\(source.displayURL): its first answer names the version the listing gave by length")
+        return confirmed
     }
 
     /// Why a listing's `listed` shows another version than `known`, or nil.

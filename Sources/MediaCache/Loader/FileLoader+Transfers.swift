@@ -54,7 +54,11 @@ extension FileLoader {
     /// Checks a transfer's head against what is known of the file; false
     /// refuses it (and the caller wakes the waiters).
     func accept(_ head: ResponseHead, of id: TransferID, in state: inout LoaderState) -> Bool {
-        guard var transfer = state.fetches.transfers[id], !transfer.cancelled, let info = state.version.info else { return false }
+        guard var transfer = state.fetches.transfers[id], !transfer.cancelled, var info = state.version.info else { return false }
+        if (200..<300).contains(head.status), let answered = ContentProbe.info(from: head),
+           let confirmed = confirming(info, by: answered, in: &state) {
+            info = confirmed
+        }
         let problem: MediaError?
         // Bytes of this version came in ranges: a 200 now is not a server
         // without ranges (that one is known by `acceptsRanges` false).

@@ -62,6 +62,10 @@ struct VersionState {
         probeAttempts = 0
     }
 
+    /// A version known by its length alone took its first answer's
+    /// validators (`FileLoader.confirming`): the same version, named.
+    mutating func confirmed(_ named: ContentInfo) { info = named }
+
     /// The remote file changed to `fresh`: a new generation. Returns it.
     mutating func changed(to fresh: ContentInfo, validatedAt: Int64) -> Int {
         generation += 1

@@ -32,13 +32,50 @@ final class HTMLIndexTests: XCTestCase {
         let entries = HTMLIndex.parse(html: nginxAutoindex, base: base)
         XCTAssertEqual(entries, [
             .init(name: "Season 1", url: "http://files.example/media/Season%201/", isDirectory: true),
-            .init(name: "café.mkv", url: "http://files.example/media/caf%C3%A9.mkv", isDirectory: false),
-            .init(name: "film one.mp4", url: "http://files.example/media/film%20one.mp4", isDirectory: false),
-            .init(name: "a&b.mp3", url: "http://files.example/media/a%26b.mp3", isDirectory: false),
+            .init(name: "café.mkv", url: "http://files.example/media/caf%C3%A9.mkv", isDirectory: false, length: 1234),
+            .init(name: "film one.mp4", url: "http://files.example/media/film%20one.mp4", isDirectory: false,
+                  length: 123_456),
+            .init(name: "a&b.mp3", url: "http://files.example/media/a%26b.mp3", isDirectory: false, length: 12),
             .init(name: "very-long-name-truncated-by-nginx-in-the-text.mkv",
                   url: "http://files.example/media/very-long-name-truncated-by-nginx-in-the-text.mkv",
-                  isDirectory: false),
+                  isDirectory: false, length: 1),
         ])
+    }
+
+    func testList_nginxAutoindex_givesItsFilesLengthsAndNoValidator() throws {
+        let page = nginxAutoindex
+        let sources = try HTMLIndex(url: base).list(in: ListingContext(clock: .system, fetchText: { _ in page }))
+        XCTAssertEqual(sources.map(\.listedInfo), [nil, ContentInfo(length: 1234), ContentInfo(length: 123_456),
+                                                   ContentInfo(length: 12), ContentInfo(length: 1)])
+    }
+
+    /// Only nginx's row shape gives a length: its date, then digits ending
+    /// the line. Anything else leaves the file to be probed.
+    func testParse_aLengthIsTakenOnlyFromAnNginxRow() {
+        func length(_ row: String) -> Int64?? {
+            HTMLIndex.parse(html: "<pre>" + row + "\r\n</pre>", base: base).first.map(\.length)
+        }
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a>   05-Dec-2026 17:34      0"#), .some(0))
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34 4611686018427387904"#), .some(nil),
+                       "19 digits")
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34 461168601842738790"#),
+                       .some(461_168_601_842_738_790))
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34 99999999999999999999999"#), .some(nil),
+                       "would overflow")
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34  59M"#), .some(nil), "not exact")
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34  1.2"#), .some(nil))
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 2026-12-05 17:34  1234"#), .some(nil), "Apache's date")
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34"#), .some(nil), "no length")
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34 12 bytes"#), .some(nil))
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34 -12"#), .some(nil))
+        XCTAssertEqual(length(#"<a href="x.mkv"><b>x.mkv</b></a> 05-Dec-2026 17:34 12"#), .some(nil))
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a>"#), .some(nil))
+        XCTAssertEqual(length(#"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34 12<a href="y.mkv">y</a>"#), .some(nil))
+        // A directory's row has `-`, and a directory takes no length.
+        XCTAssertEqual(length(#"<a href="d/">d/</a> 05-Dec-2026 17:34 12"#), .some(nil))
+        // A page cut after the digits still ends the row.
+        XCTAssertEqual(HTMLIndex.parse(html: #"<a href="x.mkv">x.mkv</a> 05-Dec-2026 17:34 12"#, base: base)
+            .first?.length, 12)
     }
 
     private let apacheIndex = """
@@ -241,8 +278,10 @@ final class HTMLIndexTests: XCTestCase {
         html += "</pre><hr></body></html>"
         let entries = HTMLIndex.parse(html: html, base: base)
         XCTAssertEqual(entries.count, 100_000)
-        XCTAssertEqual(entries.first, .init(name: "t 0.mp3", url: "http://files.example/media/t%200.mp3", isDirectory: false))
+        XCTAssertEqual(entries.first, .init(name: "t 0.mp3", url: "http://files.example/media/t%200.mp3", isDirectory: false,
+                                             length: 0))
         XCTAssertEqual(entries.last?.name, "t 99999.mp3")
+        XCTAssertEqual(entries.last?.length, 99_999)
     }
 
     func testPlainHrefs_giveWhatURLResolutionGives() {

@@ -274,4 +274,50 @@ extension ListingTests {
             }
         }
     }
+
+    /// nginx's index gives a length and no validator: the first answer of
+    /// that length names the version (its ETag and date are kept), the read
+    /// that asked is served, and nothing is dropped as a change.
+    func testAListingThatGivesALengthAlone_takesTheFirstAnswersValidators() throws {
+        let url = "https://a.example/a.mp4"
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        fetcher.add(url, bytes: bytes)
+        let listing = FakeListing(origin: "fake", entries: [
+            Source(name: "a.mp4", url: url, kind: .file(ContentInfo(length: Int64(bytes.count))))])
+        let c = try catalog(listing)
+        c.start()
+        defer { c.stop() }
+        XCTAssertEqual(try c.attributes(at: "/library/a.mp4")?.size, Int64(bytes.count))
+        XCTAssertEqual(fetcher.requestCount, 0, "the listing's length needs no probe")
+        let loader = try c.file(at: "/library/a.mp4")
+        XCTAssertTrue(try readAll(loader, count: bytes.count) == bytes)
+        let status = loader.status()
+        XCTAssertEqual(status.info?.etag, "\"v1\"", "the first answer's ETag names the version")
+        XCTAssertNotNil(status.info?.lastModified)
+        XCTAssertEqual(status.cachedBytes, Int64(bytes.count), "nothing was dropped as a change")
+        let requests = fetcher.requestCount
+        XCTAssertTrue(try readAll(loader, count: bytes.count) == bytes)
+        XCTAssertEqual(fetcher.requestCount, requests, "served from the cache")
+    }
+
+    /// A listed length that no longer holds: the answer's length differs,
+    /// which is a change (nothing of the listed length was cached), and a
+    /// read never gets bytes of the wrong length or version.
+    func testAListingsLengthThatNoLongerHolds_isAChange_neverWrongBytes() throws {
+        let url = "https://a.example/a.mp4"
+        let bytes = [UInt8](repeating: 9, count: 200_000)
+        fetcher.add(url, bytes: bytes)
+        let listing = FakeListing(origin: "fake", entries: [
+            Source(name: "a.mp4", url: url, kind: .file(ContentInfo(length: 250_000)))])
+        let c = try catalog(listing)
+        c.start()
+        defer { c.stop() }
+        XCTAssertEqual(try c.attributes(at: "/library/a.mp4")?.size, 250_000)
+        let loader = try c.file(at: "/library/a.mp4")
+        if let first = try? readAll(loader, count: 250_000) {
+            XCTAssertTrue(first == bytes, "a read gave \(first.count) bytes that are not the file's")
+        }
+        XCTAssertEqual(try c.attributes(at: "/library/a.mp4")?.size, Int64(bytes.count), "the server's length")
+        XCTAssertTrue(try readAll(try c.file(at: "/library/a.mp4"), count: bytes.count) == bytes)
+    }
 }
