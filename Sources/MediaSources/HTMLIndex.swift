@@ -178,8 +178,8 @@ public struct HTMLIndex: URLListing {
     /// `start`: `text</a>` then spaces, `dd-Mon-yyyy hh:mm`, spaces, and
     /// the length's digits ending the line (`-` for a directory). Nothing
     /// else is taken: a row of another shape (Apache's `1.2M`, a page's
-    /// own text) is probed. At most 18 digits, so the value never
-    /// overflows; one past `Limits.maxLength` is probed too.
+    /// own text) is probed. At most 18 digits, read by `Limits.length`
+    /// (one past `Limits.maxLength` is probed too).
     static func nginxRowLength(_ page: UnsafeBufferPointer<UInt8>, after start: Int) -> Int64? {
         let n = page.count
         var i = start
@@ -215,17 +215,10 @@ public struct HTMLIndex: URLListing {
         // `05-Dec-2026 17:34`
         guard spaces(), digits(2), byte("-"), letters(3), byte("-"), digits(4), byte(" "),
               digits(2), byte(":"), digits(2), spaces() else { return nil }
-        var length: Int64 = 0
-        var count = 0
-        while i < n, isDigit(page[i]) {
-            count += 1
-            guard count <= 18 else { return nil }
-            length = length * 10 + Int64(page[i] - UInt8(ascii: "0"))
-            i += 1
-        }
-        guard count > 0, Limits.isLength(length), i == n || page[i] == UInt8(ascii: "\r") || page[i] == UInt8(ascii: "\n")
-        else { return nil }
-        return length
+        let from = i
+        while i < n, isDigit(page[i]), i - from < 19 { i += 1 }
+        guard i - from <= 18, i == n || page[i] == UInt8(ascii: "\r") || page[i] == UInt8(ascii: "\n") else { return nil }
+        return Limits.length(String(decoding: UnsafeBufferPointer(rebasing: page[from..<i]), as: UTF8.self))
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
