@@ -18,7 +18,7 @@ export MEDIAFS_BIN := $(abspath $(BIN))
 ARCHIVE_FIXTURES ?= $(HOME)/.cache/mediafs-archive-fixtures
 export MEDIAFS_RARFILE_FIXTURES ?= $(abspath $(ARCHIVE_FIXTURES))
 
-.PHONY: all build deps archive-fixtures test tsan demo bench install clean stress-suite stress-start
+.PHONY: all build deps archive-fixtures test tsan demo bench install clean stress stress-suite
 
 all: build
 
@@ -31,32 +31,44 @@ deps:
 archive-fixtures:
 	scripts/fetch-archive-fixtures.sh $(MEDIAFS_RARFILE_FIXTURES) >/dev/null
 
+# Workers for the integration suite (pytest-xdist): most tests wait on a
+# server, a mount or a read, so 4 keep this 2-core machine busy.
+JOBS ?= 4
+PYTEST := python3 -m pytest -p no:cacheprovider
+# The product's tests and the tools' (integration/tools/): tests that can run
+# beside others on JOBS workers, grouped where they share a machine-wide
+# setting; then those marked `alone`, one at a time.
+INTEGRATION = $(PYTEST) -n $(JOBS) --dist loadgroup -m "not alone" --durations=15 $(PYTEST_ARGS) integration/ \
+	&& { $(PYTEST) -m alone --durations=5 $(PYTEST_ARGS) integration/; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]; }
+
 test: deps archive-fixtures
 	$(MAKE) build
-	swift test --disable-swift-testing $(SWIFT_FLAGS)
 	$(MAKE) tsan
-	python3 -m pytest -v $(PYTEST_ARGS) integration/
+	$(INTEGRATION)
 
-# The unit tests under ThreadSanitizer, in a build directory of their own
-# (a sanitized build cannot share objects with the plain one).
+# The unit tests, once, under ThreadSanitizer (a debug build, so the lock
+# ranks are checked too), a test class per process, several at once.
 tsan: archive-fixtures
-	swift test --sanitize=thread --disable-swift-testing --scratch-path .build-tsan
+	swift build --build-tests --sanitize=thread --disable-swift-testing --scratch-path .build-tsan
+	python3 scripts/unit-tests.py "$$(swift build --show-bin-path --sanitize=thread --scratch-path .build-tsan)/mediafsPackageTests.xctest"
+
+# The long versions of the stress, soak and start-up tests: `make test` runs
+# each for seconds, this for minutes (see README).
+STRESS_ENV = MEDIAFS_KILLS=60 MEDIAFS_STRESS_SECONDS=120 MEDIAFS_FLIP_SECONDS=60 MEDIAFS_START_ENTRIES=100000 MEDIAFS_START_REMOUNTS=50
+stress: deps
+	$(MAKE) build
+	$(STRESS_ENV) $(PYTEST) -v -m stress --durations=0 $(PYTEST_ARGS) integration/
 
 # The flake hunt: the integration suite RUNS times in a row (default 20),
 # stopping at the first run that fails; `make stress-suite RUNS=5`.
 RUNS ?= 20
-stress-suite: deps
+stress-suite: deps archive-fixtures
 	$(MAKE) build
 	for run in $$(seq 1 $(RUNS)); do \
-	  echo "== stress-suite: run $$run of $(RUNS)"; \
-	  python3 -m pytest -q $(PYTEST_ARGS) integration/ || { echo "== stress-suite: run $$run FAILED"; exit 1; }; \
+	  echo "== stress-suite: run $$run of $(RUNS)"; start=$$(date +%s); \
+	  ( $(INTEGRATION) ) || { echo "== stress-suite: run $$run FAILED"; exit 1; }; \
+	  echo "== stress-suite: run $$run passed in $$(( $$(date +%s) - start )) s"; \
 	done; echo "== stress-suite: $(RUNS) runs passed"
-
-# Start-up that cannot hang, at full size: a 100,000-entry cache remounted
-# in daemon mode 50 times, each answering a stat at once.
-stress-start: deps
-	$(MAKE) build
-	MEDIAFS_START_ENTRIES=100000 MEDIAFS_START_REMOUNTS=50 python3 -m pytest -v integration/test_daemon_start.py
 
 demo: deps
 	$(MAKE) build

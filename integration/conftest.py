@@ -11,6 +11,8 @@ Mount tests skip loudly when /dev/fuse or fusermount3 is unusable.
 """
 
 import fcntl
+import hashlib
+import inspect
 import os
 import pwd
 import random
@@ -39,6 +41,28 @@ SEED = 20240601
 
 FUSE_PROBLEM = harness.fuse_unusable_reason()
 BANNER = "!" * 78
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "stress: a stress or soak test; `make test` runs it for seconds, "
+                            "`make stress` for minutes (its length from the environment)")
+    config.addinivalue_line("markers", "alone(reason): cannot run beside other tests (the reason says why); "
+                            "`make test` runs it after the others, one at a time")
+
+
+# Tests that change a machine-wide setting share one xdist worker: the owner
+# tests open /dev/fuse to all and add user_allow_other to /etc/fuse.conf
+# for as long as a worker's session lasts (unprivileged_fuse), so a second
+# worker would wait on their lock until the first one's session ended.
+GROUPS = {"unprivileged_fuse": "owners", "actor": "owners", "other_user": "owners"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = next((GROUPS[name] for name in item.fixturenames if name in GROUPS), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_report_header(config):
@@ -142,15 +166,42 @@ def _generate(root):
 
 @pytest.fixture(scope="session")
 def data_root():
-    """The served directory; generated once, reused while the stamp is there."""
+    """The served directory; generated once, reused while the stamp is there.
+    Workers running at once (pytest-xdist) take a lock: one generates, the
+    others wait for its stamp."""
     base = DATA_ROOT / DATA_VERSION
     root, stamp = base / "files", base / "complete"
-    if not stamp.exists():
-        if base.exists():
-            shutil.rmtree(base)
-        root.mkdir(parents=True)
-        _generate(root)
-        stamp.write_text("ok\n")
+    DATA_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(DATA_ROOT / f"{DATA_VERSION}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.exists():
+            if base.exists():
+                shutil.rmtree(base)
+            root.mkdir(parents=True)
+            _generate(root)
+            stamp.write_text("ok\n")
+    return root
+
+
+def made_once(name, make):
+    """A directory `make(path)` fills, made once for every worker and every
+    run of the suite and kept under DATA_ROOT: media ffmpeg takes seconds
+    to encode is not encoded again by each of make test's workers. Keyed
+    by the source of the module that defines `make`, so a change to it
+    makes the media anew. Workers take a lock: one makes, the others wait
+    for its stamp."""
+    source = Path(inspect.getsourcefile(make)).read_bytes()
+    base = DATA_ROOT / f"{name}-{hashlib.sha256(source).hexdigest()[:16]}"
+    root, stamp = base / "files", base / "complete"
+    DATA_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(DATA_ROOT / f"{base.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.exists():
+            if base.exists():
+                shutil.rmtree(base)
+            root.mkdir(parents=True)
+            make(root)
+            stamp.write_text("ok\n")
     return root
 
 

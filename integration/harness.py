@@ -223,10 +223,33 @@ def start_mount(args, mountpoint, cache_dir, stderr_path, env=None, user=None):
 
 # ---------------------------------------------------------------- shared by the tests
 
+# Ports for the tests' servers, below Linux's ephemeral range (32768-60999,
+# where connect() picks client ports, so a client cannot take one between
+# our check and the server's bind) and split between pytest-xdist's workers
+# (PYTEST_XDIST_WORKER "gw<N>"), so no two workers hand out the same port.
+PORT_BASE, PORTS_PER_WORKER, WORKER_SLOTS = 12000, 1000, 20
+_next_port = [0]
+
+
+def _worker_index():
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker[2:]) % WORKER_SLOTS if worker.startswith("gw") and worker[2:].isdigit() else 0
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on now, this worker's own: handed out in turn
+    from its block, so a port is reused only after a thousand others."""
+    first = PORT_BASE + _worker_index() * PORTS_PER_WORKER
+    for _ in range(PORTS_PER_WORKER):
+        port = first + _next_port[0] % PORTS_PER_WORKER
+        _next_port[0] += 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {first}-{first + PORTS_PER_WORKER - 1}")
 
 
 def data_of(size, seed):

@@ -30,6 +30,8 @@ from faultserver import FaultServer
 from harness import data_of, disk_usage, mediafs, pread_uncached, read_range, read_whole, xget
 
 KiB, MiB = 1024, 1024 * 1024
+# Kill -9 rounds: 15 in `make test`, more in `make stress`.
+KILLS = int(os.environ.get("MEDIAFS_KILLS", "15"))
 SLACK = 64 * KiB          # metadata files and directories on top of a limit
 WAIT = 30.0               # upper bound for anything asynchronous
 DEBUG = ["-d"] if os.environ.get("MEDIAFS_TEST_DEBUG") else []
@@ -315,6 +317,7 @@ def _random_reader(path, data, rng, killed, problems):
                 pass
 
 
+@pytest.mark.stress
 def test_kill_9_at_any_instant_never_invents_bytes(mount, servers, tmp_path):
     srv = servers()
     port = srv.port
@@ -327,7 +330,7 @@ def test_kill_9_at_any_instant_never_invents_bytes(mount, servers, tmp_path):
     cache = tmp_path / "cache-kill"
     rng = random.Random(7)
     problems = []
-    for i in range(15):
+    for i in range(KILLS):
         m = mount(url, extra=["--timeout", "20"], cache_dir=cache)
         killed = threading.Event()
         t = threading.Thread(target=_random_reader,
@@ -356,7 +359,7 @@ def test_kill_9_at_any_instant_never_invents_bytes(mount, servers, tmp_path):
     checked = guarded(lambda: check_cached_ranges_against(path, data))
     if isinstance(checked, BaseException):
         raise checked
-    assert checked > 0, "nothing survived 15 kills (metadata never flushed?)"
+    assert checked > 0, f"nothing survived {KILLS} kills (metadata never flushed?)"
     print(f"kill loop: {checked} cached bytes checked with no server")
     assert m.unmount() == 0
 

@@ -7,7 +7,7 @@ up and every access blocked in the kernel (2 of 10 remounts of a
 returns once it is mounted, after its catalog is loaded; a daemon not
 ready within --timeout is stopped and leaves no mount.
 
-`make stress-start` runs the remount loop at full size (100,000 entries,
+`make stress` runs the remount loop at full size (100,000 entries,
 50 remounts)."""
 
 import os
@@ -38,6 +38,7 @@ def stop_daemons(mnt):
         harness.stop_pid(pid, timeout=0)
 
 
+@pytest.mark.stress
 def test_remounts_of_a_large_cache_in_daemon_mode_each_answer_at_once(fuse, mediafs_bin, server, source, tmp_path):
     expected = source("small.bin").read_bytes()
     listing = tmp_path / "many.list"

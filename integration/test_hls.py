@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from conftest import Nginx, _video_codec
+from conftest import Nginx, _video_codec, made_once
 from harness import index_html, read_range, read_whole, run, xset
 
 MOUNT_ARGS = ("--timeout", "10")
@@ -42,10 +42,17 @@ def hls_args(*extra):
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory):
-    """ts/, fmp4/, single/ and master/ playlists with their segments."""
+    """ts/, fmp4/, single/ and master/ playlists with their segments: encoded
+    once for all workers (conftest.made_once), copied for this worker's
+    server, since tests add playlists of their own beside them."""
     if shutil.which("ffmpeg") is None:
         pytest.fail("ffmpeg not found: run scripts/install-deps.sh")
-    root = tmp_path_factory.mktemp("hls-media")
+    root = tmp_path_factory.mktemp("hls") / "media"
+    shutil.copytree(made_once("hls-media", make_media), root)
+    return root
+
+
+def make_media(root):
     video = [*_video_codec(), "-g", 25]
     for name in ("ts", "fmp4", "single", "master", "aes", "aesseq", "dash"):
         (root / name).mkdir()
@@ -79,7 +86,6 @@ def fixtures(tmp_path_factory):
     ffmpeg(*clip_inputs()[:4], "-c:v", *video, "-f", "dash", "-seg_duration", SEGMENT_SECONDS, "-use_timeline", 0,
            "-init_seg_name", "d-init-$RepresentationID$.m4s", "-media_seg_name", "d-$RepresentationID$-$Number%05d$.m4s",
            dash / "duration.mpd")
-    return root
 
 
 def write_sequence_encrypted(clear_playlist, out, first_sequence):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from conftest import made_once
 from harness import index_html, xget
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -48,25 +49,26 @@ def link(srv, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def films(tmp_path_factory):
+def films():
     """60 s of 1280x720 H.264 with AAC, as ffmpeg writes it: an mp4 (moov
     after mdat), the same in Matroska (SeekHead first, Cues at the end) and
-    in MPEG-TS."""
-    root = tmp_path_factory.mktemp("films")
+    in MPEG-TS. Encoded once for all workers (conftest.made_once)."""
+    root = made_once("round-trip-films", make_films)
+    out = {name: (root / name).read_bytes() for name in ("film.mp4", "film.mkv", "film.ts")}
+    assert out["film.mp4"].find(b"moov") > out["film.mp4"].find(b"mdat") > 0, "ffmpeg wrote moov first"
+    return out
+
+
+def make_films(root):
     mp4 = root / "film.mp4"
     subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y",
                     "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30:duration=60",
                     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=60",
                     "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-pix_fmt", "yuv420p",
                     "-c:a", "aac", "-shortest", str(mp4)], check=True, timeout=300)
-    out = {"film.mp4": mp4.read_bytes()}
     for ext in ("mkv", "ts"):
-        path = root / f"film.{ext}"
         subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(mp4), "-map", "0", "-c", "copy",
-                        str(path)], check=True, timeout=120)
-        out[path.name] = path.read_bytes()
-    assert out["film.mp4"].find(b"moov") > out["film.mp4"].find(b"mdat") > 0, "ffmpeg wrote moov first"
-    return out
+                        str(root / f"film.{ext}")], check=True, timeout=120)
 
 
 TYPES = {"mp4": "video/mp4", "mkv": "video/x-matroska", "ts": "video/mp2t"}

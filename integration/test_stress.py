@@ -12,9 +12,9 @@ after some pages) -- never zeros, never a mix. Nor does a handle read one
 version and then the other: the kernel's page cache is shared by all
 handles of a file, so handles of the new version go around it while one
 of the old is open (1 handle of about 1,500 switched in a run before).
-Each run stops by itself after MEDIAFS_STRESS_SECONDS (default 25 s) and
-prints a one-line summary (see it with `pytest -s`); MEDIAFS_STRESS_SEED
-replays a run.
+Each run stops by itself after MEDIAFS_STRESS_SECONDS (8 s in `make test`,
+120 s in `make stress`) and prints a one-line summary (see it with
+`pytest -s`); MEDIAFS_STRESS_SEED replays a run.
 """
 
 import errno
@@ -32,9 +32,11 @@ import harness
 from conftest import Nginx
 from harness import data_of, guarded, xget, xset
 
+pytestmark = pytest.mark.stress
+
 KiB, MiB = 1024, 1024 * 1024
 SEED = int(os.environ.get("MEDIAFS_STRESS_SEED", "20251010"))
-SECONDS = float(os.environ.get("MEDIAFS_STRESS_SECONDS", "25"))
+SECONDS = float(os.environ.get("MEDIAFS_STRESS_SECONDS", "8"))
 READERS = 4
 HANDLES_PER_READER = 3
 REOPEN_CHANCE = 0.03       # per read: close one handle and open another

@@ -56,6 +56,17 @@ else
     python3 -c 'import pytest' || { say "pytest still not importable by $(command -v python3)"; exit 1; }
 fi
 
+# The integration suite runs on several workers (make test's JOBS).
+if python3 -c 'import xdist' 2>/dev/null; then
+    say "pytest-xdist: present"
+else
+    say "installing pytest-xdist"
+    python3 -m pip install --quiet pytest-xdist \
+        || python3 -m pip install --quiet --break-system-packages pytest-xdist \
+        || { export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y python3-pytest-xdist; }
+    python3 -c 'import xdist' || { say "pytest-xdist still not importable by $(command -v python3)"; exit 1; }
+fi
+
 # The tests parse /metrics with a real Prometheus exposition parser.
 if python3 -c 'import prometheus_client.parser' 2>/dev/null; then
     say "prometheus_client: present"

@@ -3,6 +3,7 @@
 // only reads, and lists a cache in use as it is at that moment.
 import Foundation
 import MediaCache
+import MediaFS
 
 struct CacheCommand {
     static let usage = "usage: mediafs cache ls|gc|clear [--cache-dir DIR] [LIMITS] [URL...]"
@@ -35,7 +36,8 @@ struct CacheCommand {
         // The command's one clock: its waits, and what "old" means for the limits.
         let clock = Clock.system
         if action == "ls" { return list(store, clock: clock) }
-        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait, clock: clock)
+        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait, clock: clock,
+                                 isMounted: MediaFS.isMounted(resolved:))
         try withExtendedLifetime(lock) {
             // Removal deletes on the trash worker; the space must be free
             // when the command returns, leftovers of a crashed mount included.

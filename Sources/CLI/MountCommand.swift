@@ -376,7 +376,8 @@ struct MountCommand {
         let store = try CacheStore(root: cache.resolvedDirectory)
         // Before mounting, so a second mount fails with nothing to undo;
         // before the arguments are read, since their saved copies are the cache's.
-        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait, clock: clock)
+        let lock = try CacheLock(directory: store.root, wait: CacheLock.departureWait, clock: clock,
+                                 isMounted: MediaFS.isMounted(resolved:))
         let (parsed, fromSaved) = try Source.read(arguments: sources, clock: clock, s3: s3Mount, hlsVariant: hlsVariant, http: http,
                                                   saved: SavedPresentations(store: store)) {
             try TextFetch.get($0, options: http, clock: clock)
@@ -389,9 +390,16 @@ struct MountCommand {
         settings.handleGrace = reads.handleGrace
         var options = MediaFS.Options(mountpoint: mountpoint.hasPrefix("/") ? mountpoint
                                       : FileManager.default.currentDirectoryPath + "/" + mountpoint)
-        if let readyDescriptor {
-            options.onMounted = { DaemonStart.detach(readyDescriptor: readyDescriptor) }
+        // Resolved now: once mounted, resolving it would ask the mount itself.
+        let resolved = realpath(options.mountpoint, nil).map { path in
+            defer { free(path) }
+            return String(cString: path)
         }
+        options.onMounted = {
+            if let resolved { lock.serving(at: resolved) }
+            if let readyDescriptor { DaemonStart.detach(readyDescriptor: readyDescriptor) }
+        }
+        options.onUnmounted = { lock.departing() }
         options.fuseOptions = daemon.fuseOptions
         options.passthrough = daemon.passthrough
         options.scanners = scanners

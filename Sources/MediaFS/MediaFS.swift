@@ -17,6 +17,8 @@ public final class MediaFS: @unchecked Sendable {
         /// Called once the mount is up, just before requests are served:
         /// a daemon lets go of its terminal there and tells its starter.
         public var onMounted: (@Sendable () -> Void)?
+        /// Called once the kernel has let go, before the final flush.
+        public var onUnmounted: (@Sendable () -> Void)?
         /// Extra `-o` options for FUSE, each "key" or "key=value".
         public var fuseOptions: [String] = []
         /// Max threads serving FUSE requests. A read waiting for bytes holds
@@ -117,6 +119,12 @@ public final class MediaFS: @unchecked Sendable {
         MountTable.entry(at: path) != nil
     }
 
+    /// The same for a path already resolved, without touching it: what a
+    /// cache lock's waiter asks of the holder's mountpoint.
+    public static func isMounted(resolved path: String) -> Bool {
+        MountTable.isMounted(at: path)
+    }
+
     /// Mounts, serves until unmounted or signalled, and cleans up. Returns
     /// once the mount ends (in the daemon when not in the foreground).
     public func run() throws {
@@ -174,6 +182,7 @@ public final class MediaFS: @unchecked Sendable {
             fuse_loop_cfg_set_idle_threads(loopConfig, options.idleThreads)
             let status = mediafs_fuse_loop_mt(fuse, loopConfig)
             Log.info("unmounting \(options.mountpoint)")
+            options.onUnmounted?()
             // Nothing may reach `fuse` once it is destroyed: the kernel has
             // let go, so pending invalidations are moot; then every other
             // thread is joined and the metadata persisted.

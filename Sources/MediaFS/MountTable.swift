@@ -40,6 +40,12 @@ enum MountTable {
         return entries().last { $0.mountpoint == target }
     }
 
+    /// Whether something is mounted at exactly `path` (resolved already):
+    /// no stat, so a hung mount there cannot hang the caller.
+    static func isMounted(at path: String) -> Bool {
+        entries().contains { $0.mountpoint == path }
+    }
+
     /// mountinfo writes space, tab, newline and backslash as octal escapes.
     static func unescape(_ field: Substring) -> String {
         var bytes: [UInt8] = []

@@ -1,6 +1,9 @@
 // One cache, one user: an exclusive flock on `<cache>/lock`, held by a mount
 // (or a `cache gc|clear`) for its whole life and released by the kernel when
-// the holder exits. The file's text, the holder's pid, is only for messages.
+// the holder exits. The file's text is the holder's pid and, while a mount
+// serves, "serving <mountpoint>": a waiter refuses at once when that mount
+// is still in the mount table, and waits only for a holder that may be on
+// its way out (a departing daemon's last flush, a cache command).
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -22,10 +25,19 @@ public final class CacheLock: Sendable {
     /// (DaemonStart spawns it; nothing forks), and takes the lock itself.
     private let fd: Int32
 
+    /// What the lock file says of its holder.
+    public struct Holder: Equatable, Sendable {
+        public var pid: Int32?
+        /// The mountpoint (resolved before mounting) of a mount that serves.
+        public var serving: String?
+    }
+
     /// Takes the lock, polling up to `wait` seconds while another process
-    /// holds it. Throws EBUSY naming the directory and, when it can be read,
-    /// the holder's pid.
-    public init(directory: String, wait: Double, clock: Clock) throws {
+    /// holds it, but not while the holder says it serves a mount that
+    /// `isMounted` confirms: that one is not leaving. Throws EBUSY naming
+    /// the directory and, when it can be read, the holder's pid.
+    public init(directory: String, wait: Double, clock: Clock,
+                isMounted: (String) -> Bool = { _ in false }) throws {
         self.directory = directory
         path = directory + "/lock"
         var fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -51,39 +63,72 @@ public final class CacheLock: Sendable {
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
-            guard code == EWOULDBLOCK, !deadline.hasPassed else {
-                let holder = Self.holder(fd)
+            let holder = code == EWOULDBLOCK ? Self.holder(fd) : Holder()
+            let serving = holder.serving.flatMap { isMounted($0) ? $0 : nil }
+            guard code == EWOULDBLOCK, !deadline.hasPassed, serving == nil else {
                 close(fd)
                 guard code == EWOULDBLOCK else { throw MediaError.system("cannot lock \(path)", errno: code) }
-                let who = holder.map { "process \($0)" } ?? "another process"
-                throw MediaError(EBUSY, "cache directory \(directory) is in use by \(who) (a mount or a cache command)")
+                let who = holder.pid.map { "process \($0)" } ?? "another process"
+                let what = serving.map { "the mount at \($0)" } ?? "a mount or a cache command"
+                throw MediaError(EBUSY, "cache directory \(directory) is in use by \(who) (\(what))")
             }
             usleep(Self.pollInterval)
         }
         self.fd = fd
-        recordHolder()
+        record(Holder(pid: getpid()))
     }
 
     deinit {
         close(fd)
     }
 
-    /// Writes this process's pid into the lock file.
-    private func recordHolder() {
-        let text = Array("\(getpid())\n".utf8)
-        guard (try? FileIO.truncate(fd: fd, to: 0)) != nil else { return }
-        try? FileIO.writeFully(fd: fd, from: text, at: 0)
+    /// Says the mount at `mountpoint` (resolved, as the mount table will
+    /// show it) serves: a second mount or a cache command is refused at once.
+    public func serving(at mountpoint: String) {
+        record(Holder(pid: getpid(), serving: mountpoint))
     }
 
-    /// The pid written by the holder, or nil when the file holds no
-    /// plausible one (a holder between open and write, or garbage).
-    private static func holder(_ fd: Int32) -> Int32? {
-        var buffer = [UInt8](repeating: 0, count: 16)
-        guard let n = buffer.withUnsafeMutableBytes({ try? FileIO.readFully(fd: fd, into: $0, at: 0) }), n > 0 else {
-            return nil
+    /// Says the mount has ended: whoever waits now waits for this process
+    /// to flush and exit.
+    public func departing() {
+        record(Holder(pid: getpid()))
+    }
+
+    /// The longest mountpoint the file records; a longer one is not
+    /// recorded, and its waiters wait as for a departing holder.
+    static let maxText = 4096
+
+    private func record(_ holder: Holder) {
+        var text = "\(holder.pid ?? 0)\n"
+        if let mountpoint = holder.serving, !mountpoint.contains("\n"), mountpoint.utf8.count < Self.maxText - 32 {
+            text += "serving \(mountpoint)\n"
         }
-        let text = String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.count <= 10, text.allSatisfy(\.isASCII), let pid = Int32(text), pid > 0 else { return nil }
-        return pid
+        // Longer first, then cut: a reader never sees a shorter record that
+        // is a prefix of nothing written.
+        guard (try? FileIO.writeFully(fd: fd, from: Array(text.utf8), at: 0)) != nil else { return }
+        try? FileIO.truncate(fd: fd, to: Int64(text.utf8.count))
+    }
+
+    /// What the holder wrote; a pid of nil when the file holds no plausible
+    /// one (a holder between open and write, or garbage).
+    static func holder(_ fd: Int32) -> Holder {
+        var buffer = [UInt8](repeating: 0, count: maxText)
+        guard let n = buffer.withUnsafeMutableBytes({ try? FileIO.readFully(fd: fd, into: $0, at: 0) }), n > 0 else {
+            return Holder()
+        }
+        return parse(String(decoding: buffer[..<n], as: UTF8.self))
+    }
+
+    static func parse(_ text: String) -> Holder {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        var holder = Holder()
+        if let first = lines.first, first.count <= 10, first.allSatisfy(\.isASCII), let pid = Int32(first), pid > 0 {
+            holder.pid = pid
+        }
+        // Only a whole line counts: a record cut by a concurrent write is no claim.
+        if holder.pid != nil, lines.count >= 3, lines[1].hasPrefix("serving /") {
+            holder.serving = String(lines[1].dropFirst("serving ".count))
+        }
+        return holder
     }
 }

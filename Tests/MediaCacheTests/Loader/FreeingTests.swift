@@ -40,7 +40,7 @@ final class FreeingTests: XCTestCase {
 
     private static func content(count: Int, seed: UInt64) -> [UInt8] {
         var random = SplitMix64(seed: seed)
-        return (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next() >> 17) }
+        return random.bytes(count)
     }
 
     private static func read(_ loader: FileLoader, at offset: Int64, count: Int, pattern: ReadPattern) throws -> [UInt8] {

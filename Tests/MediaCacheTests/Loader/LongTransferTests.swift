@@ -48,7 +48,7 @@ final class LongTransferTests: XCTestCase {
 
     private func content(_ count: Int) -> [UInt8] {
         var random = SplitMix64(seed: 7)
-        let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        let bytes = random.bytes(count)
         fetcher.add(url, bytes: bytes)
         return bytes
     }

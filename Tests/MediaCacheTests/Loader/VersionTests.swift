@@ -48,7 +48,7 @@ final class VersionTests: XCTestCase {
 
     private static func bytes(_ count: Int, seed: UInt64) -> [UInt8] {
         var random = SplitMix64(seed: seed)
-        return (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        return random.bytes(count)
     }
 
     private func read(_ loader: FileLoader, _ pattern: ReadPattern, at offset: Int, count: Int) throws -> [UInt8] {

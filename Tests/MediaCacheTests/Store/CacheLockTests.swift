@@ -48,8 +48,10 @@ final class CacheLockTests: XCTestCase {
     }
 
     /// Takes the lock and leaves it to a closure that drops it after `seconds`.
-    private func holdFor(_ seconds: Double, then done: XCTestExpectation) throws {
+    private func holdFor(_ seconds: Double, then done: XCTestExpectation,
+                         saying say: (CacheLock) -> Void = { _ in }) throws {
         let held = try CacheLock(directory: base, wait: 0, clock: .system)
+        say(held)
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
             withExtendedLifetime(held) {}
             done.fulfill()
@@ -83,5 +85,41 @@ final class CacheLockTests: XCTestCase {
             XCTAssertEqual((error as? MediaError)?.errno, ELOOP)
         }
         XCTAssertEqual(FileManager.default.contents(atPath: target), Data("keep".utf8))
+    }
+
+    func testSecondLock_whileTheHolderServesAMountStillMounted_isRefusedAtOnceNamingIt() throws {
+        let first = try CacheLock(directory: base, wait: 0, clock: .system)
+        first.serving(at: "/srv/media mnt")
+        let asked = Locked(0)
+        XCTAssertThrowsError(try CacheLock(directory: base, wait: 30, clock: .system, isMounted: { path in
+            asked.withLock { $0 += 1 }
+            return path == "/srv/media mnt"
+        })) { error in
+            XCTAssertEqual((error as? MediaError)?.errno, EBUSY)
+            XCTAssertTrue("\(error)".contains("process \(getpid()) (the mount at /srv/media mnt)"), "\(error)")
+        }
+        // Once: a waiter that polled would have asked again.
+        XCTAssertEqual(asked.withLock { $0 }, 1)
+        withExtendedLifetime(first) {}
+    }
+
+    func testSecondLock_whileTheHolderDeparts_waitsForIt() throws {
+        let released = expectation(description: "released")
+        try holdFor(0.2, then: released) { held in
+            held.serving(at: "/srv/mnt")
+            held.departing()
+        }
+        XCTAssertEqual(try String(contentsOfFile: base + "/lock", encoding: .utf8), "\(getpid())\n")
+        // Its mount is gone from the table though the file still names it: wait.
+        XCTAssertNoThrow(try CacheLock(directory: base, wait: 30, clock: .system, isMounted: { _ in false }))
+        wait(for: [released], timeout: 5)
+    }
+
+    func testLockFile_parsesPidAndOnlyAWholeServingLine() {
+        XCTAssertEqual(CacheLock.parse("12\nserving /a b/c\n"), CacheLock.Holder(pid: 12, serving: "/a b/c"))
+        XCTAssertEqual(CacheLock.parse("12\nserving /a b/c"), CacheLock.Holder(pid: 12, serving: nil))
+        XCTAssertEqual(CacheLock.parse("12\nserving relative\n"), CacheLock.Holder(pid: 12, serving: nil))
+        XCTAssertEqual(CacheLock.parse("x\nserving /a\n"), CacheLock.Holder(pid: nil, serving: nil))
+        XCTAssertEqual(CacheLock.parse(""), CacheLock.Holder())
     }
 }

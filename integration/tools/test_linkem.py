@@ -12,7 +12,7 @@ import pytest
 
 import harness
 
-LINKEM = Path(__file__).resolve().parent.parent / "bench" / "linkem.py"
+LINKEM = Path(__file__).resolve().parents[2] / "bench" / "linkem.py"
 
 
 def start_linkem(upstream_port, delay_ms, rate_mbit):

@@ -385,7 +385,7 @@ def test_parse_fault_spec():
 def test_cli(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "f.bin").write_bytes(b"0123456789")
-    p = subprocess.Popen([sys.executable, str(Path(__file__).with_name("faultserver.py")),
+    p = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parents[1] / "faultserver.py"),
                           "--dir", str(tmp_path), "--fault", "sub/f.bin=other_range:shift=2"],
                          stdout=subprocess.PIPE, text=True)
     try:
