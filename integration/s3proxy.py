@@ -106,7 +106,8 @@ class MotoServer:
                             config=Config(proxies={}, s3={"addressing_style": "path"}))
 
     def stop(self):
-        harness.stop_popen(self.proc)
+        # moto's server runs until signalled: no wait for it to exit first.
+        harness.stop_popen(self.proc, timeout=0)
 
 
 class CheckingProxy:

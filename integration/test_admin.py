@@ -124,6 +124,10 @@ def test_listxattr_differs_for_root_and_files(mount, srv):
 def test_size_probe_returns_the_value_length(mount, srv):
     srv.add("a.bin", data_of(10_000, 4))
     m = mount(srv.url("a.bin"))
+    # Settled first: the lookup's first bytes arriving between the two calls
+    # would change `state` (fetching -> idle) and its length with it.
+    harness.wait_until(lambda: xget(m.path("a.bin"), "state") == "idle", "a.bin's lookup to finish")
+    srv.wait_idle()
     for key in FILE_READABLE:
         value = os.getxattr(m.path("a.bin"), PREFIX + key)
         assert getxattr_size_probe(m.path("a.bin"), PREFIX + key) == len(value), key
