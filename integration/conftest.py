@@ -53,8 +53,11 @@ def pytest_configure(config):
 # Tests that change a machine-wide setting share one xdist worker: the owner
 # tests open /dev/fuse to all and add user_allow_other to /etc/fuse.conf
 # for as long as a worker's session lasts (unprivileged_fuse), so a second
-# worker would wait on their lock until the first one's session ended.
-GROUPS = {"unprivileged_fuse": "owners", "actor": "owners", "other_user": "owners"}
+# worker would wait on their lock until the first one's session ended; the
+# fstab tests put a mediafs link in /usr/local/bin and take it away after
+# (mediafs_in_path), which would pull it from under another's mount.
+GROUPS = {"unprivileged_fuse": "owners", "actor": "owners", "other_user": "owners",
+          "mediafs_in_path": "usr-local-bin"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups

@@ -97,7 +97,7 @@ def pid_alive(pid):
         with open(f"/proc/{pid}/stat") as f:
             # A zombie has exited; only its parent's wait is missing.
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or before the read
         return False
 
 
