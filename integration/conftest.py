@@ -167,34 +167,10 @@ def _generate(root):
         os.replace(tmp, dest)
 
 
-@pytest.fixture(scope="session")
-def data_root():
-    """The served directory; generated once, reused while the stamp is there.
-    Workers running at once (pytest-xdist) take a lock: one generates, the
+def _made(base, make):
+    """base/files, filled by make() unless base/complete says it was.
+    Workers running at once (pytest-xdist) take a lock: one makes, the
     others wait for its stamp."""
-    base = DATA_ROOT / DATA_VERSION
-    root, stamp = base / "files", base / "complete"
-    DATA_ROOT.mkdir(parents=True, exist_ok=True)
-    with open(DATA_ROOT / f"{DATA_VERSION}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not stamp.exists():
-            if base.exists():
-                shutil.rmtree(base)
-            root.mkdir(parents=True)
-            _generate(root)
-            stamp.write_text("ok\n")
-    return root
-
-
-def made_once(name, make):
-    """A directory `make(path)` fills, made once for every worker and every
-    run of the suite and kept under DATA_ROOT: media ffmpeg takes seconds
-    to encode is not encoded again by each of make test's workers. Keyed
-    by the source of the module that defines `make`, so a change to it
-    makes the media anew. Workers take a lock: one makes, the others wait
-    for its stamp."""
-    source = Path(inspect.getsourcefile(make)).read_bytes()
-    base = DATA_ROOT / f"{name}-{hashlib.sha256(source).hexdigest()[:16]}"
     root, stamp = base / "files", base / "complete"
     DATA_ROOT.mkdir(parents=True, exist_ok=True)
     with open(DATA_ROOT / f"{base.name}.lock", "a") as lock:
@@ -206,6 +182,22 @@ def made_once(name, make):
             make(root)
             stamp.write_text("ok\n")
     return root
+
+
+@pytest.fixture(scope="session")
+def data_root():
+    """The served directory; generated once, reused while the stamp is there."""
+    return _made(DATA_ROOT / DATA_VERSION, _generate)
+
+
+def made_once(name, make):
+    """A directory `make(path)` fills, made once for every worker and every
+    run of the suite and kept under DATA_ROOT: media ffmpeg takes seconds
+    to encode is not encoded again by each of make test's workers. Keyed
+    by the source of the module that defines `make`, so a change to it
+    makes the media anew."""
+    source = Path(inspect.getsourcefile(make)).read_bytes()
+    return _made(DATA_ROOT / f"{name}-{hashlib.sha256(source).hexdigest()[:16]}", make)
 
 
 # ---------------------------------------------------------------- nginx
