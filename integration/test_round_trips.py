@@ -191,6 +191,9 @@ def test_a_cold_seek_takes_four_round_trips(mount, srv, link, films, ext):
     assert len(got) <= 4, describe(got)
 
 
+@pytest.mark.alone("ffmpeg decodes as it reads: beside other workers its read past the head came 0.18 s "
+                   "after the head, later than the lookahead's answer one 60 ms round trip on, a round more "
+                   "(1 run in 4 at 4 workers)")
 @pytest.mark.parametrize("ext", ["mp4", "mkv"])
 def test_the_first_three_seconds_take_two_round_trips_three_with_the_moov_at_the_end(mount, srv, link, films, ext):
     """ffmpeg decoding the first 3 s: the head; the index by the lookahead;
