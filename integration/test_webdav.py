@@ -129,7 +129,7 @@ def test_apache_ls_l_of_a_listed_directory_sends_one_propfind_and_no_head(mount,
     expected = {p.name: (p.stat().st_size if p.is_file() else None) for p in served.iterdir()}
     assert {n: s for n, s in sizes.items() if expected[n] is not None} == \
         {n: s for n, s in expected.items() if s is not None}
-    entries = apache.log.entries()
+    entries = apache.log.wait_for(lambda es: es, "the listing's PROPFIND")
     assert [(method, path, status) for method, path, status, _ in entries] == [("PROPFIND", "/open/", "207")], entries
 
 
@@ -221,7 +221,8 @@ def test_apache_wrong_password_is_eacces_with_a_log_line_that_hides_it(mount, ap
     err = m.stderr()
     assert "HTTP 401" in err and "credentials were sent" in err, err
     assert "wrong-Secret-9" not in err
-    refused = [e for e in apache.log.entries() if e[1] == f"/{area}/"]
+    refused = [e for e in apache.log.wait_for(lambda es: any(e[1] == f"/{area}/" for e in es), f"/{area}/ refused")
+               if e[1] == f"/{area}/"]
     assert refused and all(e[2] == "401" for e in refused), refused
     # The server saw the user's credentials, and refused them.
     assert refused[-1][3] == apache.user, refused
@@ -251,7 +252,8 @@ def test_apache_refresh_lists_added_files_and_drops_removed_ones(mount, fresh_di
         server.log.clear()
         xset(m.mountpoint, "refresh", "1")
         assert sorted(os.listdir(m.mountpoint)) == ["keep.bin", "new file.bin"], m.stderr()
-        assert [e[:3] for e in server.log.entries()] == [("PROPFIND", "/open/", "207")]
+        assert [e[:3] for e in server.log.wait_for(lambda es: es, "the refresh's PROPFIND")] == \
+            [("PROPFIND", "/open/", "207")]
         # Fresh from the disk, its ETag is weak in the listing and strong in
         # a GET: one version still, read in ranges.
         assert read_range(m.path("new file.bin"), 2_000_000, 100_000) == added[2_000_000:2_100_000], m.stderr()
@@ -284,7 +286,8 @@ def test_apache_refresh_that_lists_another_etag_drops_the_cached_bytes_with_no_o
         xset(m.mountpoint, "refresh", "1")
         # Changed by the listing alone: no open, no request but the PROPFIND.
         assert xget(path, "cached_bytes") == "0", m.stderr()
-        assert [e[:3] for e in server.log.entries()] == [("PROPFIND", "/open/", "207")]
+        assert [e[:3] for e in server.log.wait_for(lambda es: es, "the refresh's PROPFIND")] == \
+            [("PROPFIND", "/open/", "207")]
         assert "its listing shows ETag" in m.stderr()
         # The kernel's pages of the old version are gone too.
         assert read_whole(path) == new, "a mix of two versions, or the old one"
@@ -306,7 +309,8 @@ def test_a_remount_lists_the_tree_with_its_sizes_from_the_saved_listings_with_th
         first = mounted_tree(m.mountpoint)
         assert first == disk_tree(fresh_dir), m.stderr()
         assert m.unmount() == 0
-        propfinds = [e[:2] for e in server.log.entries() if e[0] == "PROPFIND"]
+        propfinds = [e[:2] for e in server.log.wait_for(lambda es: sum(e[0] == "PROPFIND" for e in es) >= 3,
+                                                         "a PROPFIND a directory") if e[0] == "PROPFIND"]
         assert len(propfinds) == 3, f"one PROPFIND a directory: {propfinds}"
     finally:
         server.remove()
@@ -331,7 +335,7 @@ def test_apache_ls_l_of_ten_thousand_files_is_one_propfind(mount, fresh_dir):
         elapsed = time.monotonic() - started
         assert len(sizes) == count
         assert sizes["episode 00100.mkv"] == 100 % 97
-        entries = server.log.entries()
+        entries = server.log.wait_for(lambda es: es, "the listing's PROPFIND")
         assert [e[:3] for e in entries] == [("PROPFIND", "/open/many/", "207")], entries[:5]
         print(f"\nmount + ls -l of {count} WebDAV files: {elapsed:.2f}s, {len(entries)} request(s)")
     finally:
@@ -352,7 +356,8 @@ def test_wsgidav_ls_l_of_a_listed_directory_sends_one_propfind_and_no_head(mount
     m = mount(wsgidav.url("Season%201/"), extra=MOUNT_ARGS)
     sizes = stat_all(m.mountpoint)
     assert sizes["ep 1.mkv"] == TREE["Season 1/ep 1.mkv"]
-    assert [e[:3] for e in wsgidav.log.entries()] == [("PROPFIND", "/Season 1/", "207")], wsgidav.log.entries()
+    entries = wsgidav.log.wait_for(lambda es: es, "the listing's PROPFIND")
+    assert [e[:3] for e in entries] == [("PROPFIND", "/Season 1/", "207")], entries
 
 
 # ---------------------------------------------------------------- no WebDAV there
