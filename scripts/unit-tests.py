@@ -7,7 +7,8 @@ and under ThreadSanitizer that took 11 min 46 s on this 2-core machine
 against 277 s for one process. A class per process keeps what a class's
 tests share (its setUp, its fixtures) and costs about a second each, most
 of it asleep, which the other workers overlap. Classes go longest first
-(the test count stands in for the time) onto whichever worker is free.
+(the test count stands in for the time) onto whichever worker is free;
+a class in ALONE runs after the others, by itself, for the reason given.
 
 Usage: unit-tests.py BUNDLE [--jobs N]. Exits non-zero if any class failed,
 crashed or had a ThreadSanitizer report (TSan's exit code, 66).
@@ -22,6 +23,13 @@ import subprocess
 import sys
 import threading
 import time
+
+# Classes that run after the others, by themselves, and why.
+ALONE = {
+    "MediaCacheTests.RoundTripTests":
+        "its link estimates come from bodies arriving in real time: beside three other classes one read "
+        "measured a slower link and fetched no further than the kernel asked (1 run in 3)",
+}
 
 EXECUTED = re.compile(r"Executed (\d+) tests?, with (?:(\d+) tests? skipped and )?(\d+) failures?")
 
@@ -68,11 +76,18 @@ def main():
                     sys.stdout.write(f"unit-tests: {name} exited {proc.returncode}\n")
                 sys.stdout.flush()
 
+    alone = [name for name in sorted(listed, key=lambda name: -listed[name]) if name in ALONE]
+    for name in alone:
+        todo.queue.remove(name)
     threads = [threading.Thread(target=worker) for _ in range(max(1, args.jobs))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    for name in alone:
+        print(f"unit-tests: {name} alone: {ALONE[name]}")
+        todo.put(name)
+        worker()
 
     ran = sum(r[1] for r in results.values())
     failed = sum(r[2] for r in results.values())
