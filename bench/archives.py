@@ -9,22 +9,20 @@ the listing with the archives' indexes, ffprobe, the first 3 s, a seek to
 90 s, and a sequential read of the whole film; time, requests and bytes
 at nginx.
 
-Driven by bench/run.py; reuses its nginx, Mount, drop_caches and the WAN
-scenario's link emulator, commands and RUNS.
+Registered in bench/scenarios.py; uses bench/rig.py's nginx, Mount and
+drop_caches, and the WAN scenario's link emulator, commands and RUNS.
 """
 import filecmp
 import os
 import shutil
 import subprocess
-import sys
 import time
 import zipfile
 
-import run as B
+import rig
 import wan as W
 
-sys.path.insert(0, os.path.join(B.REPO, "integration"))
-import rar5write  # noqa: E402
+import rar5write  # integration/'s, on the path once rig is imported
 
 RTT_MS, MBIT = 100, 50
 RUNS = W.RUNS
@@ -40,8 +38,13 @@ ROWS = (("probe", "ffprobe -show_format -show_streams", W.ffprobe),
         ("seq", "read the whole film", None))
 
 
+def run(b):
+    b.parts["archives"] = ArchivesBench(b)
+    b.parts["archives"].run()
+
+
 def ensure_media(mkv):
-    d = os.path.join(B.DATA, DIR)
+    d = os.path.join(rig.DATA, DIR)
     zip_path = os.path.join(d, "film.zip")
     plain = os.path.join(d, "film.mkv")
     fresh = not (os.path.exists(zip_path) and os.path.exists(plain) and os.path.getsize(plain) == os.path.getsize(mkv))
@@ -62,10 +65,10 @@ def write_rar(mkv, d):
     moved in, the last volume last, once unar extracts the film's bytes
     from them: a set in `d` is a whole and checked one."""
     names = rar5write.volume_names(RAR_BASE, VOLUMES)
-    aside = os.path.join(B.DATA, DIR + "-rar.tmp")
+    aside = os.path.join(rig.DATA, DIR + "-rar.tmp")
     shutil.rmtree(aside, ignore_errors=True)
     os.makedirs(aside)
-    B.log(f"writing {RAR_BASE}.part1..{VOLUMES}.rar, checking them with unar")
+    rig.log(f"writing {RAR_BASE}.part1..{VOLUMES}.rar, checking them with unar")
     seventh = -(-os.path.getsize(mkv) // VOLUMES)
     paths = rar5write.write_rar5_volumes(mkv, MEMBER, aside, RAR_BASE, seventh + 1024)
     if [os.path.basename(p) for p in paths] != names:
@@ -112,16 +115,16 @@ class ArchivesBench:
     def row(self, key, argv, which):
         runs = []
         for i in range(RUNS):
-            B.drop_caches()
+            rig.drop_caches()
             for p in self.sources:
-                B.read_local(p)
+                rig.read_local(p)
             cache = self.b.fresh_dir("cache-archives")
             mp = self.b.mountpoint("mediafs")
             m = self.b.nginx.mark()
             t0 = time.perf_counter()
-            with B.Mount("mediafs", [self.b.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30",
-                                     self.em.base() + DIR + "/", mp], mp, f"mediafs-archives-{key}-{which}-{i}.log",
-                         self.b) as mnt:
+            with rig.Mount("mediafs", [self.b.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30",
+                                       self.em.base() + DIR + "/", mp], mp, f"mediafs-archives-{key}-{which}-{i}.log",
+                           self.b) as mnt:
                 path = self.paths(mnt.mp)[which]
                 # The stat is part of every row: the plain file's lookup
                 # fetches its first bytes, which its command then reads from
@@ -129,11 +132,11 @@ class ArchivesBench:
                 os.stat(path)
                 if key != "index":
                     if argv is None:
-                        n, _ = B.read_local(path)
+                        n, _ = rig.read_local(path)
                         if n != self.size:
                             raise RuntimeError(f"read {n} bytes of {path}, expected {self.size}")
                     else:
-                        B.run_waited(argv(path), stdout=subprocess.DEVNULL)
+                        rig.run_waited(argv(path), stdout=subprocess.DEVNULL)
                 dt = time.perf_counter() - t0
             entries = self.b.nginx.since(m, settle=0.3 + RTT_MS / 1000)
             runs.append({"s": dt, "requests": len(entries), "bytes": sum(e.get("bytes", 0) for e in entries)})
@@ -147,8 +150,8 @@ class ArchivesBench:
             return
         print()
         print(f"Archives (bench/archives.py) through bench/linkem.py at {RTT_MS} ms / {MBIT} Mbit/s: the bench's mkv "
-              f"({B.human(self.size)}) as {len(self.volumes)} RAR5 volumes ({B.human(self.volumes[0])} each, the last "
-              f"{B.human(self.volumes[-1])}) and stored in a ZIP, beside the same film plain, one nginx autoindex "
+              f"({rig.human(self.size)}) as {len(self.volumes)} RAR5 volumes ({rig.human(self.volumes[0])} each, the last "
+              f"{rig.human(self.volumes[-1])}) and stored in a ZIP, beside the same film plain, one nginx autoindex "
               "directory mounted as a listing, each cell cold (fresh cache and mount).")
         print(f"cells: median seconds of {RUNS} runs from the mount's start to the command's end: the mount, the "
               "listing (with the archives' indexes), the stat and the command (requests, bytes at nginx in that run).")
@@ -158,7 +161,7 @@ class ArchivesBench:
             plain = cells.get("plain")
 
             def show(c):
-                return f"{W.secs(c['s'])} ({c['requests']}, {B.human(c['bytes'])})" if c else "ERROR"
+                return f"{W.secs(c['s'])} ({c['requests']}, {rig.human(c['bytes'])})" if c else "ERROR"
 
             def ratio(c):
                 return c["s"] / plain["s"] if c and plain and plain["s"] else None
@@ -166,8 +169,8 @@ class ArchivesBench:
             goal = "-" if key == "index" else ("PASS" if all(r is not None and r <= 1.05 for r in ratios) else "MISS")
             table.append([label, *(show(cells.get(which)) for which in KINDS),
                           *(f"{r:.2f}" if r else "-" for r in ratios), goal])
-        B.print_table(["row", "member of a RAR set", "member of a ZIP", "plain file", "RAR ÷ plain", "ZIP ÷ plain",
-                       "both ≤1.05×"], table)
+        rig.print_table(["row", "member of a RAR set", "member of a ZIP", "plain file", "RAR ÷ plain", "ZIP ÷ plain",
+                         "both ≤1.05×"], table)
 
     def json(self):
         return {"size": self.size, "rar_volumes": self.volumes, "results": self.results}

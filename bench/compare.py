@@ -15,7 +15,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run  # noqa: E402
+import rig  # noqa: E402
+import scenarios  # noqa: E402
+
+# The scenarios it can run, of those bench/scenarios.py registers.
+CHOICES = ("seq", "random", "ffprobe", "seek", "wan", "scale")
 
 # Figures where less is better (times, bytes, requests, memory).
 LOWER_IS_BETTER = ("_s", "_ms", "_ratio", "_rss_mib", "_requests", "_bytes", "_kib")
@@ -35,27 +39,25 @@ def main():
     for binary in (args.baseline, args.candidate):
         if not os.access(binary, os.X_OK):
             sys.exit(f"{binary}: not an executable")
-    bench = run.Bench(args)
+    bench = rig.Bench(args)
     bench.tools = ["mediafs"]
-    os.makedirs(run.WORK, exist_ok=True)
-    bench.big, bench.mp4, bench.mkv = run.ensure_data(args.size_mib)
-    scenarios = {"seq": bench.seq, "random": bench.random_reads, "ffprobe": bench.ffprobe, "seek": bench.seek,
-                 "wan": bench.wan, "scale": bench.scale}
+    os.makedirs(rig.WORK, exist_ok=True)
+    bench.big, bench.mp4, bench.mkv = rig.ensure_data(args.size_mib)
     only = args.only.split(",")
-    unknown = set(only) - set(scenarios)
+    unknown = set(only) - set(CHOICES)
     if unknown:
-        sys.exit(f"unknown scenario(s) {sorted(unknown)}; choose from {', '.join(scenarios)}")
+        sys.exit(f"unknown scenario(s) {sorted(unknown)}; choose from {', '.join(CHOICES)}")
     results = {"baseline": {}, "candidate": {}}
-    bench.nginx = run.Nginx(run.DATA, run.WORK)
+    bench.nginx = rig.Nginx(rig.DATA, rig.WORK)
     started = time.time()
     try:
         bench.nginx.start()
         for name in only:
             for label, binary in (("baseline", args.baseline), ("candidate", args.candidate)):
-                run.log(f"scenario {name}: {label} {binary}")
+                rig.log(f"scenario {name}: {label} {binary}")
                 bench.binary = binary
                 bench.results = {}
-                scenarios[name]()
+                scenarios.run(name, bench)
                 for key, by_tool in bench.results.items():
                     if "mediafs" in by_tool:
                         results[label][key] = by_tool["mediafs"]

@@ -12,15 +12,15 @@ behind bench/linkem.py at 100 ms / 50 Mbit/s; each over plain http
 Rows: probe (ffprobe), the first 3 s decoded, a seek to 90 s + 1 s decoded;
 and the stat of a fresh mount and of a remount (time, requests at nginx).
 
-Driven by bench/run.py; reuses its nginx, Mount, drop_caches and the WAN
-scenario's link emulator, commands and RUNS.
+Registered in bench/scenarios.py; uses bench/rig.py's nginx, Mount and
+drop_caches, and the WAN scenario's link emulator, commands and RUNS.
 """
 import os
 import shutil
 import subprocess
 import time
 
-import run as B
+import rig
 import wan as W
 
 RTT_MS, MBIT = 100, 50
@@ -51,8 +51,13 @@ TRANSPORTS = {"http": ("http", ""), "h2": ("https", " h2")}
 CELLS = (("hls", "cold"), ("mediafs", "cold"), ("local", "replay"), ("mediafs", "replay"))
 
 
+def run(b):
+    b.parts["hls"] = HlsBench(b)
+    b.parts["hls"].run()
+
+
 def media_dir(kind):
-    return os.path.join(B.DATA, f"hls-{kind}")
+    return os.path.join(rig.DATA, f"hls-{kind}")
 
 
 def parts(kind):
@@ -72,19 +77,19 @@ def parts(kind):
 
 
 def concat_path(kind):
-    return os.path.join(B.DATA, f"hls-{kind}-concat.{KINDS[kind][2]}")
+    return os.path.join(rig.DATA, f"hls-{kind}-concat.{KINDS[kind][2]}")
 
 
 def ensure_media():
     """DATA/hls-source.mp4 (encoded once), remuxed into DATA/hls-ts/ and
     DATA/hls-fmp4/ (vod.m3u8 + segments) and their concatenations; each made
     under a temporary name and renamed, a `.done` marker last."""
-    os.makedirs(B.DATA, exist_ok=True)
-    src = os.path.join(B.DATA, "hls-source.mp4")
+    os.makedirs(rig.DATA, exist_ok=True)
+    src = os.path.join(rig.DATA, "hls-source.mp4")
     if not os.path.exists(src):
-        B.log(f"hls: encoding {src} ({SECONDS} s 1280x720 testsrc2 at {FPS} fps, x264 veryfast, "
-              f"a keyframe every {SEGMENT_S} s, AAC)")
-        tmp = os.path.join(B.DATA, "hls-source.tmp.mp4")
+        rig.log(f"hls: encoding {src} ({SECONDS} s 1280x720 testsrc2 at {FPS} fps, x264 veryfast, "
+                f"a keyframe every {SEGMENT_S} s, AAC)")
+        tmp = os.path.join(rig.DATA, "hls-source.tmp.mp4")
         subprocess.run(["ffmpeg", "-y", "-nostdin", "-v", "error",
                         "-f", "lavfi", "-i", f"testsrc2=size=1280x720:rate={FPS}",
                         "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", str(SECONDS),
@@ -95,7 +100,7 @@ def ensure_media():
         done = media_dir(kind) + ".done"
         if os.path.exists(done):
             continue
-        B.log(f"hls: segmenting {kind} ({SEGMENT_S} s segments, -c copy)")
+        rig.log(f"hls: segmenting {kind} ({SEGMENT_S} s segments, -c copy)")
         tmp = media_dir(kind) + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(media_dir(kind), ignore_errors=True)
@@ -108,7 +113,7 @@ def ensure_media():
         with open(concat_path(kind) + ".tmp", "wb") as out:
             for p in parts(kind):
                 with open(p, "rb") as f:
-                    shutil.copyfileobj(f, out, B.MiB)
+                    shutil.copyfileobj(f, out, rig.MiB)
         os.rename(concat_path(kind) + ".tmp", concat_path(kind))
         open(done, "w").close()
 
@@ -140,7 +145,7 @@ class HlsBench:
                 raise RuntimeError(f"{concat_path(kind)} is not the sum of its segments")
             self.media[kind] = {"parts": len(ps), "segments": sum(not p.endswith("init.mp4") for p in ps),
                                 "bytes": size, "name": PLAYLIST[:-len(".m3u8")] + "." + KINDS[kind][2]}
-        B.log(f"hls: link {self.link}")
+        rig.log(f"hls: link {self.link}")
         with W.LinkEmulator(self.b.nginx.port, RTT_MS, MBIT) as plain, \
                 W.LinkEmulator(self.b.nginx.tls_port, RTT_MS, MBIT, scheme="https") as tls:
             self.ems = {"http": plain, "h2": tls}
@@ -172,7 +177,7 @@ class HlsBench:
         libraries loaded back (`-version`): dropping them too cost the first
         command after a drop about 0.3 s here, which would time the program's
         loading, not the reads of the file."""
-        B.drop_caches()
+        rig.drop_caches()
         for tool in ("ffmpeg", "ffprobe"):
             subprocess.run([tool, "-version"], check=True, stdout=subprocess.DEVNULL, timeout=60)
 
@@ -180,14 +185,14 @@ class HlsBench:
         """No page cache anywhere, then the segments read back so nginx serves them from RAM."""
         self.drop()
         for p in [os.path.join(media_dir(kind), PLAYLIST), *parts(kind)]:
-            B.read_local(p)
+            rig.read_local(p)
 
     def mount(self, kind, cache, tag):
         mp = self.b.mountpoint("mediafs")
         argv = [self.b.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "30", self.url(kind), mp]
         if self.transport == "h2":
             argv[3:3] = ["--cacert", self.b.nginx.cert]
-        return B.Mount("mediafs", argv, mp, f"mediafs-hls-{kind}-{tag}.log", self.b)
+        return rig.Mount("mediafs", argv, mp, f"mediafs-hls-{kind}-{tag}.log", self.b)
 
     def counted(self, run, entries):
         """Requests and bytes at nginx, the playlist's apart from the segments'."""
@@ -203,11 +208,11 @@ class HlsBench:
 
     @staticmethod
     def methods(run):
-        return ", ".join(f"{m}×{n} {B.human(nb)}" for m, (n, nb) in sorted(run["by_method"].items())) or "none"
+        return ", ".join(f"{m}×{n} {rig.human(nb)}" for m, (n, nb) in sorted(run["by_method"].items())) or "none"
 
     def timed(self, argv, target):
         t0 = time.perf_counter()
-        B.run_waited(argv(target), stdout=subprocess.DEVNULL)
+        rig.run_waited(argv(target), stdout=subprocess.DEVNULL)
         return time.perf_counter() - t0
 
     # -- the stat of a fresh mount, then of a remount on its cache
@@ -252,7 +257,7 @@ class HlsBench:
         for _ in range(RUNS):
             self.cold_start(kind)
             t0 = time.perf_counter()
-            B.run_waited(argv, timeout=120)
+            rig.run_waited(argv, timeout=120)
             runs.append(time.perf_counter() - t0)
         self.floor[self.variant(kind)] = {"s": sorted(runs)[len(runs) // 2], "runs_s": runs,
                                           "parts": len(parts(kind)), "width": int(width)}
@@ -306,7 +311,7 @@ class HlsBench:
         if c is None:
             return "ERROR" if self.b.results.get(f"error:hls {kind} {key}") else "-"
         s = W.secs(c["s"])
-        return f"{s} ({c['requests']}, {B.human(c['bytes'])})" if "requests" in c else s
+        return f"{s} ({c['requests']}, {rig.human(c['bytes'])})" if "requests" in c else s
 
     @staticmethod
     def verdict(ok):
@@ -319,7 +324,7 @@ class HlsBench:
         print(f"HLS VOD (bench/hls.py) through bench/linkem.py at {self.link}: {SECONDS} s of 1280x720 "
               f"testsrc2 at {FPS} fps + AAC, {SEGMENT_S} s segments; "
               + ", ".join(f"{k} {m['segments']} segments{' + init' if m['parts'] > m['segments'] else ''} "
-                          f"= {B.human(m['bytes'])}" for k, m in self.media.items()) + ".")
+                          f"= {rig.human(m['bytes'])}" for k, m in self.media.items()) + ".")
         print("hls = ffprobe/ffmpeg's own HLS client on the playlist URL through the link (no cache: every run "
               "cold); local = the same command on the segments concatenated into one file on local disk.")
         print("cold = page cache dropped (ffmpeg's own libraries loaded back), nginx serving from RAM, mediafs on "
@@ -341,7 +346,7 @@ class HlsBench:
                               W.secs(mount) if mount is not None else "-",
                               self.cell(kind, key, "local/replay"), self.cell(kind, key, "mediafs/replay"),
                               f"{mr / lo:.2f}" if lo and mr is not None else "-"])
-        B.print_table(headers, table)
+        rig.print_table(headers, table)
         for variant, kind in self.variants():
             self.report_goals(variant, kind)
 

@@ -27,8 +27,8 @@ held against is what the same commands read() from the local files (strace,
 the union of the byte ranges, and that rounded out to 4 KiB pages: the
 least the kernel can ask for).
 
-Driven by bench/run.py; reuses its nginx, Mount, drop_caches and the WAN
-scenarios' link emulator.
+Registered in bench/scenarios.py; uses bench/rig.py's nginx, Mount and
+drop_caches, and the WAN scenarios' link emulator.
 """
 import json
 import os
@@ -39,7 +39,7 @@ import subprocess
 import threading
 import time
 
-import run as B
+import rig
 import wan as W
 
 RTT_MS, MBIT = 100, 50
@@ -59,7 +59,7 @@ PAGE = 4096
 PROGRESS_S = 0.1         # the player's -stats_period
 GOAL_LAG_S = 0.5
 GOAL_RATIO = 1.02
-MOUNT_DEADLINE = 1500    # s a variant's mount may live before bench/run.py's watchdog kills it
+MOUNT_DEADLINE = 1500    # s a variant's mount may live before bench/rig.py's watchdog kills it
 # The sized variant: a scan budget that holds what the 200 files keep once trimmed to their probe
 # ranges: the probes' 137 MiB, and the frames' bytes that lie within a short clip's 2 MiB head (a 256M
 # budget held 246 MiB and still evicted 16 files whole here); the default (an eighth of 256M: 32 MiB)
@@ -109,7 +109,7 @@ QUICK = ("mediafs-alone", "mediafs", "mediafs-sized", "mediafs-noclasses")
 # ------------------------------------------------------------------ media
 
 def data(*parts):
-    return os.path.join(B.DATA, *parts)
+    return os.path.join(rig.DATA, *parts)
 
 
 def clip_spec(i):
@@ -136,11 +136,11 @@ def ensure_media():
     done = data(DIR + ".done")
     if os.path.exists(done):
         return
-    os.makedirs(B.DATA, exist_ok=True)
+    os.makedirs(rig.DATA, exist_ok=True)
     src = data("mediaserver-source.mkv")
     if not os.path.exists(src):
-        B.log(f"mediaserver: encoding {src} ({SOURCE_S} s 1280x720 testsrc2 at {FPS} fps, x264 ultrafast "
-              f"CBR {BITRATE}, a keyframe every {GOP // FPS} s, AAC)")
+        rig.log(f"mediaserver: encoding {src} ({SOURCE_S} s 1280x720 testsrc2 at {FPS} fps, x264 ultrafast "
+                f"CBR {BITRATE}, a keyframe every {GOP // FPS} s, AAC)")
         tmp = data("mediaserver-source.tmp.mkv")
         subprocess.run(["ffmpeg", "-y", "-nostdin", "-v", "error",
                         "-f", "lavfi", "-i", f"testsrc2=size=1280x720:rate={FPS}",
@@ -150,7 +150,7 @@ def ensure_media():
                         "-x264-params", "nal-hrd=cbr", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "128k", tmp],
                        check=True, timeout=1800)
         os.rename(tmp, src)
-    B.log("mediaserver: cutting the film and the clips (-c copy), linking the library")
+    rig.log("mediaserver: cutting the film and the clips (-c copy), linking the library")
     for d in (DIR, CLIP_DIR):
         shutil.rmtree(data(d), ignore_errors=True)
         shutil.rmtree(data(d + ".tmp"), ignore_errors=True)
@@ -421,6 +421,11 @@ def started_at(entry):
     return entry["msec"] - entry["rtime"]
 
 
+def run(b):
+    b.parts["mediaserver"] = MediaServerBench(b, quick=b.args.mediaserver_quick)
+    b.parts["mediaserver"].run()
+
+
 class MediaServerBench:
     def __init__(self, b, quick=False):
         self.b = b
@@ -438,17 +443,17 @@ class MediaServerBench:
         self.film_s = float(subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of",
                                             "csv=p=0", self.film], capture_output=True, text=True, check=True,
                                            timeout=60).stdout)
-        self.demand = clip_demand(B.WORK)
+        self.demand = clip_demand(rig.WORK)
         self.per_name = {n: clip_name(k % CLIPS) for k, n in enumerate(self.names)}
         lib_bytes = sum(self.demand[c]["size"] for c in self.per_name.values())
         self.media = {"film_bytes": self.film_size, "film_s": self.film_s, "library_files": LIBRARY,
                       "distinct_clips": CLIPS, "library_bytes": lib_bytes}
-        B.log(f"mediaserver: link {self.link}; film {B.human(self.film_size)} {self.film_s:.1f} s, library "
-              f"{LIBRARY} files ({CLIPS} distinct), {B.human(lib_bytes)}")
+        rig.log(f"mediaserver: link {self.link}; film {rig.human(self.film_size)} {self.film_s:.1f} s, library "
+                f"{LIBRARY} files ({CLIPS} distinct), {rig.human(lib_bytes)}")
         for key, tool, label, scan, extra in self.variants:
             if tool == "rclone" and "rclone" not in self.b.tools:
                 continue
-            B.log(f"mediaserver: {label}")
+            rig.log(f"mediaserver: {label}")
             self.b.guarded(f"mediaserver {key}", tool, lambda: self.variant(key, tool, scan, extra))
 
     # -- helpers
@@ -467,12 +472,12 @@ class MediaServerBench:
     def cold_start(self):
         """No page cache anywhere; then the film and the clips read back, so nginx serves them from RAM,
         and ffmpeg's and ffprobe's own binaries loaded back (-version)."""
-        B.drop_caches()
+        rig.drop_caches()
         for tool in ("ffmpeg", "ffprobe"):
             subprocess.run([tool, "-version"], check=True, stdout=subprocess.DEVNULL, timeout=60)
-        B.read_local(self.film)
+        rig.read_local(self.film)
         for i in range(CLIPS):
-            B.read_local(data(CLIP_DIR, clip_name(i)))
+            rig.read_local(data(CLIP_DIR, clip_name(i)))
 
     def mount(self, tool, cache, key, extra, em):
         mp = self.b.mountpoint(tool)
@@ -486,7 +491,7 @@ class MediaServerBench:
         # One index is the mount's root, for both.
         root = mp
         # A variant's mount lives through the film, the scan and the rescan: rclone's took 8 minutes here.
-        return B.Mount(tool, argv, mp, f"{tool}-ms-{key}.log", self.b, exit_wait=60, deadline=MOUNT_DEADLINE), root
+        return rig.Mount(tool, argv, mp, f"{tool}-ms-{key}.log", self.b, exit_wait=60, deadline=MOUNT_DEADLINE), root
 
     def mediafs_stats(self, mp):
         try:
@@ -669,10 +674,10 @@ class MediaServerBench:
         m = self.media
         print()
         print(f"media server (bench/mediaserver.py) through bench/linkem.py at {self.link}, --cache-max-size "
-              f"{CACHE_MAX} (rclone: --vfs-cache-max-size {CACHE_MAX}): film {B.human(m['film_bytes'])}, "
+              f"{CACHE_MAX} (rclone: --vfs-cache-max-size {CACHE_MAX}): film {rig.human(m['film_bytes'])}, "
               f"{m['film_s']:.1f} s ({m['film_bytes'] * 8 / m['film_s'] / 1e6:.1f} Mbit/s mkv), played by "
               f"`ffmpeg -re -i FILM -map 0 -c copy -f null -`; library {m['library_files']} files "
-              f"({m['distinct_clips']} distinct 10-48 s clips, mkv and mp4, {B.human(m['library_bytes'])}) scanned "
+              f"({m['distinct_clips']} distinct 10-48 s clips, mkv and mp4, {rig.human(m['library_bytes'])}) scanned "
               f"{WORKERS} at a time: `ls -l`, then per file Jellyfin's ffprobe and its frame extraction (ffmpeg).")
         print(f"behind: the player's wall time since it started less the media time it had read, at its worst "
               f"(its start included; -progress every {PROGRESS_S} s); end: its wall time less the film's duration "
@@ -697,16 +702,16 @@ class MediaServerBench:
                 files, rs = f["files"], f["rescan"]
                 ratios = sorted(r["probe_bytes"] / r["probe_pages"] for r in files if r["probe_pages"])
                 new = sum(r["thumb_new_pages"] for r in files)
-                cells += [f"{f['scan_s']:.0f}", B.human(sum(r["probe_bytes"] for r in files) // len(files)),
+                cells += [f"{f['scan_s']:.0f}", rig.human(sum(r["probe_bytes"] for r in files) // len(files)),
                           f"{ratios[len(ratios) // 2]:.2f} / {ratios[-1]:.2f}",
-                          B.human(sum(r["thumb_bytes"] for r in files) // len(files)),
+                          rig.human(sum(r["thumb_bytes"] for r in files) // len(files)),
                           f"{sum(r['thumb_bytes'] for r in files) / new:.2f}" if new else "-",
                           f"{rs['requests']} ({rs['files']})", f"{f['film_cached'] / self.film_size:.1%}",
-                          f"{f['scan_after_film_s']:.0f} s, {B.human(f['scan_bytes_after_film'])}"]
+                          f"{f['scan_after_film_s']:.0f} s, {rig.human(f['scan_bytes_after_film'])}"]
             else:
                 cells += ["-"] * 6 + [f"{f['film_cached'] / self.film_size:.1%}", "-"]
             table.append(cells)
-        B.print_table(headers, table)
+        rig.print_table(headers, table)
         if "mediafs-sized" in self.results:
             print(f"(*) --cache-max-size {SIZED_MAX} --scan-cache-size {SIZED_SCAN}: room for the 200 files' probe "
                   f"ranges (the default scan budget, an eighth of {CACHE_MAX}, holds a quarter of them).")
@@ -719,30 +724,30 @@ class MediaServerBench:
             if not f or "player" not in f:
                 continue
             p = f["player"]
-            bits = [f"setup (listings, sizes) {f['setup']['requests']} req {B.human(f['setup']['bytes'])}",
+            bits = [f"setup (listings, sizes) {f['setup']['requests']} req {rig.human(f['setup']['bytes'])}",
                     f"player's first media at {p['first_media_s']:.2f} s",
-                    f"film {f['film_server']['requests']} req {B.human(f['film_server']['bytes'])}"]
+                    f"film {f['film_server']['requests']} req {rig.human(f['film_server']['bytes'])}"]
             if scan and "files" in f:
                 files, rs = f["files"], f["rescan"]
                 bits.append(f"scan: walk {f['walk_s']:.2f} s; probe {sum(r['probe_requests'] for r in files)} req "
-                            f"{B.human(sum(r['probe_bytes'] for r in files))} for "
-                            f"{B.human(sum(r['probe_read'] for r in files))} read "
-                            f"({B.human(sum(r['probe_pages'] for r in files))} in pages); frame "
-                            f"{sum(r['thumb_requests'] for r in files)} req {B.human(sum(r['thumb_bytes'] for r in files))}"
-                            f" for {B.human(sum(r['thumb_new_pages'] for r in files))} of new pages read; other "
+                            f"{rig.human(sum(r['probe_bytes'] for r in files))} for "
+                            f"{rig.human(sum(r['probe_read'] for r in files))} read "
+                            f"({rig.human(sum(r['probe_pages'] for r in files))} in pages); frame "
+                            f"{sum(r['thumb_requests'] for r in files)} req {rig.human(sum(r['thumb_bytes'] for r in files))}"
+                            f" for {rig.human(sum(r['thumb_new_pages'] for r in files))} of new pages read; other "
                             f"{f['other_server']['requests']} req")
                 bits.append(f"rescan {rs['s']:.0f} s: {rs['requests']} req ({rs.get('empty', '?')} without a body) "
                             f"on {rs['files']} files "
-                            f"{B.human(rs['bytes'])} (other {rs['other']['requests']} req); film cached after it "
+                            f"{rig.human(rs['bytes'])} (other {rs['other']['requests']} req); film cached after it "
                             f"{f['film_cached_after_rescan'] / self.film_size:.1%}")
                 if f["failures"] or rs["failures"]:
                     bits.append(f"FAILED commands: {len(f['failures'])} + {len(rs['failures'])} "
                                 f"(first: {(f['failures'] + rs['failures'])[0]})")
             st = f.get("stats")
             if st:
-                bits.append(f"stats after the scan: play fetched {B.human(st.get('play_bytes_fetched'))}, scan fetched "
-                            f"{B.human(st.get('scan_bytes_fetched'))} for {B.human(st.get('scan_bytes_served'))} "
-                            f"the kernel asked for on scans' behalf, cached {B.human(st.get('cached_bytes'))}")
+                bits.append(f"stats after the scan: play fetched {rig.human(st.get('play_bytes_fetched'))}, scan fetched "
+                            f"{rig.human(st.get('scan_bytes_fetched'))} for {rig.human(st.get('scan_bytes_served'))} "
+                            f"the kernel asked for on scans' behalf, cached {rig.human(st.get('cached_bytes'))}")
             print(f"  {label}: " + "; ".join(bits))
 
     def goals(self):
@@ -761,7 +766,7 @@ class MediaServerBench:
                                   ratio <= GOAL_RATIO)
             rs = f["rescan"]
             out["rescan"] = (f"{rs['requests']} requests ({rs.get('empty', '?')} without a body: HEADs, validator "
-                             f"checks) on {rs['files']} files, {B.human(rs['bytes'])} (0)",
+                             f"checks) on {rs['files']} files, {rig.human(rs['bytes'])} (0)",
                              rs["requests"] == 0)
             out["film"] = (f"{f['film_cached']} of {self.film_size} B = {f['film_cached'] / self.film_size:.1%}",
                            f["film_cached"] == self.film_size)

@@ -3,10 +3,11 @@
 moto's backend in this process: 100,000 objects through moto's own HTTP API
 took 5.5 minutes here, this way 4 s. What is served is the same moto.
 
-Usage: motoserve.py PORT SPEC.json — SPEC is {"bucket": NAME, "many":
+Usage: motoserve.py SPEC.json PORT — SPEC is {"bucket": NAME, "many":
 {"prefix": P, "count": N}, "files": {KEY: PATH}}; "many" objects are the
-bench's scale files (run.Bench.scale_content). Prints "ready" once serving;
-exits when its stdin closes, so it never outlives the bench.
+bench's scale files (scale.scale_content). Prints "ready" once serving;
+exits when its stdin closes, so it never outlives the bench. Started and
+stopped by integration/s3proxy.py's MotoServer (its `filler`).
 """
 import json
 import os
@@ -21,11 +22,11 @@ from moto.s3.models import s3_backends  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run as B  # noqa: E402
+import scale  # noqa: E402
 
 
 def main():
-    port, spec = int(sys.argv[1]), json.load(open(sys.argv[2]))
+    spec, port = json.load(open(sys.argv[1])), int(sys.argv[2])
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
@@ -34,7 +35,7 @@ def main():
     many = spec.get("many")
     if many:
         for i in range(many["count"]):
-            backend.put_object(bucket, f"{many['prefix']}f{i:06d}.bin", B.Bench.scale_content(i))
+            backend.put_object(bucket, f"{many['prefix']}f{i:06d}.bin", scale.scale_content(i))
     for key, path in spec.get("files", {}).items():
         with open(path, "rb") as f:
             backend.put_object(bucket, key, f.read())

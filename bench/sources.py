@@ -16,7 +16,8 @@ with the floors both stand on measured in the same run.
   proxy passed on ÷ the file.
 Limits: one PROPFIND of the folder by curl; the 100 list pages by boto3
 straight from moto, one after another as a continuation token demands.
-Driven by bench/run.py; reuses its mounts, scale files and ls -l check.
+Registered in bench/scenarios.py; uses bench/rig.py's mounts and the scale
+scenario's files and ls -l check.
 """
 import json
 import os
@@ -24,42 +25,34 @@ import subprocess
 import sys
 import time
 
-import run as B
+import rig
+import scale
 
-sys.path.insert(0, os.path.join(B.REPO, "integration"))
-import harness  # noqa: E402
-from davservers import ApacheDav  # noqa: E402
-from s3proxy import CheckingProxy, clean_env  # noqa: E402
+# integration/'s, on the path once rig is imported
+from davservers import ApacheDav
+from s3proxy import CheckingProxy, MotoServer, clean_env
 
 DAV_ENTRIES = 10_000
 S3_ENTRIES = 100_000
-SEQ_BYTES = 128 * B.MiB
+SEQ_BYTES = 128 * rig.MiB
 KEY_ID, SECRET, REGION = "AKIDMEDIAFSBENCH", "bench/secret+key=", "us-east-1"
 BUCKET = "bench"
 MOTOSERVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "motoserve.py")
 
 
-class Moto:
-    """bench/motoserve.py, filled before it answers; stopped by its pid (and
-    by itself when the bench's end of its stdin closes)."""
+def run(b):
+    b.parts["sources"] = SourcesBench(b)
+    b.parts["sources"].run()
 
-    def __init__(self, spec):
-        self.port = harness.free_port()
-        path = os.path.join(B.WORK, "moto-spec.json")
-        with open(path, "w") as f:
-            json.dump(spec, f)
-        self.proc = subprocess.Popen([sys.executable, MOTOSERVE, str(self.port), path], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=open(os.path.join(B.WORK, "moto.log"), "w"),
-                                     env=clean_env(), text=True)
-        line = self.proc.stdout.readline()
-        if line.strip() != "ready":
-            self.stop()
-            raise RuntimeError(f"motoserve did not start (said {line!r}); see {B.WORK}/moto.log")
 
-    def stop(self):
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        harness.stop_popen(self.proc)
+def filled_moto(spec):
+    """moto, filled by bench/motoserve.py from `spec` before it answers;
+    stopped by its pid (and by itself when the bench's end of its stdin
+    closes)."""
+    path = os.path.join(rig.WORK, "moto-spec.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    return MotoServer(filler=[sys.executable, MOTOSERVE, path], log=os.path.join(rig.WORK, "moto.log"))
 
 
 class SourcesBench:
@@ -78,7 +71,7 @@ class SourcesBench:
     # -- WebDAV
     def dav(self):
         n = DAV_ENTRIES
-        served = self.b.scale_data(n)
+        served = scale.scale_data(n)
         server = ApacheDav(served)
         server.start()
         try:
@@ -92,17 +85,17 @@ class SourcesBench:
             mp = self.b.mountpoint("mediafs")
             argv = [self.b.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "60", url, mp]
             server.log.clear()
-            with B.Mount("mediafs", argv, mp, "mediafs-dav.log", self.b, exit_wait=120) as mnt:
-                ls_s = self.b.ls_l(mp, n)
+            with rig.Mount("mediafs", argv, mp, "mediafs-dav.log", self.b, exit_wait=120) as mnt:
+                ls_s = scale.ls_l(mp, n)
                 self.put("dav_mount_ls_s", "mediafs", mnt.mount_s + ls_s)
-                self.put("dav_rss_mib", "mediafs", self.b.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
+                self.put("dav_rss_mib", "mediafs", rig.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
                 self.count_dav(server, "mediafs")
             if "rclone" in self.b.tools:
                 self.b.guarded("sources_dav", "rclone", lambda: self.dav_rclone(server, url, n))
             # The remount, with the server gone: the saved listing answers.
             server.stop()
-            with B.Mount("mediafs", argv, mp, "mediafs-dav-remount.log", self.b, exit_wait=120) as mnt:
-                self.put("dav_remount_ls_s", "mediafs", mnt.mount_s + self.b.ls_l(mp, n))
+            with rig.Mount("mediafs", argv, mp, "mediafs-dav-remount.log", self.b, exit_wait=120) as mnt:
+                self.put("dav_remount_ls_s", "mediafs", mnt.mount_s + scale.ls_l(mp, n))
             self.put("dav_remount_requests", "mediafs", 0)   # Apache was stopped: nothing could answer
         finally:
             server.remove()
@@ -118,23 +111,23 @@ class SourcesBench:
         mp = self.b.mountpoint("rclone")
         argv = ["rclone", "mount", ":webdav:", mp, "--webdav-url", url.replace("dav://", "http://"),
                 "--webdav-vendor", "other", "--vfs-cache-mode", "full", "--cache-dir", cache, "--read-only"]
-        with B.Mount("rclone", argv, mp, "rclone-dav.log", self.b, exit_wait=60) as mnt:
-            ls_s = self.b.ls_l(mp, n)
+        with rig.Mount("rclone", argv, mp, "rclone-dav.log", self.b, exit_wait=60) as mnt:
+            ls_s = scale.ls_l(mp, n)
             self.put("dav_mount_ls_s", "rclone", mnt.mount_s + ls_s)
-            self.put("dav_rss_mib", "rclone", self.b.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
+            self.put("dav_rss_mib", "rclone", rig.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
             self.count_dav(server, "rclone")
 
     # -- S3
     def s3(self):
         n = S3_ENTRIES
-        big = os.path.join(B.DATA, "random-128MiB.bin")
+        big = os.path.join(rig.DATA, "random-128MiB.bin")
         if not (os.path.exists(big) and os.path.getsize(big) == SEQ_BYTES):
             with open(big + ".tmp", "wb") as f:
                 f.write(os.urandom(SEQ_BYTES))
             os.rename(big + ".tmp", big)
         t0 = time.perf_counter()
-        moto = Moto({"bucket": BUCKET, "many": {"prefix": "many/", "count": n}, "files": {"big/film.bin": big}})
-        B.log(f"moto filled with {n} objects in {time.perf_counter() - t0:.1f} s")
+        moto = filled_moto({"bucket": BUCKET, "many": {"prefix": "many/", "count": n}, "files": {"big/film.bin": big}})
+        rig.log(f"moto filled with {n} objects in {time.perf_counter() - t0:.1f} s")
         proxy = CheckingProxy(moto.port, region=REGION)
         proxy.add_key(KEY_ID, SECRET)
         try:
@@ -177,18 +170,18 @@ class SourcesBench:
         argv = [self.b.binary, "mount", "-f", "--cache-dir", cache, "--timeout", "60", "--s3-endpoint", proxy.url,
                 "--s3-region", REGION, f"s3://{BUCKET}/many/", mp]
         proxy.clear()
-        with B.Mount("mediafs", argv, mp, "mediafs-s3.log", self.b, exit_wait=300,
-                     env=self.s3_env()) as mnt:
-            ls_s = self.b.ls_l(mp, n)
+        with rig.Mount("mediafs", argv, mp, "mediafs-s3.log", self.b, exit_wait=300,
+                       env=self.s3_env()) as mnt:
+            ls_s = scale.ls_l(mp, n)
             self.put("s3_mount_ls_s", "mediafs", mnt.mount_s + ls_s)
-            self.put("s3_rss_mib", "mediafs", self.b.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
+            self.put("s3_rss_mib", "mediafs", rig.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
             self.count_s3(proxy, "mediafs")
         # The remount with a key the proxy refuses: whatever it asks is
         # answered 403, so the listing comes from the cache alone.
         proxy.clear()
-        with B.Mount("mediafs", argv, mp, "mediafs-s3-remount.log", self.b, exit_wait=300,
-                     env=self.s3_env(secret="not-the-secret")) as mnt:
-            self.put("s3_remount_ls_s", "mediafs", mnt.mount_s + self.b.ls_l(mp, n))
+        with rig.Mount("mediafs", argv, mp, "mediafs-s3-remount.log", self.b, exit_wait=300,
+                       env=self.s3_env(secret="not-the-secret")) as mnt:
+            self.put("s3_remount_ls_s", "mediafs", mnt.mount_s + scale.ls_l(mp, n))
         self.put("s3_remount_requests", "mediafs", sum(r.status < 400 for r in proxy.requests()))
 
     def count_s3(self, proxy, tool):
@@ -212,11 +205,11 @@ class SourcesBench:
         cache = self.b.fresh_dir("cache-s3-rclone")
         mp = self.b.mountpoint("rclone")
         proxy.clear()
-        with B.Mount("rclone", self.rclone_s3_argv(proxy, mp, cache, "many"), mp, "rclone-s3.log", self.b,
-                     exit_wait=60, env=self.s3_env()) as mnt:
-            ls_s = self.b.ls_l(mp, n)
+        with rig.Mount("rclone", self.rclone_s3_argv(proxy, mp, cache, "many"), mp, "rclone-s3.log", self.b,
+                       exit_wait=60, env=self.s3_env()) as mnt:
+            ls_s = scale.ls_l(mp, n)
             self.put("s3_mount_ls_s", "rclone", mnt.mount_s + ls_s)
-            self.put("s3_rss_mib", "rclone", self.b.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
+            self.put("s3_rss_mib", "rclone", rig.memory_kib(mnt.proc.pid).get("VmRSS", 0) / 1024)
             self.count_s3(proxy, "rclone")
 
     def s3_seq(self, proxy, big):
@@ -229,15 +222,15 @@ class SourcesBench:
             subprocess.run(["sync"], check=True)
             proxy.clear()
             t0 = time.perf_counter()
-            B.run_waited(["curl", "-sf", "-o", stored, "--aws-sigv4", f"aws:amz:{REGION}:s3",
-                          "--user", f"{KEY_ID}:{SECRET}", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", url],
-                         timeout=600, env=clean_env())
+            rig.run_waited(["curl", "-sf", "-o", stored, "--aws-sigv4", f"aws:amz:{REGION}:s3",
+                            "--user", f"{KEY_ID}:{SECRET}", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", url],
+                           timeout=600, env=clean_env())
             dt = time.perf_counter() - t0
             if os.path.getsize(stored) != size:
                 raise RuntimeError("curl stored a short file: " + ", ".join(r.refused for r in proxy.requests()))
             best = dt if best is None else min(best, dt)
             os.unlink(stored)
-        self.put("s3_seq_mbps", "curl", size / best / B.MB)
+        self.put("s3_seq_mbps", "curl", size / best / rig.MB)
         self.put("s3_seq_server_ratio", "curl", 1.0)
         for tool in ["mediafs"] + (["rclone"] if "rclone" in self.b.tools else []):
             self.b.guarded("sources_s3_seq", tool, lambda tool=tool: self.s3_seq_mount(proxy, tool, size, expected))
@@ -252,9 +245,9 @@ class SourcesBench:
             argv = self.rclone_s3_argv(proxy, mp, cache, "big")
         # One prefix is the mount's root, for both.
         path = os.path.join(mp, "film.bin")
-        B.drop_caches()
+        rig.drop_caches()
         proxy.clear()
-        with B.Mount(tool, argv, mp, f"{tool}-s3-seq.log", self.b, exit_wait=60, env=self.s3_env()):
+        with rig.Mount(tool, argv, mp, f"{tool}-s3-seq.log", self.b, exit_wait=60, env=self.s3_env()):
             t0 = time.perf_counter()
             with open(path, "rb") as f:
                 got = f.read()
@@ -264,7 +257,7 @@ class SourcesBench:
             time.sleep(0.5)
             sent = sum(r.sent for r in proxy.requests())
             gets = [r for r in proxy.requests() if r.method == "GET" and "list-type" not in r.query]
-        self.put("s3_seq_mbps", tool, size / dt / B.MB)
+        self.put("s3_seq_mbps", tool, size / dt / rig.MB)
         self.put("s3_seq_server_ratio", tool, sent / size)
         self.put("s3_seq_gets", tool, len(gets))
         if tool == "mediafs":
@@ -276,7 +269,7 @@ class SourcesBench:
         curl, one at a time and four at a time, are the floor under a
         reader that splits a file into ranges."""
         url = f"{proxy.url}/{BUCKET}/big/film.bin"
-        config = os.path.join(B.WORK, "s3-ranges.cfg")
+        config = os.path.join(rig.WORK, "s3-ranges.cfg")
         with open(config, "w") as f:
             for r in ranges:
                 f.write(f'url = "{url}"\noutput = "/dev/null"\nrange = "{r.removeprefix("bytes=")}"\n')
@@ -354,7 +347,7 @@ class SourcesBench:
             print(f"  limits: the {lim['s3_list_pages']} list pages by boto3 straight from moto (no proxy), one after "
                   f"another: {lim['s3_list_s']:.2f} s; the proxy recomputes each signature on top")
         if "s3_ranges_1_s" in lim:
-            mb = lim["s3_ranges_bytes"] / B.MB
+            mb = lim["s3_ranges_bytes"] / rig.MB
             print(f"  limits: the {lim['s3_ranges']} ranges mediafs asked for, by curl through the proxy: one at a "
                   f"time {lim['s3_ranges_1_s']:.2f} s ({mb / lim['s3_ranges_1_s']:.0f} MB/s), four at a time "
                   f"{lim['s3_ranges_4_s']:.2f} s ({mb / lim['s3_ranges_4_s']:.0f} MB/s): moto reads the whole "

@@ -2,7 +2,8 @@
 sequential, first 4 KiB) behind bench/linkem.py at a few (RTT, rate) links, for
 the local file, the player's own HTTP, rclone and mediafs, cold then replayed.
 
-Driven by bench/run.py (`--only wan`); reuses its nginx, mounts and drop_caches.
+Registered in bench/scenarios.py (`--only wan`); uses bench/rig.py's nginx,
+mounts and drop_caches.
 """
 import os
 import shutil
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import time
 
-import run as B
+import rig
 
 LINKS = ((40, 200), (100, 50))   # (RTT ms, downstream Mbit/s)
 QUICK_LINKS = ((100, 50),)
@@ -23,7 +24,7 @@ PHASES = ("cold", "replay")
 # its ratio by a seventh. Each cold run of a mount gets a fresh cache; the
 # replays use the last one.
 RUNS = 3
-SEQ_BYTES = 32 * B.MiB
+SEQ_BYTES = 32 * rig.MiB
 HEAD_BYTES = 4096
 LINKEM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "linkem.py")
 MEDIA_ROWS = ("ffprobe_mp4", "ffprobe_mkv", "first3s", "seek_mp4", "seek_mkv")
@@ -46,13 +47,18 @@ def secs(x):
 
 
 def ensure_seq_file():
-    path = os.path.join(B.DATA, "random-32MiB.bin")
+    path = os.path.join(rig.DATA, "random-32MiB.bin")
     if not (os.path.exists(path) and os.path.getsize(path) == SEQ_BYTES):
         tmp = path + ".tmp"
         with open(tmp, "wb") as f:
             f.write(os.urandom(SEQ_BYTES))
         os.rename(tmp, path)
     return path
+
+
+def run(b):
+    b.parts["wan"] = WanBench(b, quick=b.args.wan_quick)
+    b.parts["wan"].run()
 
 
 class LinkEmulator:
@@ -116,20 +122,20 @@ class WanBench:
         t0 = time.perf_counter()
         if how == "seq":
             if url:
-                B.run_waited(["curl", "-sf", "-o", "/dev/null", target])
+                rig.run_waited(["curl", "-sf", "-o", "/dev/null", target])
             else:
-                n, _ = B.read_local(target)
+                n, _ = rig.read_local(target)
                 if n != SEQ_BYTES:
                     raise RuntimeError(f"read {n} bytes of {target}, expected {SEQ_BYTES}")
         elif how == "head":
             if url:
-                B.run_waited(["curl", "-sf", "-r", f"0-{HEAD_BYTES - 1}", "-o", "/dev/null", target])
+                rig.run_waited(["curl", "-sf", "-r", f"0-{HEAD_BYTES - 1}", "-o", "/dev/null", target])
             else:
                 with open(target, "rb", buffering=0) as f:
                     if len(f.read(HEAD_BYTES)) != HEAD_BYTES:
                         raise RuntimeError(f"short read of {target}")
         else:
-            B.run_waited(how(target), stdout=subprocess.DEVNULL)
+            rig.run_waited(how(target), stdout=subprocess.DEVNULL)
         return time.perf_counter() - t0
 
     def put(self, link, row, tool, phase, seconds, entries):
@@ -146,7 +152,7 @@ class WanBench:
         for rtt, mbit in self.links:
             link = f"{rtt} ms / {mbit} Mbit/s"
             self.rtt_s[link] = rtt / 1000
-            B.log(f"wan: link {link}")
+            rig.log(f"wan: link {link}")
             settle = 0.3 + rtt / 1000
             with LinkEmulator(b.nginx.port, rtt, mbit) as em:
                 for key, label, src, how in self.rows():
@@ -168,10 +174,10 @@ class WanBench:
             runs = []
             for _ in range(RUNS):
                 if tool == "local":
-                    B.drop_caches()
+                    rig.drop_caches()
                     runs.append((self.act(how, src), None))
                     continue
-                B.drop_caches()
+                rig.drop_caches()
                 b.warm_source(src)
                 m = b.nginx.mark()
                 if tool == "direct":

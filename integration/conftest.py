@@ -17,7 +17,6 @@ import os
 import pwd
 import random
 import shutil
-import socket
 import stat
 import struct
 import subprocess
@@ -31,6 +30,7 @@ import pytest
 
 import harness
 from faultserver import FaultServer
+from nginxprocess import NginxProcess
 
 DATA_ROOT = Path(os.environ.get("MEDIAFS_TESTDATA", "/tmp/mediafs-testdata"))
 DATA_VERSION = "v1"
@@ -219,18 +219,16 @@ class LogEntry:
         return start, start + self.sent
 
 
-class Nginx:
-    """nginx in the foreground (daemon off, no master), stopped by pid."""
+class Nginx(NginxProcess):
+    """nginx in the foreground (daemon off, no master), stopped by pid
+    (nginxprocess.py starts and stops it)."""
 
     def __init__(self, workdir, root, autoindex=False):
-        self.workdir = Path(workdir)
+        workdir = Path(workdir)
+        super().__init__(workdir, workdir / "nginx.conf", workdir / "error.log", harness.free_port())
         self.root = Path(root)
         self.autoindex = autoindex
-        self.port = harness.free_port()
-        self.conf = self.workdir / "nginx.conf"
         self.access_log = self.workdir / "access.log"
-        self.error_log = self.workdir / "error.log"
-        self.proc = None
         self._write_config()
 
     @property
@@ -272,36 +270,6 @@ http {{
     }}
 }}
 """)
-
-    def start(self, timeout=10.0):
-        assert self.proc is None, "nginx already running"
-        self.proc = subprocess.Popen(
-            ["nginx", "-p", str(self.workdir), "-e", str(self.error_log), "-c", str(self.conf)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace")
-                self.proc = None
-                raise RuntimeError(f"nginx exited at start:\n{err}\n{self.error_log.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"nginx not listening on {self.port} after {timeout}s")
-                time.sleep(0.05)
-
-    def stop(self):
-        if self.proc is not None:
-            proc, self.proc = self.proc, None
-            harness.stop_popen(proc, timeout=0)
-            proc.stderr.close()
-
-    @property
-    def running(self):
-        return self.proc is not None and self.proc.poll() is None
 
     def log(self):
         """Requests logged since the last clear_log()."""

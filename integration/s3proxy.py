@@ -6,7 +6,8 @@ whether signed, the status it answered) so tests can count requests.
 
 moto runs in server mode as a subprocess (`python -m moto.server`), started
 and stopped by pid; the variables this environment sets for TLS (CA bundles)
-are removed from its environment only.
+are removed from its environment only. The bench starts its moto here too,
+filled by bench/motoserve.py before it answers.
 
 Rules, as S3 applies them:
 - signed: the access key must be known (else 403 InvalidAccessKeyId), the
@@ -75,10 +76,20 @@ class Key:
 
 
 class MotoServer:
-    """`python -m moto.server` on a free loopback port; stop() by pid."""
+    """`python -m moto.server` on a free loopback port; stop() by pid.
 
-    def __init__(self):
+    Or, given `filler`, the argv of a program that fills moto's backend in
+    its own process before it serves (bench/motoserve.py: 100,000 objects
+    put through moto's HTTP API took 5.5 minutes, straight into its backend
+    4 s): run as `filler + [port]`, its stderr to `log`, it prints "ready"
+    once serving and exits when its stdin closes, so it never outlives its
+    starter."""
+
+    def __init__(self, filler=None, log=None):
         self.port = harness.free_port()
+        if filler is not None:
+            self._start_filled(filler, log)
+            return
         self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      env=clean_env())
@@ -105,7 +116,21 @@ class MotoServer:
                             aws_secret_access_key="fixture", verify=False,
                             config=Config(proxies={}, s3={"addressing_style": "path"}))
 
+    def _start_filled(self, filler, log):
+        with open(log, "w") as err:
+            self.proc = subprocess.Popen([*filler, str(self.port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=err, env=clean_env(), text=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.stop()
+            raise RuntimeError(f"moto did not start (said {line!r}); see {log}")
+
     def stop(self):
+        if self.proc.stdin:
+            # A filled moto exits once its stdin closes.
+            self.proc.stdin.close()
+            harness.stop_popen(self.proc)
+            return
         # moto's server runs until signalled: no wait for it to exit first.
         harness.stop_popen(self.proc, timeout=0)
 
