@@ -131,8 +131,7 @@ public final class Catalog: Sendable {
         store.openAnswers(maxAge: limits?.maxAgePartial, now: settings.clock.wall())
         var seen = Set<String>()
         let urls = sources.filter { !$0.isDirectory && seen.insert($0.url).inserted }.map(\.url)
-        initial.records.reserveCapacity(urls.count)
-        for (url, record) in zip(urls, CatalogState.loadRecords(urls, from: store)) { initial.records[url] = record }
+        initial.keep(records: CatalogState.loadRecords(urls, from: store), of: urls)
         for source in sources where !sourceIsRoot { _ = initial.insert(source, into: initial.root) }
         let state = Locked(initial, rank: .catalogState)
         self.state = state
@@ -289,8 +288,7 @@ public final class Catalog: Sendable {
                     known = record.attributes
                     if known == nil && record.listed {
                         // A listed entry's stat overtook its background probe.
-                        probe = state.probing[url].map { ($0, false) } ?? (RecordProbe(clock: settings.clock), true)
-                        if probe?.new == true { state.probing[url] = probe?.0 }
+                        probe = state.beginRecordProbe(of: url, clock: settings.clock).map { ($0.probe, $0.isNew) }
                     }
                 }
                 if known == nil && probe == nil { loader = state.liveLoader(url: url, path: path) }
@@ -356,10 +354,7 @@ public final class Catalog: Sendable {
                         return Entry(name: name, isDirectory: false, loader: nil, recorded: known)
                     }
                     // Unknown attributes are probed in the background, into the record.
-                    if state.records[url] != nil {
-                        state.records[url]?.listed = true
-                        unknown.append(url)
-                    }
+                    if state.markListed(url) { unknown.append(url) }
                     return Entry(name: name, isDirectory: false, loader: nil, recorded: nil)
                 }
             }
@@ -467,13 +462,14 @@ public final class Catalog: Sendable {
     public func statsJSON() -> String {
         let counters = statistics.snapshot
         let usage = cacheUsage()
-        let eviction = state.withLock { $0.lastEviction }
+        let (eviction, loaders) = state.withLock { ($0.lastEviction, Array($0.loaders.values) + $0.retiredInUse) }
+        let openHandles = loaders.reduce(0) { $0 + Int64($1.openHandles) }
         let stats = Stats(entries: Int64(usage.entries), cachedBytes: usage.cachedBytes,
                           cacheMaxSize: maintenance.evictor?.limits.maxSize ?? 0, pinnedBytes: eviction.pinnedBytes,
                           pinnedOverLimit: eviction.pinnedOverLimit, bytesFromCache: counters.bytesFromCache,
                           bytesFromNetwork: counters.bytesFromNetwork, requests: counters.requests,
                           transfersInFlight: counters.transfersInFlight, kernelReadOpens: counters.kernelReadOpens,
-                          attributeRequests: counters.attributeRequests,
+                          attributeRequests: counters.attributeRequests, openHandles: openHandles,
                           playBytesFetched: counters.fetchedByClass[ReadClass.play.rawValue],
                           scanBytesFetched: counters.fetchedByClass[ReadClass.scan.rawValue],
                           playBytesServed: counters.servedByClass[ReadClass.play.rawValue],
@@ -503,6 +499,9 @@ public final class Catalog: Sendable {
         var entries, cachedBytes, cacheMaxSize, pinnedBytes: Int64
         var pinnedOverLimit: Bool
         var bytesFromCache, bytesFromNetwork, requests, transfersInFlight, kernelReadOpens, attributeRequests: Int64
+        /// Handles of the mount's files open now, as far as the daemon has
+        /// heard: the kernel sends a close's release after close(2) returns.
+        var openHandles: Int64
         /// By read class: bytes received for its reads (a lookup's first
         /// bytes count as a scan's) and bytes its reads returned.
         var playBytesFetched, scanBytesFetched, playBytesServed, scanBytesServed: Int64

@@ -144,23 +144,7 @@ final class CatalogMaintenance: Sendable {
     }
 
     private func retireIfIdle(_ url: String) -> Bool {
-        let store = self.store
-        return state.withLock { state in
-            // Out of the dictionary, so that only this reference counts.
-            guard var loader = state.loaders.removeValue(forKey: url) else { return false }
-            guard isKnownUniquelyReferenced(&loader), let idle = loader.idleRecord() else {
-                state.loaders[url] = loader
-                return false
-            }
-            // Unique and idle under the lock: nothing changes its data file now.
-            var record = idle.record
-            if record.cachedBytes > 0 { record.allocatedBytes = EntryRecord.allocatedBytes(forKey: url, in: store) }
-            state.records[url] = record
-            if let meta = idle.unsaved {
-                state.unsaved[url] = CatalogState.ProbeAnswer(info: meta.info, validated: meta.lastValidated)
-            }
-            return true
-        }
+        state.withLock { $0.retireIfIdle(url) }
     }
 
     /// Saves the probe answers kept with records, a batch at a time, until
@@ -170,20 +154,7 @@ final class CatalogMaintenance: Sendable {
     func saveUnsaved(until deadline: Deadline) -> Int {
         var saved = 0
         while !deadline.hasPassed {
-            let batch: [(url: String, meta: EntryMeta)] = state.withLock { state in
-                var batch: [(url: String, meta: EntryMeta)] = []
-                for (url, answer) in state.unsaved {
-                    batch.append((url, answer.meta(url: url, record: state.records[url])))
-                    if batch.count == Self.saveBatch { break }
-                }
-                for entry in batch {
-                    state.unsaved[entry.url] = nil
-                    state.saving[entry.url] = entry.meta
-                }
-                // Emptied, it gives its buckets back (16 MiB at 100,000).
-                if state.unsaved.isEmpty { state.unsaved = [:] }
-                return batch
-            }
+            let batch = state.withLock { $0.takeUnsaved(limit: Self.saveBatch) }
             guard !batch.isEmpty else { return saved }
             saved += batch.count
             do {
@@ -192,12 +163,7 @@ final class CatalogMaintenance: Sendable {
                 // Costs probes at the next mount, as a failed flush would.
                 statistics.cacheWriteFailed(error as? MediaError ?? MediaError.io("\(error)"))
             }
-            state.withLock { state in
-                for entry in batch {
-                    state.saving[entry.url] = nil
-                    state.loaders[entry.url]?.markUnsaved()
-                }
-            }
+            state.withLock { $0.saved(batch) }
         }
         return saved
     }
@@ -205,40 +171,15 @@ final class CatalogMaintenance: Sendable {
     /// One eviction pass over the mount's loaders and records, measuring
     /// the room left.
     func applyLimits() {
-        let (byURL, recorded, changed) = state.withLock { state in
-            // Retired loaders still in use count as mounted: their bytes are
-            // freed through them, never from under them.
-            state.dropDeadRetired()
-            var byURL = state.loaders
-            for (url, weak) in state.retired where byURL[url] == nil {
-                if let loader = weak.loader { byURL[url] = loader }
-            }
-            // Only what holds bytes: a copy of every record would be copied
-            // whole (18 MiB at 100,000) by the first probe answer the pass met.
-            var recorded: [(url: String, record: EntryRecord)] = []
-            for (url, record) in state.records where record.allocatedBytes > 0 { recorded.append((url, record)) }
-            let changed = state.membershipChanged.map { (url: $0, mounted: state.isMounted($0)) }
-            state.membershipChanged = []
-            return (byURL, recorded, changed)
-        }
-        let membership = CacheEvictor.Membership(all: { [self] in
-            state.withLock { state in
-                Array(state.loaders.keys) + Array(state.records.keys) + state.retired.keys.filter(state.isMounted)
-            }
-        }, changed: changed)
+        let (byURL, recorded, changed) = state.withLock { $0.evictionView() }
+        let membership = CacheEvictor.Membership(all: { [self] in state.withLock { $0.mountedURLs() } },
+                                                 changed: changed)
         // Where each URL is, found once a pass and only if a record must go.
         var paths: [String: String]?
         guard let report = evictor?.run(mounted: byURL, records: recorded, membership: membership, budget: budget,
                                         now: Int64(clock.wall()),
                                         removing: { [self] url, remove in
-            // Under the lock that making a loader (and loading its metadata) holds.
-            state.withLock { state in
-                guard state.loaders[url] == nil, state.retired[url]?.loader == nil else { return false }
-                remove()
-                state.removals += 1
-                state.records[url]?.dropBytes()
-                return true
-            }
+            state.withLock { $0.evict(url, remove: remove) }
         }, loading: { [self] url in
             state.withLock { state in
                 if paths == nil { paths = state.pathsOfFiles() }
@@ -253,11 +194,7 @@ final class CatalogMaintenance: Sendable {
     /// Keeps the last pass's report, and says once when pinned bytes alone
     /// come to exceed the size limit, and once when they fit again.
     private func noteEviction(_ report: CacheEvictor.Report) {
-        let was = state.withLock { state in
-            let was = state.lastEviction.pinnedOverLimit
-            state.lastEviction = report
-            return was
-        }
+        let was = state.withLock { $0.noteEviction(report) }.pinnedOverLimit
         guard was != report.pinnedOverLimit, let limit = evictor?.limits.maxSize else { return }
         if report.pinnedOverLimit {
             Log.warning("pinned files take \(report.pinnedBytes) bytes, more than the cache limit of \(limit): "

@@ -2,7 +2,9 @@
 // loaders and records of the URLs they lead to, the probe answers waiting to
 // be saved, the record probes under way, the retired loaders and the URLs
 // whose membership changed. The catalog holds it in a `Locked`, so none of it
-// is touched without the lock; what needs the lock held is a method here.
+// is touched without the lock. Its fields are read from outside but written
+// only by its methods: each transition that keeps invariant 12 (a URL has a
+// loader or a record, never both; docs/architecture.md) is one method here.
 //
 // A Directory is a class (a lookup and the listings worker hold one across
 // the lock's release, to list it), but its names, children and listing
@@ -104,33 +106,33 @@ struct CatalogState: Sendable {
     let root: Directory
     /// Every URL a name leads to has a loader here or a record in `records`,
     /// never both.
-    var loaders: [String: FileLoader] = [:]
-    var records: [String: EntryRecord] = [:]
+    private(set) var loaders: [String: FileLoader] = [:]
+    private(set) var records: [String: EntryRecord] = [:]
     /// Probe answers of loaders turned into records before their metadata
     /// was saved (a listing's entries), and those being saved now: a
     /// loader made meanwhile starts from them. Saved by the flusher into
     /// the journal, with no sync (they claim no bytes), so loaders need
     /// not wait for it.
-    var unsaved: [String: ProbeAnswer] = [:]
-    var saving: [String: EntryMeta] = [:]
+    private(set) var unsaved: [String: ProbeAnswer] = [:]
+    private(set) var saving: [String: EntryMeta] = [:]
     /// Probes of listed entries that have no loader, by URL, while they
     /// run, and failed ones until a stat hands the failure to a loader.
-    var probing: [String: RecordProbe] = [:]
+    private(set) var probing: [String: RecordProbe] = [:]
     /// Loaders of URLs no name leads to any more (a listing dropped them,
     /// or `remove`), held weakly: one an open handle or a transfer still
     /// uses is taken back if the URL returns, so one URL never has two.
-    var retired: [String: WeakLoader] = [:]
+    private(set) var retired: [String: WeakLoader] = [:]
     /// URLs that joined or left the mount since the evictor's last pass,
     /// which it needs to follow the entries of no mounted file without a
     /// copy of every URL (4 MiB at 100,000). Kept only with an evictor.
-    var membershipChanged: [String] = []
+    private(set) var membershipChanged: [String] = []
     let tracksMembership: Bool
     /// Entries the evictor removed through the catalog (under its lock):
     /// records read without the lock before one was are read again.
-    var removals = 0
+    private(set) var removals = 0
     /// The last pass of the cache limits, for `stats` and to log a change
     /// in whether pinned bytes alone exceed the limit.
-    var lastEviction = CacheEvictor.Report()
+    private(set) var lastEviction = CacheEvictor.Report()
 
     let store: CacheStore
     let context: LoaderContext
@@ -439,6 +441,144 @@ struct CatalogState: Sendable {
     /// Retired loaders something still uses.
     var retiredInUse: [FileLoader] {
         retired.values.compactMap(\.loader)
+    }
+
+    /// The records read for the mount's arguments before it starts, in the
+    /// order of `urls` (`loadRecords`).
+    mutating func keep(records read: [EntryRecord?], of urls: [String]) {
+        records.reserveCapacity(records.count + urls.count)
+        for (url, record) in zip(urls, read) { records[url] = record }
+    }
+
+    /// Turns the loader of `url` into a record, when nothing but the catalog
+    /// holds it and it is idle (`FileLoader.idleRecord`); its unsaved probe
+    /// answer goes with the record. Returns whether it did.
+    mutating func retireIfIdle(_ url: String) -> Bool {
+        // Out of the dictionary, so that only this reference counts.
+        guard var loader = loaders.removeValue(forKey: url) else { return false }
+        guard isKnownUniquelyReferenced(&loader), let idle = loader.idleRecord() else {
+            loaders[url] = loader
+            return false
+        }
+        // Unique and idle under the lock: nothing changes its data file now.
+        var record = idle.record
+        if record.cachedBytes > 0 { record.allocatedBytes = EntryRecord.allocatedBytes(forKey: url, in: store) }
+        records[url] = record
+        if let meta = idle.unsaved { unsaved[url] = ProbeAnswer(info: meta.info, validated: meta.lastValidated) }
+        return true
+    }
+
+    /// A listing showed the record's file with no size known: its probe is
+    /// the listing's (`RecordProber`). Returns whether it has a record.
+    mutating func markListed(_ url: String) -> Bool {
+        guard records[url] != nil else { return false }
+        records[url]?.listed = true
+        return true
+    }
+
+    // MARK: Record probes
+
+    /// The probe that will fill the record of `url`: the one running, or a
+    /// new one, kept in `probing` until it ends, when the URL has a record
+    /// (no loader) whose size is unknown. The one place a record probe is
+    /// begun; its request is sent off the lock (`RecordProber`).
+    mutating func beginRecordProbe(of url: String, clock: Clock) -> (probe: RecordProbe, isNew: Bool)? {
+        guard loaders[url] == nil, let record = records[url], record.size == nil else { return nil }
+        if let running = probing[url] { return (running, false) }
+        let probe = RecordProbe(clock: clock)
+        probing[url] = probe
+        return (probe, true)
+    }
+
+    /// A record probe ended; a failed one is ended by the stat that hands
+    /// its failure to a loader (`RecordProber.awaitRecordProbe`).
+    mutating func endRecordProbe(_ probe: RecordProbe, of url: String) {
+        if probing[url] === probe { probing[url] = nil }
+    }
+
+    /// A record probe's answer: into the record and the unsaved answers,
+    /// unless a loader was made meanwhile, which is returned to be offered
+    /// it. `batchFull`: the unsaved answers just reached a batch, for the
+    /// flusher to save now.
+    mutating func recordProbeAnswered(_ probe: RecordProbe, of url: String, with info: ContentInfo, at now: Double)
+        -> (loader: FileLoader?, batchFull: Bool) {
+        endRecordProbe(probe, of: url)
+        if let loader = loaders[url] { return (loader, false) }
+        return (nil, learn(info, of: url, at: now) && unsaved.count == CatalogMaintenance.saveBatch)
+    }
+
+    // MARK: Saving answers
+
+    /// Up to `limit` unsaved answers, moved to `saving` while the flusher
+    /// writes them: a loader made meanwhile starts from them.
+    mutating func takeUnsaved(limit: Int) -> [(url: String, meta: EntryMeta)] {
+        var batch: [(url: String, meta: EntryMeta)] = []
+        for (url, answer) in unsaved {
+            batch.append((url, answer.meta(url: url, record: records[url])))
+            if batch.count == limit { break }
+        }
+        for entry in batch {
+            unsaved[entry.url] = nil
+            saving[entry.url] = entry.meta
+        }
+        // Emptied, it gives its buckets back (16 MiB at 100,000).
+        if unsaved.isEmpty { unsaved = [:] }
+        return batch
+    }
+
+    /// A batch of `takeUnsaved` is written: a loader made for one of its
+    /// URLs meanwhile saves its own metadata again, so the last save is
+    /// the loader's.
+    mutating func saved(_ batch: [(url: String, meta: EntryMeta)]) {
+        for entry in batch {
+            saving[entry.url] = nil
+            loaders[entry.url]?.markUnsaved()
+        }
+    }
+
+    // MARK: Eviction
+
+    /// What an eviction pass works on: the mounted loaders by URL (the
+    /// retired ones still in use count: their bytes are freed through
+    /// them, never from under them), the records that hold bytes, and the
+    /// URLs whose membership changed since the last pass (then forgotten).
+    mutating func evictionView() -> (mounted: [String: FileLoader], recorded: [(url: String, record: EntryRecord)],
+                                     changed: [(url: String, mounted: Bool)]) {
+        dropDeadRetired()
+        var mounted = loaders
+        for (url, weak) in retired where mounted[url] == nil {
+            if let loader = weak.loader { mounted[url] = loader }
+        }
+        // Only what holds bytes: a copy of every record would be copied
+        // whole (18 MiB at 100,000) by the first probe answer the pass met.
+        var recorded: [(url: String, record: EntryRecord)] = []
+        for (url, record) in records where record.allocatedBytes > 0 { recorded.append((url, record)) }
+        let changed = membershipChanged.map { (url: $0, mounted: isMounted($0)) }
+        membershipChanged = []
+        return (mounted, recorded, changed)
+    }
+
+    /// Every mounted URL (`isMounted`).
+    func mountedURLs() -> [String] {
+        Array(loaders.keys) + Array(records.keys) + retired.keys.filter(isMounted)
+    }
+
+    /// The evictor removes an entry of no loader: `remove` runs under the
+    /// lock that making a loader (and loading its metadata) holds, and the
+    /// record keeps no bytes. False, and nothing removed, when the URL has
+    /// a loader, retired or not.
+    mutating func evict(_ url: String, remove: () -> Void) -> Bool {
+        guard loaders[url] == nil, retired[url]?.loader == nil else { return false }
+        remove()
+        removals += 1
+        records[url]?.dropBytes()
+        return true
+    }
+
+    /// Keeps an eviction pass's report; returns the last one's.
+    mutating func noteEviction(_ report: CacheEvictor.Report) -> CacheEvictor.Report {
+        defer { lastEviction = report }
+        return lastEviction
     }
 
     // MARK: Paths

@@ -60,9 +60,10 @@ final class RecordProber: Sendable {
         enum Start { case loader(FileLoader), record(RecordProbe), none }
         let choose = { (state: inout CatalogState) -> Start in
             if let loader = state.loaders[url] { return .loader(loader) }
-            guard let record = state.records[url], record.size == nil, state.probing[url] == nil else { return .none }
-            let probe = RecordProbe(clock: self.settings.clock)
-            state.probing[url] = probe
+            // One running already is left to run: this start is the feeder's.
+            guard let (probe, isNew) = state.beginRecordProbe(of: url, clock: self.settings.clock), isNew else {
+                return .none
+            }
             return .record(probe)
         }
         let chosen: Start? = waiting ? state.withLock(choose) : state.withLockIfAvailable(choose)
@@ -122,8 +123,7 @@ final class RecordProber: Sendable {
         let now = settings.clock.wall()
         let done = state.withLockIfAvailable { state -> (recorded: Bool, wakeFlusher: Bool) in
             guard state.loaders[url] == nil else { return (false, false) }
-            if state.probing[url] === probe { state.probing[url] = nil }
-            return (true, state.learn(info, of: url, at: now) && state.unsaved.count == CatalogMaintenance.saveBatch)
+            return (true, state.recordProbeAnswered(probe, of: url, with: info, at: now).batchFull)
         }
         guard let done, done.recorded else { return false }
         // A batch waits: saving starts now, not at the next flush.
@@ -139,10 +139,9 @@ final class RecordProber: Sendable {
         let now = settings.clock.wall()
         let (offerTo, wakeFlusher) = state.withLock { state -> (FileLoader?, Bool) in
             // A failure stays, so that the next stat answers it at once.
-            if state.probing[url] === probe, case .success = result { state.probing[url] = nil }
             guard case .success(let info) = result else { return (nil, false) }
-            if let loader = state.loaders[url] { return (loader, false) }
-            return (nil, state.learn(info, of: url, at: now) && state.unsaved.count == CatalogMaintenance.saveBatch)
+            let answered = state.recordProbeAnswered(probe, of: url, with: info, at: now)
+            return (answered.loader, answered.batchFull)
         }
         if case .failure(let error) = result { Log.warning("\(MediaError.redacted(url)): \(error.message)") }
         // A failure waits in `probing` for the next stat to hand over.
@@ -160,7 +159,7 @@ final class RecordProber: Sendable {
             return FileLoader.attributes(of: info)
         case .failure(let error)?:
             let (loader, handOver) = state.withLock { state in
-                if state.probing[url] === probe { state.probing[url] = nil }
+                state.endRecordProbe(probe, of: url)
                 let loader = state.liveLoader(url: url, path: path)
                 let handOver = !probe.failureHandedOver
                 probe.failureHandedOver = true

@@ -60,7 +60,7 @@ extension FileLoader {
         let marked: Bool? = lock.withLock { state in
             // A pinned file's bytes are kept whatever the limits say; only a
             // purge (the user's own word) drops them.
-            guard !state.pinned, state.fetches.transfers.isEmpty, state.fetches.waits.isEmpty, !state.handles.kernelReading else { return nil }
+            guard !state.use.pinned, state.fetches.transfers.isEmpty, state.fetches.waits.isEmpty, !state.handles.kernelReading else { return nil }
             guard !state.bytes.present.isEmpty else { return false }
             state.markReset()
             return true
@@ -82,7 +82,7 @@ extension FileLoader {
             var doomed = ByteRangeSet()
             // Bytes the kernel reads in place stay until its handles close;
             // a pinned file's bytes stay, however far over the limit.
-            guard excess > 0, state.bytes.hasEntry, !state.handles.kernelReading, !state.pinned else { return doomed }
+            guard excess > 0, state.bytes.hasEntry, !state.handles.kernelReading, !state.use.pinned else { return doomed }
             let lastReadOffset = state.bytes.lastReadOffset
             let behind = state.bytes.present.ranges.filter { $0.upperBound <= lastReadOffset }
             let ahead = Array(state.bytes.present.ranges.filter { $0.upperBound > lastReadOffset }.reversed())
@@ -119,7 +119,7 @@ extension FileLoader {
     public func trimToProbeRanges() {
         let doomed = lock.withLock { state in
             var doomed = ByteRangeSet()
-            guard state.scanOnly, state.bytes.hasEntry, !state.handles.kernelReading, !state.pinned,
+            guard state.use.scanOnly, state.bytes.hasEntry, !state.handles.kernelReading, !state.use.pinned,
                   let length = state.version.info?.length else { return doomed }
             let span = Self.probeSpan(length: length)
             // Kept: the probe spans at either end; within them, when this
@@ -147,8 +147,7 @@ extension FileLoader {
 
     /// Step 1 of a trim: `doomed` unclaimed and marked; returns it.
     private static func markTrimmed(_ doomed: ByteRangeSet, in state: inout LoaderState) -> ByteRangeSet {
-        state.bytes.markTrim(doomed)
-        if !doomed.isEmpty { state.dirty = true }
+        state.markTrim(doomed)
         return doomed
     }
 
@@ -201,7 +200,7 @@ extension FileLoader {
                 if !persisted {
                     // Left marked: nothing is written or claimed there until a
                     // later freeing manages to persist.
-                    state.dirty = true
+                    state.markUnsaved()
                     return false
                 }
                 if freeing.resetting { state.bytes.resetsDone(upTo: freeing.resetsTarget) }
@@ -230,7 +229,7 @@ extension FileLoader {
         let file = openDataFile(&scope.state)
         // A file the kernel reads in place is left to it whole.
         let replace = resetting && scope.state.handles.kernelReading
-        if snapshot != nil { scope.state.dirty = false }
+        if snapshot != nil { scope.state.saved() }
         // No snapshot for an entry means its data file cannot be opened
         // now: the metadata cannot be rewritten, so nothing is freed.
         let persisted = snapshot != nil || !scope.state.bytes.hasEntry || scope.state.version.info == nil

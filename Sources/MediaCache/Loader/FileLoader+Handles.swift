@@ -32,6 +32,11 @@ extension FileLoader {
         }
     }
 
+    /// Its handles open now (released ones within their grace are not).
+    public var openHandles: Int {
+        lock.withLock { $0.handles.openHandles }
+    }
+
     /// Closed handles kept for `--handle-grace` at once, per file; past
     /// it the oldest goes.
     static let maxLingering = 8

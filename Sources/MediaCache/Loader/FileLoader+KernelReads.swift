@@ -18,7 +18,7 @@ extension FileLoader {
             let copy = fcntl(dataFile.fd, F_DUPFD_CLOEXEC, 0)
             guard copy >= 0 else { return nil }
             let version = state.handles.kernelReaderAdded()
-            state.lastAccess = wallNow()
+            state.accessed(at: wallNow())
             return (copy, version)
         }
     }

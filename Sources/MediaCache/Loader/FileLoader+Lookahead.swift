@@ -17,7 +17,7 @@ extension FileLoader {
     func startLookahead(in state: inout LoaderState) {
         guard state.handles.openHandles > 0, let info = state.version.info, info.acceptsRanges, statistics.cacheWritable,
               let (ranges, container) = state.lookahead.takePlan() else { return }
-        let readClass: ReadClass = state.scanOnly ? .scan : .play
+        let readClass: ReadClass = state.use.scanOnly ? .scan : .play
         let priority: FetchRequest.Priority = readClass == .scan ? .scan : .readahead
         var asked: [Range<Int64>] = []
         for range in ranges {
@@ -26,7 +26,7 @@ extension FileLoader {
             // the end took a request of its own for the page before them).
             let range = range.lowerBound / Self.page * Self.page..<range.upperBound
             // The container's index: a scan's file keeps it when trimmed.
-            if state.scanOnly { state.bytes.noteScanRead(range) }
+            if state.use.scanOnly { state.bytes.noteScanRead(range) }
             for hole in state.bytes.present.missing(in: range) {
                 var point = hole.lowerBound
                 while point < hole.upperBound {

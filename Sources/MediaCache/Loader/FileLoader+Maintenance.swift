@@ -22,7 +22,7 @@ extension FileLoader {
                 shown = .idle
             }
             return FileStatus(url: source.url, info: state.version.info, present: state.bytes.present, state: shown,
-                              pinned: state.pinned)
+                              pinned: state.use.pinned)
         }
     }
 
@@ -45,10 +45,10 @@ extension FileLoader {
     public func usage() -> Usage {
         let allocated = EntryRecord.allocatedBytes(forKey: key, in: store)
         return lock.withLock { state in
-            Usage(allocatedBytes: state.bytes.hasEntry ? allocated : 0, lastAccess: state.lastAccess,
+            Usage(allocatedBytes: state.bytes.hasEntry ? allocated : 0, lastAccess: state.use.lastAccess,
                   isComplete: state.version.info.map { state.bytes.present.contains(0..<$0.length) } ?? false,
                   isBusy: !state.fetches.transfers.isEmpty || !state.fetches.waits.isEmpty || state.handles.kernelReading,
-                  isPinned: state.pinned, isScanOnly: state.scanOnly, isOpen: state.handles.openHandles > 0)
+                  isPinned: state.use.pinned, isScanOnly: state.use.scanOnly, isOpen: state.handles.openHandles > 0)
         }
     }
 
@@ -76,8 +76,7 @@ extension FileLoader {
                     replaceContent(with: fresh, reason: change, in: &state)
                     return true
                 }
-                state.version.validated(at: Int64(wallNow()))
-                state.dirty = true
+                state.validated(at: Int64(wallNow()))
                 return false
             }
             if changed { finishFreeing() }
@@ -125,8 +124,7 @@ extension FileLoader {
         confirmed.etag = answered.etag
         confirmed.lastModified = answered.lastModified
         confirmed.contentType = known.contentType ?? answered.contentType
-        state.version.confirmed(confirmed)
-        state.dirty = true
+        state.confirmVersion(confirmed)
         Log.debug("\(source.displayURL): its first answer names the version the listing gave by length")
         return confirmed
     }
@@ -232,8 +230,7 @@ extension FileLoader {
             guard let info = state.version.info else { return }
             let owner = preloadOwner
             // Asked for by a user: a player's bytes.
-            if state.scanOnly { state.dirty = true }
-            state.scanOnly = false
+            state.played()
             cancelTransfers(of: owner, except: nil, in: &state)
             let end = min(limit ?? info.length, info.length)
             for hole in state.bytes.present.missing(in: 0..<end) {

@@ -34,7 +34,7 @@ extension FileLoader {
     private func flushHoldingFlushLock(_ savedClaims: inout Bool) {
         let snapshot = lock.withLock { state -> (meta: EntryMeta, file: DataFile?)? in
             guard state.dirty, let snapshot = metaSnapshot(&state) else { return nil }
-            state.dirty = false
+            state.saved()
             return snapshot
         }
         guard let snapshot else { return }
@@ -60,9 +60,9 @@ extension FileLoader {
             guard let opened = openDataFile(&state) else { return nil }
             file = opened
         }
-        return (EntryMeta(url: key, info: info, present: state.bytes.present, lastAccess: Int64(state.lastAccess),
-                          lastValidated: state.version.lastValidated, pinned: state.pinned,
-                          scanOnly: state.scanOnly && !state.bytes.present.isEmpty), file)
+        return (EntryMeta(url: key, info: info, present: state.bytes.present, lastAccess: Int64(state.use.lastAccess),
+                          lastValidated: state.version.lastValidated, pinned: state.use.pinned,
+                          scanOnly: state.use.scanOnly && !state.bytes.present.isEmpty), file)
     }
 
     /// Makes the claimed bytes durable, then the metadata that claims them.

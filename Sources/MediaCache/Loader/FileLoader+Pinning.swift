@@ -5,19 +5,14 @@ import Foundation
 
 extension FileLoader {
     public var isPinned: Bool {
-        lock.withLock { $0.pinned }
+        lock.withLock { $0.use.pinned }
     }
 
     /// Pins or unpins the file, and saves the pin at once: a crash right
     /// after `mediafs pin` must not let the next mount evict the file. A file
     /// with no cache entry yet keeps the pin in memory until its first save.
     public func setPinned(_ on: Bool) {
-        let changed = lock.withLock { state in
-            let changed = state.pinned != on
-            state.pinned = on
-            if changed { state.dirty = true }
-            return changed
-        }
+        let changed = lock.withLock { $0.pin(on) }
         guard changed else { return }
         flush()
         Log.info("\(on ? "pinned" : "unpinned") \(source.displayURL)")

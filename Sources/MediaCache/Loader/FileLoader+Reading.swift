@@ -211,16 +211,11 @@ extension FileLoader {
             cancelTransfers(of: owner, except: wanted.lowerBound, in: &state)
         }
         notePartStep(wanted, after: previousEnd, pattern: pattern, info: info, in: &state)
-        state.lastAccess = wallNow()
+        state.accessed(at: wallNow())
         state.bytes.noteRead(at: wanted.lowerBound)
-        if state.scanOnly && pattern.readClass == .scan { state.bytes.noteScanRead(wanted) }
+        if state.use.scanOnly && pattern.readClass == .scan { state.bytes.noteScanRead(wanted) }
         // A player's read makes the whole entry a player's.
-        if pattern.readClass == .play && state.scanOnly {
-            state.scanOnly = false
-            state.bytes.forgetScanRead()
-            // Saved, or a remount would take the player's bytes for a scan's.
-            state.dirty = true
-        }
+        if pattern.readClass == .play { state.played() }
         guard state.bytes.present.contains(wanted) else { return nil }
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.

@@ -48,14 +48,14 @@ extension FileLoader {
             let attributes = info.map(Self.attributes(of:))
             var record = EntryRecord(size: attributes?.size, mtime: attributes?.mtime ?? 0,
                                      cachedBytes: state.bytes.present.byteCount, allocatedBytes: 0,
-                                     lastAccess: state.lastAccess,
+                                     lastAccess: state.use.lastAccess,
                                      isComplete: info.map { state.bytes.present.contains(0..<$0.length) } ?? false,
-                                     isPinned: state.pinned,
+                                     isPinned: state.use.pinned,
                                      // Metadata is saved only with content info.
                                      hasMeta: info != nil || cacheUnusable)
             record.listed = state.version.listed && info == nil
             if let info { record.take(info) }
-            record.isScanOnly = state.scanOnly
+            record.isScanOnly = state.use.scanOnly
             return (record, unsaved)
         }
     }
@@ -63,6 +63,6 @@ extension FileLoader {
     /// Its metadata must be saved (again): it was made from metadata not
     /// on disk yet, or a save of an older one may have landed after its own.
     func markUnsaved() {
-        lock.withLock { $0.dirty = true }
+        lock.withLock { $0.markUnsaved() }
     }
 }

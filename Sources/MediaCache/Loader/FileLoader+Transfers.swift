@@ -32,7 +32,7 @@ extension FileLoader {
             let end = min(limit, learned.length)
             // A lookup's first bytes are a scan's until a player reads them:
             // a library's stats must not push out what players fetched.
-            let readClass: ReadClass = state.scanOnly ? .scan : .play
+            let readClass: ReadClass = state.use.scanOnly ? .scan : .play
             let reserved = budget?.reserve(upTo: end, for: readClass) ?? 0
             state.fetches.add(id, Transfer(end: end, position: 0, owner: ObjectIdentifier(self), priority: .read,
                                            reserved: reserved, askedAt: askedAt, readClass: readClass))
@@ -89,8 +89,7 @@ extension FileLoader {
             if state.version.info?.acceptsRanges == true {
                 Log.warning("\(source.displayURL): the server ignores Range and sends whole bodies; "
                             + "reads far into the file wait for the stream to reach them")
-                state.version.ignoresRanges()
-                state.dirty = true
+                state.ignoresRanges()
             }
             transfer.position = 0
             transfer.end = info.length
@@ -172,12 +171,7 @@ extension FileLoader {
                state.lookahead.take(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: chunk, length: length) {
                 startLookahead(in: &state)
             }
-            // Claimed only if written into the data file that is still current
-            // (not replaced meanwhile) and no freeing began meanwhile (it waited for this write and will
-            // erase what it wrote).
-            if cached, version == state.handles.dataVersion, state.bytes.claim(chunk) {
-                state.dirty = true
-            }
+            if cached { _ = state.claim(written: chunk, intoDataVersion: version) }
             // More bytes than the answer announced: a lying server; stop here.
             return count == bytes.count
         }

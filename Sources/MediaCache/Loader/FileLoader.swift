@@ -110,15 +110,7 @@ public final class FileLoader: TransferDelegate, Sendable {
                         + "reading it without the cache for now")
         }
         if case .found(let meta) = read {
-            state.version = VersionState(info: meta.info, lastValidated: meta.lastValidated)
-            state.bytes.replacePresent(meta.present)
-            state.lastAccess = Double(meta.lastAccess)
-            state.pinned = meta.pinned
-            // Kept in the metadata: a remount goes on evicting a scan's
-            // bytes first, and a player's never for them.
-            state.scanOnly = context.settings.readClasses && (meta.present.isEmpty || meta.scanOnly)
-            state.bytes.setHasEntry(true)
-            state.lookahead = ContainerLookahead(cold: meta.present.isEmpty)
+            state.restore(meta, readClasses: context.settings.readClasses)
         }
         lock = ConditionLocked(state, rank: .loader)
         if case .found(let meta) = read { flushLock.withLock { $0 = !meta.present.isEmpty } }
@@ -330,17 +322,11 @@ public final class FileLoader: TransferDelegate, Sendable {
     func take(_ learned: ContentInfo, in state: inout LoaderState) {
         // Its data file is made when first needed.
         openFiles.replace(ObjectIdentifier(self), with: nil)
-        state.bytes.setHasEntry(!cacheUnusable)
-        state.bytes.replacePresent(ByteRangeSet())
-        state.lastAccess = wallNow()
-        state.version.learned(learned, validatedAt: Int64(state.lastAccess))
-        state.dirty = true
-        state.scanOnly = settings.readClasses
-        state.lookahead = ContainerLookahead(cold: true)
+        state.learned(learned, at: wallNow(), hasEntry: !cacheUnusable, readClasses: settings.readClasses)
     }
 
     /// Its record said only scans read it (a class its metadata may not hold yet).
     func markScanOnly() {
-        lock.withLock { $0.scanOnly = true }
+        lock.withLock { $0.markScanOnly() }
     }
 }

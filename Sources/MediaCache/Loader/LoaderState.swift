@@ -1,8 +1,10 @@
 // What a FileLoader knows and does that changes, in parts that own their
 // rules: the cached bytes and their freeing (CachedBytes), the transfers
 // and the reads waiting on them (TransferBook), the handles and the
-// kernel's view of them (HandleBook), and the version (VersionState); and
-// beside them what the metadata keeps of the entry's use.
+// kernel's view of them (HandleBook), the version (VersionState), what the
+// metadata keeps of the entry's use (EntryUse) and what the head of a cold
+// file says its demuxer reads next (ContainerLookahead). A change the
+// metadata must keep is one of the transitions here, which mark it unsaved.
 // Held only by the loader's `lock` (ConditionLocked), so it is touched only
 // with that lock held; what needs the loader too (the fetcher, the store)
 // takes it `inout` from there. It must not do I/O or wait: the lock is held.
@@ -65,19 +67,12 @@ struct LoaderState {
     var fetches: TransferBook
     var handles = HandleBook()
     var version = VersionState()
-    /// Seconds since the epoch, with their fraction: two files read in
-    /// the same second must still be evicted oldest first. The metadata
-    /// keeps whole seconds.
-    var lastAccess = 0.0
-    /// Never evicted or trimmed (FileLoader+Pinning.swift); kept in the metadata.
-    var pinned = false
-    /// No player has read it (ReadClass): its bytes are a library scan's,
-    /// evicted first. With read classes on, a new entry is, until a player
-    /// reads it; one read back from disk with bytes is not (its class is
-    /// not saved).
-    var scanOnly = false
-    /// The metadata on disk no longer says what this state does.
-    var dirty = false
+    /// When it was last read, its pin and read class (EntryUse).
+    private(set) var use = EntryUse()
+    /// The metadata on disk no longer says what this state does: set only
+    /// by the transitions below, each of which changes what it would say,
+    /// and cleared by `saved()`. Forget it once and the change is not saved.
+    private(set) var dirty = false
     /// What the head of a cold file says its demuxer reads next.
     var lookahead = ContainerLookahead(cold: true)
 
@@ -85,11 +80,106 @@ struct LoaderState {
         fetches = TransferBook(clock: clock)
     }
 
+    // MARK: Transitions the metadata keeps
+
+    /// Its metadata must be saved (again): it was made from metadata not on
+    /// disk yet, a save of an older one may have landed after its own, or a
+    /// freeing could not be persisted.
+    mutating func markUnsaved() { dirty = true }
+
+    /// Its metadata as of now is being saved.
+    mutating func saved() { dirty = false }
+
+    /// The claim rule: bytes written into the data file are the entry's
+    /// only if that file is still the current one (`dataVersion`: not
+    /// replaced while they were written) and no freeing began meanwhile (it
+    /// waited for the write and will erase what it wrote). Returns whether
+    /// they were claimed.
+    mutating func claim(written range: Range<Int64>, intoDataVersion version: Int) -> Bool {
+        guard version == handles.dataVersion, bytes.claim(range) else { return false }
+        dirty = true
+        return true
+    }
+
     /// Freeing's step 1 for the whole file: every byte unclaimed, the data
     /// file to be emptied (FileLoader+Freeing.swift). Never blocks.
     mutating func markReset() {
         bytes.markReset()
         dirty = true
+    }
+
+    /// Step 1 of a trim: `doomed` unclaimed and marked for freeing.
+    mutating func markTrim(_ doomed: ByteRangeSet) {
+        bytes.markTrim(doomed)
+        if !doomed.isEmpty { dirty = true }
+    }
+
+    /// A probe's answer: a new entry, empty, of the version learned.
+    /// `readClasses`: it is a scan's until a player reads it.
+    mutating func learned(_ info: ContentInfo, at wall: Double, hasEntry: Bool, readClasses: Bool) {
+        bytes.setHasEntry(hasEntry)
+        bytes.replacePresent(ByteRangeSet())
+        use.accessed(at: wall)
+        version.learned(info, validatedAt: Int64(wall))
+        use.scanned(readClasses)
+        lookahead = ContainerLookahead(cold: true)
+        dirty = true
+    }
+
+    /// The server said the version known is still the one it serves.
+    mutating func validated(at wall: Int64) {
+        version.validated(at: wall)
+        dirty = true
+    }
+
+    /// A version known by its length alone takes the validators of the
+    /// server's first answer (FileLoader.confirming).
+    mutating func confirmVersion(_ named: ContentInfo) {
+        version.confirmed(named)
+        dirty = true
+    }
+
+    /// The server sends whole bodies, whatever the Range asked.
+    mutating func ignoresRanges() {
+        version.ignoresRanges()
+        dirty = true
+    }
+
+    /// Returns whether the pin changed.
+    mutating func pin(_ on: Bool) -> Bool {
+        guard use.pin(on) else { return false }
+        dirty = true
+        return true
+    }
+
+    /// A player read it, or a user asked for it: no longer a scan's, and
+    /// saved so, or a remount would take the player's bytes for a scan's.
+    mutating func played() {
+        guard use.played() else { return }
+        bytes.forgetScanRead()
+        dirty = true
+    }
+
+    // MARK: Transitions the metadata need not keep at once
+
+    /// Read now; saved with the next change (the metadata keeps whole
+    /// seconds, and a read alone is not worth a write).
+    mutating func accessed(at wall: Double) { use.accessed(at: wall) }
+
+    /// Its record said only scans read it (a class its metadata may not
+    /// hold yet).
+    mutating func markScanOnly() { use.scanned(true) }
+
+    /// As the metadata read from disk says.
+    mutating func restore(_ meta: EntryMeta, readClasses: Bool) {
+        version = VersionState(info: meta.info, lastValidated: meta.lastValidated)
+        bytes.replacePresent(meta.present)
+        // Kept in the metadata: a remount goes on evicting a scan's bytes
+        // first, and a player's never for them.
+        use = EntryUse(lastAccess: Double(meta.lastAccess), pinned: meta.pinned,
+                       scanOnly: readClasses && (meta.present.isEmpty || meta.scanOnly))
+        bytes.setHasEntry(true)
+        lookahead = ContainerLookahead(cold: meta.present.isEmpty)
     }
 
     /// Bytes of a wait that are in its buffer or in the cache.

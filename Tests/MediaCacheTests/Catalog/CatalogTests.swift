@@ -55,12 +55,29 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(Set(object?.keys.map { $0 } ?? []),
                        ["entries", "cached_bytes", "cache_max_size", "pinned_bytes", "pinned_over_limit",
                         "bytes_from_cache", "bytes_from_network", "requests", "transfers_in_flight",
-                        "kernel_read_opens", "attribute_requests", "play_bytes_fetched", "scan_bytes_fetched",
+                        "kernel_read_opens", "attribute_requests", "open_handles", "play_bytes_fetched", "scan_bytes_fetched",
                         "play_bytes_served", "scan_bytes_served", "grace_resumes", "transfers_yielded",
                         "scan_reads_delayed", "lookahead_requests", "limit_passes",
                         "room_waits_unanswered"])
         XCTAssertEqual(object?["entries"] as? Int, 1)
         XCTAssertEqual(object?["pinned_over_limit"] as? Bool, false)
+        XCTAssertEqual(object?["open_handles"] as? Int, 0)
+    }
+
+    func testStats_countsTheHandlesOpenNow() throws {
+        let c = try catalog([Source(name: "a.mp4", url: "https://a.example/a.mp4")])
+        func open() throws -> Int? {
+            try (JSONSerialization.jsonObject(with: Data(c.statsJSON().utf8)) as? [String: Any])?["open_handles"] as? Int
+        }
+        let loader = try c.file(at: "/a.mp4")
+        let (first, second) = (ReadPattern(), ReadPattern())
+        loader.attach(first)
+        loader.attach(second)
+        XCTAssertEqual(try open(), 2)
+        loader.release(first)
+        XCTAssertEqual(try open(), 1)
+        loader.release(second)
+        XCTAssertEqual(try open(), 0)
     }
 
     func testAdd_thenRemove_changesTheRootAndKeepsOtherNames() throws {

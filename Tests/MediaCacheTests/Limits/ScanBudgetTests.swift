@@ -71,7 +71,7 @@ final class ScanBudgetTests: XCTestCase {
         let scans = urls.dropFirst().map(makeLoader)
         for loader in scans { try fill(loader, as: .scan) }
         // The film is the least recently used: LRU alone would take it first.
-        film.lock.withLock { $0.lastAccess -= 100 }
+        film.lock.withLock { $0.accessed(at: $0.use.lastAccess - 100) }
         XCTAssertFalse(film.usage().isScanOnly)
         XCTAssertTrue(scans.allSatisfy { $0.usage().isScanOnly })
 
@@ -144,7 +144,7 @@ final class ScanBudgetTests: XCTestCase {
 
         // Too little room even for the probe ranges: files go whole, the
         // most recently used first (what an earlier scan left stays).
-        loaders[0].lock.withLock { $0.lastAccess -= 100 }
+        loaders[0].lock.withLock { $0.accessed(at: $0.use.lastAccess - 100) }
         limits.scanMaxSize = probed + (1 << 20)
         let second = CacheEvictor(store: store, limits: limits).run(mounted: mounted, now: Int64(time(nil)) + 10)
         XCTAssertEqual(second.evictedEntries, 2)
@@ -157,8 +157,8 @@ final class ScanBudgetTests: XCTestCase {
         try fill(film, as: .play)
         let scans = urls.dropFirst().map(makeLoader)
         for loader in scans { try fill(loader, as: .scan) }
-        film.lock.withLock { $0.lastAccess -= 100 }
-        scans[0].lock.withLock { $0.lastAccess -= 50 }
+        film.lock.withLock { $0.accessed(at: $0.use.lastAccess - 100) }
+        scans[0].lock.withLock { $0.accessed(at: $0.use.lastAccess - 50) }
         var mounted = [urls[0]: film]
         for (url, loader) in zip(urls.dropFirst(), scans) { mounted[url] = loader }
         var limits = CacheLimits()

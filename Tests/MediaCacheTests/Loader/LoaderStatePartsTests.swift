@@ -157,3 +157,64 @@ final class VersionStateTests: XCTestCase {
         XCTAssertFalse(known.listed)
     }
 }
+
+final class LoaderStateTransitionTests: XCTestCase {
+    private func info(_ length: Int64 = 1000) -> ContentInfo {
+        ContentInfo(length: length, etag: "\"a\"")
+    }
+
+    func testTheClaimRule_needsTheCurrentDataFileAndNoFreeing_andMarksTheEntryUnsaved() {
+        var state = LoaderState(clock: .system)
+        state.learned(info(), at: 1, hasEntry: true, readClasses: false)
+        state.saved()
+        let written = state.handles.dataVersion
+        state.handles.dataFileReplaced()
+        XCTAssertFalse(state.claim(written: 0..<10, intoDataVersion: written), "written into a replaced data file")
+        XCTAssertFalse(state.dirty)
+        XCTAssertTrue(state.claim(written: 0..<10, intoDataVersion: state.handles.dataVersion))
+        XCTAssertTrue(state.dirty, "a claim is saved")
+        state.saved()
+        state.markReset()
+        XCTAssertTrue(state.dirty)
+        state.saved()
+        XCTAssertFalse(state.claim(written: 10..<20, intoDataVersion: state.handles.dataVersion), "a freeing is marked")
+        XCTAssertFalse(state.dirty)
+    }
+
+    /// Each transition the metadata keeps marks the entry unsaved; one that
+    /// changes nothing, or that the metadata need not keep at once, does not.
+    func testEveryKeptChange_marksTheEntryUnsaved() {
+        let cases: [(String, (inout LoaderState) -> Void, Bool)] = [
+            ("learned", { $0.learned(self.info(), at: 5, hasEntry: true, readClasses: true) }, true),
+            ("validated", { $0.validated(at: 9) }, true),
+            ("confirmVersion", { $0.confirmVersion(self.info()) }, true),
+            ("ignoresRanges", { $0.ignoresRanges() }, true),
+            ("pin", { _ = $0.pin(true) }, true),
+            ("pin unchanged", { _ = $0.pin(false) }, false),
+            ("played, a scan's", { $0.markScanOnly(); $0.played() }, true),
+            ("played, a player's", { $0.played() }, false),
+            ("trim of nothing", { $0.markTrim(ByteRangeSet()) }, false),
+            ("trim", { var doomed = ByteRangeSet(); doomed.insert(0..<10); $0.markTrim(doomed) }, true),
+            ("accessed", { $0.accessed(at: 7) }, false),
+            ("markUnsaved", { $0.markUnsaved() }, true),
+        ]
+        for (name, change, kept) in cases {
+            var state = LoaderState(clock: .system)
+            state.learned(info(), at: 1, hasEntry: true, readClasses: false)
+            _ = state.claim(written: 0..<100, intoDataVersion: state.handles.dataVersion)
+            state.saved()
+            change(&state)
+            XCTAssertEqual(state.dirty, kept, name)
+        }
+    }
+
+    func testAPlayersRead_endsScanOnly_andForgetsTheScansReads() {
+        var state = LoaderState(clock: .system)
+        state.learned(info(), at: 1, hasEntry: true, readClasses: true)
+        XCTAssertTrue(state.use.scanOnly, "new with read classes: a scan's until a player reads")
+        state.bytes.noteScanRead(0..<10)
+        state.played()
+        XCTAssertFalse(state.use.scanOnly)
+        XCTAssertTrue(state.bytes.scanRead.isEmpty)
+    }
+}

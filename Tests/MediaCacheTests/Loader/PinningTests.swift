@@ -102,7 +102,7 @@ final class PinningTests: XCTestCase {
         pinned.setPinned(true)
         try fill(other)
         // The pinned file is the least recently used: LRU alone would take it first.
-        pinned.lock.withLock { $0.lastAccess -= 100 }
+        pinned.lock.withLock { $0.accessed(at: $0.use.lastAccess - 100) }
         let evictor = CacheEvictor(store: store, limits: limits(maxSize: Int64(Self.size) * 3 / 2))
         let report = evictor.run(mounted: [pinnedURL: pinned, otherURL: other], now: Int64(time(nil)) + 10)
         XCTAssertTrue(pinned.status().isComplete)
@@ -119,11 +119,11 @@ final class PinningTests: XCTestCase {
         try fill(older)
         try fill(newer)
         let second = newer.lock.withLock { state in
-            let second = state.lastAccess.rounded(.down)
-            state.lastAccess = second + 0.9
+            let second = state.use.lastAccess.rounded(.down)
+            state.accessed(at: second + 0.9)
             return second
         }
-        older.lock.withLock { $0.lastAccess = second + 0.1 }
+        older.lock.withLock { $0.accessed(at: second + 0.1) }
         let evictor = CacheEvictor(store: store, limits: limits(maxSize: Int64(Self.size) * 3 / 2))
         evictor.run(mounted: [otherURL: older, pinnedURL: newer], now: Int64(second) + 1)
         XCTAssertEqual(older.status().cachedBytes, 0, "the file read first is evicted first")

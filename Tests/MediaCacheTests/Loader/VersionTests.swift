@@ -187,7 +187,7 @@ final class VersionTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(waited, 0.9, "the wait was cut short")
         XCTAssertLessThan(waited, 30, "the wait was stretched by the wall clock's step")
         XCTAssertEqual(try read(loader, attached(loader), at: 0, count: 4096).count, 4096)
-        let access = loader.lock.withLock { $0.lastAccess }
+        let access = loader.lock.withLock { $0.use.lastAccess }
         XCTAssertEqual(access, start - 3600, accuracy: 5, "the last access is not the injected wall time")
     }
 
