@@ -9,8 +9,9 @@ final class OpenFile: FileHandleBox {
     /// How the kernel reads this handle, when the mount has passthrough.
     var mode: Passthrough.Mode?
 
-    init(loader: FileLoader, reader: Reader) {
-        self.loader = loader
-        pattern = ReadPattern(reader)
+    init(_ opened: Opened, mode: Passthrough.Mode?) {
+        loader = opened.loader
+        pattern = opened.pattern
+        self.mode = mode
     }
 }

@@ -1,5 +1,6 @@
 // The FUSE operation table. Each callback converts C arguments, calls the
-// catalog, and converts the result or error to a reply. No policy here. The
+// catalog, and converts the result or error to a reply. No policy here: how
+// an open is served, for one, is the core's answer (`Catalog.open`). The
 // conversions are small functions of their own, which need no FUSE request
 // (MediaFSTests).
 import CFuse
@@ -45,22 +46,10 @@ func requireAdministrator(caller: uid_t, owner: uid_t) throws {
     }
 }
 
-/// EROFS for an open that would write: any access mode but O_RDONLY, or
-/// O_TRUNC (which arrives here, not as a truncate, under atomic_o_trunc,
-/// libfuse's default).
-func refuseWritingOpen(flags: Int32) throws {
-    if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
-        throw MediaError(EROFS, "read-only")
-    }
-}
-
-/// What the loader's page-cache decision sets in an open's reply.
-func applyPageCacheUse(_ use: FileLoader.PageCacheUse, to info: inout fuse_file_info) {
-    switch use {
-    case .keep: info.keep_cache = 1
-    case .drop: info.keep_cache = 0
-    case .bypass: info.direct_io = 1
-    }
+/// What the core's answer to an open (`Catalog.open`) sets in its reply.
+func applyOpened(_ served: Opened.Served, to info: inout fuse_file_info) {
+    info.keep_cache = served.keepCache ? 1 : 0
+    info.direct_io = served.directIO ? 1 : 0
 }
 
 /// listxattr's list: each name followed by a NUL.
@@ -225,46 +214,19 @@ func makeOperations() -> fuse_operations {
 
     ops.open = { path, info in
         reply("open") {
-            try refuseWritingOpen(flags: info!.pointee.flags)
-            let catalog = adapter().catalog
-            let name = pathString(path)
-            let loader = try catalog.file(at: name)
-            if try catalog.willOpen(loader) {
-                // The file changed: this handle's fstat must show the new
-                // size, so the kernel drops the old attributes first. Its
-                // pages are the page-cache decision's below, whatever this wait.
-                loader.awaitKernelForgot(timeout: MediaFS.invalidationWait)
+            let fs = adapter()
+            var mode: Passthrough.Mode?
+            let reader = fs.classifier.reader(thread: fuse_get_context()!.pointee.pid)
+            let opened = try fs.catalog.open(pathString(path), flags: info!.pointee.flags, reader: reader) { loader in
+                mode = fs.passthrough?.open(loader)
+                if case .passthrough? = mode { return true }
+                return false
             }
-            // Once per open: the caller's process, or one of its nearest
-            // ancestors, named like a library scanner makes the handle a
-            // scan's; so does a one-frame extraction, which reads ahead.
-            let caller = fuse_get_context()!.pointee.pid
-            let file = OpenFile(loader: loader, reader: adapter().classifier.reader(thread: caller))
-            file.mode = adapter().passthrough?.open(loader)
-            if case .passthrough? = file.mode {
-                loader.attach(file.pattern, throughPageCache: false)
-                catalog.statistics.countKernelReadOpen()
-            } else if !file.pattern.readsAhead {
-                // A scanner's reads (one known by name: a thumbnail's ffmpeg
-                // reads ahead) reach the daemon at their own sizes, with no
-                // kernel readahead around them (direct I/O): a library scan
-                // fetches what its probes read, not 128 KiB around each.
-                // Around the page cache, it can meet no page of another version.
-                _ = loader.attach(file.pattern, throughPageCache: false)
-                info!.pointee.direct_io = 1
-            } else {
-                // Pages are kept from open to open only while the kernel is
-                // known to hold none of another version (every name of the
-                // file invalidated after the last change); else this open
-                // drops them, or, while a handle of the version before still
-                // reads through them, goes around them.
-                applyPageCacheUse(loader.attach(file.pattern), to: &info!.pointee)
-                adapter().pinKernelReadaheadOnce()
-            }
-            info!.pointee.fh = file.handle
-            catalog.opened(name)
+            if opened.served.kernelReadsAhead { fs.pinKernelReadaheadOnce() }
+            applyOpened(opened.served, to: &info!.pointee)
+            info!.pointee.fh = OpenFile(opened, mode: mode).handle
             // Last: the reply libfuse sends next from this thread is this open's.
-            if case .passthrough(let grant)? = file.mode { Passthrough.amendNextOpenReply(grant) }
+            if case .passthrough(let grant)? = mode { Passthrough.amendNextOpenReply(grant) }
             return 0
         }
     }

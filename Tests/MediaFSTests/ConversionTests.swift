@@ -114,35 +114,31 @@ final class ConversionTests: XCTestCase {
     // MARK: Opens
 
     func testRefuseWritingOpen_letsReadOnlyOpensThrough() {
-        XCTAssertNoThrow(try refuseWritingOpen(flags: O_RDONLY))
-        XCTAssertNoThrow(try refuseWritingOpen(flags: O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW))
+        XCTAssertNoThrow(try Catalog.refuseWriting(flags: O_RDONLY))
+        XCTAssertNoThrow(try Catalog.refuseWriting(flags: O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW))
     }
 
     func testRefuseWritingOpen_refusesEveryWritingModeAndTruncation_withEROFS() {
         for flags in [O_WRONLY, O_RDWR, O_WRONLY | O_APPEND, O_RDONLY | O_TRUNC, O_ACCMODE] {
-            XCTAssertThrowsError(try refuseWritingOpen(flags: flags), "flags \(flags)") {
+            XCTAssertThrowsError(try Catalog.refuseWriting(flags: flags), "flags \(flags)") {
                 XCTAssertEqual(($0 as? MediaError)?.errno, EROFS)
             }
         }
     }
 
-    func testApplyPageCacheUse_keepsDropsOrGoesAroundThePageCache() {
-        var info = fuse_file_info()
-        info.keep_cache = 0
-        applyPageCacheUse(.keep, to: &info)
-        XCTAssertEqual(info.keep_cache, 1)
-        XCTAssertEqual(info.direct_io, 0)
-
-        info = fuse_file_info()
-        info.keep_cache = 1
-        applyPageCacheUse(.drop, to: &info)
-        XCTAssertEqual(info.keep_cache, 0)
-        XCTAssertEqual(info.direct_io, 0)
-
-        info = fuse_file_info()
-        applyPageCacheUse(.bypass, to: &info)
-        XCTAssertEqual(info.direct_io, 1)
-        XCTAssertEqual(info.keep_cache, 0)
+    func testApplyOpened_setsKeepCacheAndDirectIOAsServed() {
+        let cases: [(Opened.Served, keep: UInt32, direct: UInt32)] = [
+            (.pageCache(keep: true), 1, 0), (.pageCache(keep: false), 0, 0),
+            (.aroundPageCache, 0, 1), (.scannerDirect, 0, 1), (.kernelReads, 0, 0),
+        ]
+        for (served, keep, direct) in cases {
+            var info = fuse_file_info()
+            info.keep_cache = 1 - keep
+            info.direct_io = 1 - direct
+            applyOpened(served, to: &info)
+            XCTAssertEqual(info.keep_cache, keep, "\(served)")
+            XCTAssertEqual(info.direct_io, direct, "\(served)")
+        }
     }
 
     // MARK: statfs

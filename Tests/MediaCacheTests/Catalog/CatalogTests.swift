@@ -80,6 +80,55 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(try open(), 0)
     }
 
+    // MARK: How an open is served (Catalog.open, without FUSE)
+
+    func testAnOpenThatWouldWrite_isRefusedWithEROFS_beforeAnythingIsAsked() throws {
+        let c = try catalog([Source(name: "a.mp4", url: "https://a.example/a.mp4")])
+        for flags in [O_WRONLY, O_RDWR, O_RDONLY | O_TRUNC] {
+            XCTAssertThrowsError(try c.open("/a.mp4", flags: flags, reader: .player)) {
+                XCTAssertEqual(($0 as? MediaError)?.errno, EROFS)
+            }
+        }
+        XCTAssertEqual(fetcher.requestCount, 0, "a refused open sends nothing")
+    }
+
+    func testAPlayer_readsThroughThePageCache_aScanner_aroundIt_andTheKernel_whenPassthroughTakesIt() throws {
+        fetcher.add("https://a.example/a.mp4", bytes: [1, 2, 3])
+        let c = try catalog([Source(name: "a.mp4", url: "https://a.example/a.mp4")])
+        let player = try c.open("/a.mp4", flags: O_RDONLY, reader: .player)
+        XCTAssertEqual(player.served, .pageCache(keep: true))
+        XCTAssertTrue(player.served.kernelReadsAhead)
+        let scanner = try c.open("/a.mp4", flags: O_RDONLY, reader: .scanner)
+        XCTAssertEqual(scanner.served, .scannerDirect)
+        XCTAssertEqual(scanner.pattern.readClass, .scan)
+        XCTAssertFalse(scanner.served.kernelReadsAhead)
+        var offered: FileLoader?
+        let kernel = try c.open("/a.mp4", flags: O_RDONLY, reader: .player) { loader in
+            offered = loader
+            return true
+        }
+        XCTAssertEqual(kernel.served, .kernelReads)
+        XCTAssertTrue(offered === player.loader, "passthrough is offered the file's one loader")
+        XCTAssertEqual(c.statistics.snapshot.kernelReadOpens, 1)
+        XCTAssertEqual(player.loader.openHandles, 3)
+        for opened in [player, scanner, kernel] { opened.loader.release(opened.pattern) }
+    }
+
+    func testAnOpenOfAChangedFile_goesAroundThePageCacheAnOlderHandleStillReads() throws {
+        let url = "https://a.example/a.mp4"
+        fetcher.add(url, bytes: [1, 2, 3])
+        let c = Catalog(sources: [Source(name: "a.mp4", url: url)], store: try CacheStore(root: base),
+                        fetcher: fetcher, settings: LoaderSettings(), revalidateAfter: 0)
+        let before = try c.open("/a.mp4", flags: O_RDONLY, reader: .player)
+        XCTAssertEqual(before.served, .pageCache(keep: true))
+        fetcher.update(url) { $0.bytes = [4, 5, 6, 7]; $0.etag = "\"v2\"" }
+        let after = try c.open("/a.mp4", flags: O_RDONLY, reader: .player)
+        XCTAssertEqual(after.served, .aroundPageCache, "a page of the old version is still read")
+        XCTAssertTrue(after.served.directIO)
+        XCTAssertEqual(try c.attributes(at: "/a.mp4")?.size, 4)
+        for opened in [before, after] { opened.loader.release(opened.pattern) }
+    }
+
     func testAdd_thenRemove_changesTheRootAndKeepsOtherNames() throws {
         let c = try catalog([Source(name: "a.mp4", url: "https://a.example/a.mp4")])
         XCTAssertEqual(try c.add(url: "https://a.example/b%20c.mkv"), "b c.mkv")
