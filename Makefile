@@ -18,7 +18,7 @@ export MEDIAFS_BIN := $(abspath $(BIN))
 ARCHIVE_FIXTURES ?= $(HOME)/.cache/mediafs-archive-fixtures
 export MEDIAFS_RARFILE_FIXTURES ?= $(abspath $(ARCHIVE_FIXTURES))
 
-.PHONY: all build deps archive-fixtures test tsan demo bench install clean stress stress-suite
+.PHONY: all build deps archive-fixtures test tsan house demo bench install clean stress stress-suite
 
 all: build
 
@@ -41,10 +41,15 @@ PYTEST := python3 -m pytest -p no:cacheprovider
 INTEGRATION = $(PYTEST) -n $(JOBS) --dist loadgroup -m "not alone" --durations=15 $(PYTEST_ARGS) integration/ \
 	&& { $(PYTEST) -m alone --durations=5 $(PYTEST_ARGS) integration/; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]; }
 
-test: deps archive-fixtures
+test: deps archive-fixtures house
 	$(MAKE) build
 	$(MAKE) tsan
 	$(INTEGRATION)
+
+# The house rules no compiler checks (no cycle among the core's folders,
+# each rule's state owned by one type, ...), read from the source tree.
+house:
+	python3 scripts/house.py
 
 # The unit tests, once, under ThreadSanitizer (a debug build, so the lock
 # ranks are checked too), a test class per process, several at once.

@@ -542,7 +542,7 @@ struct CatalogState: Sendable {
     /// retired ones still in use count: their bytes are freed through
     /// them, never from under them), the records that hold bytes, and the
     /// URLs whose membership changed since the last pass (then forgotten).
-    mutating func evictionView() -> (mounted: [String: FileLoader], recorded: [(url: String, record: EntryRecord)],
+    mutating func evictionView() -> (mounted: [String: FileLoader], recorded: [(url: String, usage: FileUsage)],
                                      changed: [(url: String, mounted: Bool)]) {
         dropDeadRetired()
         var mounted = loaders
@@ -551,8 +551,8 @@ struct CatalogState: Sendable {
         }
         // Only what holds bytes: a copy of every record would be copied
         // whole (18 MiB at 100,000) by the first probe answer the pass met.
-        var recorded: [(url: String, record: EntryRecord)] = []
-        for (url, record) in records where record.allocatedBytes > 0 { recorded.append((url, record)) }
+        var recorded: [(url: String, usage: FileUsage)] = []
+        for (url, record) in records where record.allocatedBytes > 0 { recorded.append((url, record.usage)) }
         let changed = membershipChanged.map { (url: $0, mounted: isMounted($0)) }
         membershipChanged = []
         return (mounted, recorded, changed)

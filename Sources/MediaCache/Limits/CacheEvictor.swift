@@ -67,7 +67,7 @@ public struct CacheEvictor: Sendable {
     private struct Item {
         enum Place {
             /// A file of the mount in use: freed through its loader.
-            case loader(FileLoader)
+            case loader(any EvictableFile)
             /// A file of the mount known by its record (by URL).
             case record(String)
             /// An entry of no mounted file: its directory, and the URL its
@@ -91,7 +91,7 @@ public struct CacheEvictor: Sendable {
         /// A handle is open on it (a loader's entry only).
         var open = false
 
-        var loader: FileLoader? {
+        var loader: (any EvictableFile)? {
             if case .loader(let loader) = place { return loader }
             return nil
         }
@@ -119,7 +119,7 @@ public struct CacheEvictor: Sendable {
         /// The removal guard of the pass under way (see `run`).
         var remover: ((_ url: String, _ remove: () -> Void) -> Bool)?
         /// Makes the loader of a record of the pass under way (see `run`).
-        var loading: ((_ url: String) -> FileLoader?)?
+        var loading: ((_ url: String) -> (any EvictableFile)?)?
     }
 
     public let store: CacheStore
@@ -175,10 +175,10 @@ public struct CacheEvictor: Sendable {
     /// `loading` makes the loader of a record's URL, through which its
     /// entry is evicted; without it, records are never evicted.
     @discardableResult
-    public func run(mounted: [String: FileLoader] = [:], records: [(url: String, record: EntryRecord)] = [],
+    public func run(mounted: [String: any EvictableFile] = [:], records: [(url: String, usage: FileUsage)] = [],
                     membership: Membership = Membership(), budget: CacheBudget? = nil, now: Int64,
                     removing: ((_ url: String, _ remove: () -> Void) -> Bool)? = nil,
-                    loading: ((_ url: String) -> FileLoader?)? = nil) -> Report {
+                    loading: ((_ url: String) -> (any EvictableFile)?)? = nil) -> Report {
         let mark = budget?.mark ?? 0
         let scanMark = budget?.scanMark ?? 0
         let extra = budget?.isPressed == true ? headroom : 0
@@ -310,7 +310,7 @@ public struct CacheEvictor: Sendable {
         for item in survivors where need > 0 && !item.pinned {
             guard let loader = item.loader else { continue }
             let before = loader.usage().allocatedBytes
-            loader.trim(to: max(loader.status().cachedBytes - need, 0))
+            loader.trim(to: max(loader.usage().cachedBytes - need, 0))
             let freed = before - loader.usage().allocatedBytes
             need -= freed
             used -= freed
@@ -390,7 +390,7 @@ public struct CacheEvictor: Sendable {
     /// entry of a file that left is read back from disk. A loader's entry
     /// leaves the index whatever was reported: its bytes go only through
     /// it. Call with `index.lock` held.
-    private func follow(_ changed: [(url: String, mounted: Bool)], _ mounted: [String: FileLoader]) {
+    private func follow(_ changed: [(url: String, mounted: Bool)], _ mounted: [String: any EvictableFile]) {
         for (url, isMounted) in changed where mounted[url] == nil {
             if isMounted {
                 index.unmounted[store.directory(forKey: url)] = nil
@@ -438,7 +438,7 @@ public struct CacheEvictor: Sendable {
 
     /// The loader an entry of the mount is freed through: its own, or one
     /// made for its record. Call with `index.lock` held.
-    private func loader(of item: Item) -> FileLoader? {
+    private func loader(of item: Item) -> (any EvictableFile)? {
         switch item.place {
         case .loader(let loader): return loader
         case .record(let url): return index.loading?(url)

@@ -15,6 +15,9 @@ import Foundation
 import Glibc
 #endif
 
+// The evictor frees a mounted file's bytes through these (Limits).
+extension FileLoader: EvictableFile {}
+
 extension FileLoader {
     /// Drops every cached byte: stops the transfers, then frees the file.
     /// The next read fetches again.

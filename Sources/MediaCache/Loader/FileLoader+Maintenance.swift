@@ -27,28 +27,15 @@ extension FileLoader {
     }
 
     /// What the evictor needs to know of this file.
-    public struct Usage: Sendable {
-        public var allocatedBytes: Int64
-        /// Seconds since the epoch, with their fraction.
-        public var lastAccess: Double
-        public var isComplete: Bool
-        /// Transfers running or reads waiting: not to be evicted now.
-        public var isBusy: Bool
-        /// Never to be evicted or trimmed; counts against the limits all the same.
-        public var isPinned: Bool
-        /// Only library scans have read it: evicted first, in the scan budget.
-        public var isScanOnly = false
-        /// A handle is open on it: a probe may read it again at any moment.
-        public var isOpen = false
-    }
-
-    public func usage() -> Usage {
+    public func usage() -> FileUsage {
         let allocated = EntryRecord.allocatedBytes(forKey: key, in: store)
         return lock.withLock { state in
-            Usage(allocatedBytes: state.bytes.hasEntry ? allocated : 0, lastAccess: state.use.lastAccess,
-                  isComplete: state.version.info.map { state.bytes.present.contains(0..<$0.length) } ?? false,
-                  isBusy: !state.fetches.transfers.isEmpty || !state.fetches.waits.isEmpty || state.handles.kernelReading,
-                  isPinned: state.use.pinned, isScanOnly: state.use.scanOnly, isOpen: state.handles.openHandles > 0)
+            FileUsage(allocatedBytes: state.bytes.hasEntry ? allocated : 0, cachedBytes: state.bytes.present.byteCount,
+                      lastAccess: state.use.lastAccess,
+                      isComplete: state.version.info.map { state.bytes.present.contains(0..<$0.length) } ?? false,
+                      isBusy: !state.fetches.transfers.isEmpty || !state.fetches.waits.isEmpty
+                          || state.handles.kernelReading,
+                      isPinned: state.use.pinned, isScanOnly: state.use.scanOnly, isOpen: state.handles.openHandles > 0)
         }
     }
 

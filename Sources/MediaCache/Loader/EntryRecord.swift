@@ -61,6 +61,13 @@ public struct EntryRecord: Sendable, Equatable {
     /// `mayDiffer`); 4 bytes in what was the record's padding.
     public private(set) var etagPrint: UInt32 = 0
 
+    /// What the evictor sees of the file (CacheEvictor): a record is
+    /// never busy or open (a loader stands for a file in use).
+    public var usage: FileUsage {
+        FileUsage(allocatedBytes: allocatedBytes, cachedBytes: cachedBytes, lastAccess: lastAccess,
+                  isComplete: isComplete, isPinned: isPinned, isScanOnly: isScanOnly)
+    }
+
     public var attributes: (size: Int64, mtime: Int)? { size.map { ($0, mtime) } }
 
     init(size: Int64?, mtime: Int, cachedBytes: Int64, allocatedBytes: Int64, lastAccess: Double,
