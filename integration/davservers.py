@@ -80,22 +80,32 @@ class _Server:
 
 
 class AccessLog:
-    """Lines of `method<TAB>path<TAB>status<TAB>user`, as the server logged them."""
+    """Lines of `method<TAB>path<TAB>status<TAB>user<TAB>start`, as the server
+    logged them; `start` is when the request arrived, in microseconds since
+    the epoch. Entries are the first four fields."""
 
     def __init__(self, path):
         self.path = path
+        self.since = 0.0
 
     def entries(self):
+        """The requests that arrived since the last `clear`: a server logs a
+        request when it ends, so a transfer asked before the clear (and
+        stopped or finished after it) would otherwise show as asked after."""
         if not self.path.exists():
             return []
         rows = []
         for line in self.path.read_text(errors="replace").splitlines():
             fields = line.split("\t")
-            if len(fields) >= 3:
-                rows.append(tuple(fields[:4]) + ("",) * (4 - len(fields[:4])))
+            if len(fields) < 3:
+                continue
+            if len(fields) >= 5 and fields[4].isdigit() and int(fields[4]) / 1e6 < self.since:
+                continue
+            rows.append(tuple(fields[:4]) + ("",) * (4 - len(fields[:4])))
         return rows
 
     def clear(self):
+        self.since = time.time()
         if self.path.exists():
             os.truncate(self.path, 0)
 
@@ -171,7 +181,7 @@ Group www-data
 {loads}
 {self._tls_config()}
 TypesConfig /etc/mime.types
-LogFormat "%m\\t%U\\t%>s\\t%u" dav
+LogFormat "%m\\t%U\\t%>s\\t%u\\t%{{begin:usec}}t" dav
 CustomLog "{w}/access.log" dav
 DavLockDB "{w}/davlock"
 KeepAlive On
@@ -214,6 +224,7 @@ DocumentRoot "{self.root}"
 
 WSGIDAV_MAIN = r'''
 import sys
+import time
 from cheroot import wsgi
 from wsgidav.wsgidav_app import WsgiDAVApp
 
@@ -231,8 +242,9 @@ app = WsgiDAVApp({
 log = open(log_path, "a", buffering=1)
 
 def logged(environ, start_response):
+    arrived = time.time_ns() // 1000
     def start(status, headers, exc_info=None):
-        log.write(f"{environ['REQUEST_METHOD']}\t{environ.get('PATH_INFO', '')}\t{status.split()[0]}\t\n")
+        log.write(f"{environ['REQUEST_METHOD']}\t{environ.get('PATH_INFO', '')}\t{status.split()[0]}\t\t{arrived}\n")
         return start_response(status, headers, exc_info)
     return app(environ, start)
 

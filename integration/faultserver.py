@@ -638,8 +638,11 @@ class FaultServer:
                 raise TimeoutError("faultserver: condition not met in %.1fs" % timeout)
             time.sleep(interval)
 
-    def wait_idle(self, timeout: float = 5.0) -> list[Request]:
-        """Wait until every logged request is done; returns the snapshot."""
+    def wait_idle(self, timeout: float = 30.0) -> list[Request]:
+        """Wait until every logged request is done; returns the snapshot. A
+        daemon's long transfer may stay open for its reader's grace (5 s by
+        default) and then its hold's bound (10 s) before it ends: returning
+        as soon as all are done, the bound costs a passing test nothing."""
         self.wait_for(lambda rs: all(r.done for r in rs) or None, timeout)
         return self.requests
 

@@ -72,7 +72,7 @@ final class ParserFuzzTests: XCTestCase {
             }
             if let info = ContentProbe.info(from: head) { XCTAssertTrue(Limits.isLength(info.length), context) }
             _ = head.failure
-            _ = FileLoader.change(from: known, to: head)
+            _ = ChangeDetection.inHead(head, against: known)
         }
         XCTAssertGreaterThan(ranges, 100, "too few inputs parsed as a Content-Range to test its bounds")
     }

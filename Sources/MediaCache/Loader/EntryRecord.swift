@@ -104,7 +104,7 @@ public struct EntryRecord: Sendable, Equatable {
     }
 
     /// Whether a listing's `listed` may name another version than the one
-    /// this record stands for, by the rule of `FileLoader.listedDifference`
+    /// this record stands for, by the rule of `ChangeDetection.listed`
     /// over what a record keeps: another size; another ETag where both
     /// have one; else another date where both have one. A fingerprint that
     /// collides (one in 4 billion) misses an ETag-only change here; the
@@ -121,7 +121,7 @@ public struct EntryRecord: Sendable, Equatable {
     /// FNV-1a of an ETag without its weak prefix (a listing may carry the
     /// strong form of what a GET answered weakly); 0 for none.
     static func print(of etag: String?) -> UInt32 {
-        guard let etag = etag.map(FileLoader.strongETag) else { return 0 }
+        guard let etag = etag.map(ChangeDetection.strongETag) else { return 0 }
         var hash: UInt32 = 2_166_136_261
         for byte in etag.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
         return hash == 0 ? 1 : hash

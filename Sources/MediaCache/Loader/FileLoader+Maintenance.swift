@@ -58,7 +58,7 @@ extension FileLoader {
             let changed = lock.withLock { state in
                 guard var known = state.version.info else { return false }
                 if let confirmed = confirming(known, by: fresh, in: &state) { known = confirmed }
-                if let change = Self.difference(from: known, etag: fresh.etag, lastModified: fresh.lastModified,
+                if let change = ChangeDetection.difference(from: known, etag: fresh.etag, lastModified: fresh.lastModified,
                                                 length: fresh.length) {
                     replaceContent(with: fresh, reason: change, in: &state)
                     return true
@@ -77,13 +77,13 @@ extension FileLoader {
     }
 
     /// A refreshed listing shows `listed` for this file: when that is
-    /// another version than the one known (`listedDifference`), the file
+    /// another version than the one known (`ChangeDetection.listed`), the file
     /// changes now, as a response showing it would change it, with no open
     /// needed to notice. Returns whether it changed.
     @discardableResult
     public func listingShows(_ listed: ContentInfo) -> Bool {
         let changed = lock.withLock { state in
-            guard let known = state.version.info, let reason = Self.listedDifference(from: known, to: listed) else {
+            guard let known = state.version.info, let reason = ChangeDetection.listed(listed, against: known) else {
                 return false
             }
             // What a listing does not say of the new version is taken as the
@@ -98,80 +98,15 @@ extension FileLoader {
         return changed
     }
 
-    /// A version known by its length alone (an nginx index gives no
-    /// validator) takes the validators of the server's first answer of that
-    /// length, and its type: with nothing of the file cached or answered
-    /// yet, there is no older version to mix with, and counting the
-    /// validators' arrival as a change would fail the very read that asked.
-    /// Returns the version confirmed, or nil (then `difference` judges).
+    /// A version known by its length alone confirmed by the server's first
+    /// answer (`ChangeDetection.confirmation`): returns the version
+    /// confirmed, or nil (then `ChangeDetection.difference` judges).
     func confirming(_ known: ContentInfo, by answered: ContentInfo, in state: inout LoaderState) -> ContentInfo? {
-        guard known.etag == nil, known.lastModified == nil, answered.etag != nil || answered.lastModified != nil,
-              answered.length == known.length, !state.version.sawPartial, state.bytes.present.isEmpty else { return nil }
-        var confirmed = known
-        confirmed.etag = answered.etag
-        confirmed.lastModified = answered.lastModified
-        confirmed.contentType = known.contentType ?? answered.contentType
+        guard let confirmed = ChangeDetection.confirmation(of: known, by: answered, sawPartial: state.version.sawPartial,
+                                                           hasBytes: !state.bytes.present.isEmpty) else { return nil }
         state.confirmVersion(confirmed)
         Log.debug("\(source.displayURL): its first answer names the version the listing gave by length")
         return confirmed
-    }
-
-    /// Why a listing's `listed` shows another version than `known`, or nil.
-    /// Stricter than `difference`: a listing is a second view of the file,
-    /// made by other code on the server, so what it lacks is not known to
-    /// be gone. A change is another length; another ETag where both carry
-    /// one (weak or strong alike: a listing may give the strong form of
-    /// what a GET answered weakly); else, where both carry a date, another
-    /// second (S3 lists milliseconds that Last-Modified drops).
-    static func listedDifference(from known: ContentInfo, to listed: ContentInfo) -> String? {
-        if listed.length != known.length {
-            return "length \(known.length) became \(listed.length)"
-        }
-        if let old = known.etag.map(strongETag), let new = listed.etag.map(strongETag) {
-            return old == new ? nil : "ETag \(old) became \(new)"
-        }
-        guard let old = known.lastModified, let new = listed.lastModified,
-              let before = HTTPDate.seconds(old), let after = HTTPDate.seconds(new), before != after else { return nil }
-        return "Last-Modified \(old) became \(new)"
-    }
-
-    /// An ETag without its weak prefix.
-    static func strongETag(_ etag: String) -> String {
-        etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
-    }
-
-    /// Why an answer's head shows the remote file changed, or nil (see
-    /// `difference`); the length is the whole body's, or a range's total.
-    /// Only a 2xx answer describes the file: an error page's validators
-    /// (often none) are the page's.
-    static func change(from info: ContentInfo, to head: ResponseHead) -> String? {
-        guard (200..<300).contains(head.status) else { return nil }
-        let length = head.status == 206 ? head.contentRange?.total : head.status == 200 ? head.contentLength : nil
-        return difference(from: info, etag: head.etag, lastModified: head.lastModified, length: length)
-    }
-
-    /// Why validators seen now show another version than `known`, or nil.
-    /// A change is another length; another ETag; an ETag that appeared or
-    /// disappeared, unless both sides carry the same Last-Modified (a
-    /// proxy that drops ETags: the same file); another Last-Modified where
-    /// neither side has an ETag. A validator gone with nothing left to
-    /// compare is taken as a change: dropping the cache costs a fetch, a
-    /// mix of two versions costs the reader its file.
-    static func difference(from known: ContentInfo, etag: String?, lastModified: String?, length: Int64?) -> String? {
-        if let length, length != known.length {
-            return "length \(known.length) became \(length)"
-        }
-        switch (known.etag, etag) {
-        case let (old?, new?):
-            return old == new ? nil : "ETag \(old) became \(new)"
-        case (nil, nil):
-            guard lastModified != known.lastModified else { return nil }
-            return "Last-Modified \(known.lastModified ?? "none") became \(lastModified ?? "none")"
-        case (let old, let new):
-            if let lastModified, lastModified == known.lastModified { return nil }
-            return "ETag \(old ?? "none") became \(new ?? "none"), Last-Modified \(known.lastModified ?? "none") "
-                + "became \(lastModified ?? "none")"
-        }
     }
 
     /// The remote file changed: its cached bytes are dropped, reads in

@@ -1,6 +1,6 @@
-// Which transfers a read starts or joins: its holes, the readahead past it,
-// long transfers held at their reader's window, and the stops of those no
-// read needs any more.
+// A read's transfers, acted on: what TransferPlan decides for its holes and
+// the readahead past it (join, let a long one go on, or start), the room
+// under the limits each takes, and the stops of those no read needs.
 import Foundation
 
 extension FileLoader {
@@ -16,40 +16,28 @@ extension FileLoader {
         for hole in holes {
             var point = hole.lowerBound
             while point < hole.upperBound {
-                if let (id, covering) = state.fetches.transfers.first(where: { covers($0.value, point, in: state) }) {
-                    // A scan's read lifts a preload to a scan's place, never
-                    // a transfer to a player's.
-                    if covering.priority > priority {
+                switch TransferPlan.step(at: point, of: hole, window: window, priority: priority,
+                                         acceptsRanges: info.acceptsRanges, transfers: state.fetches.transfers,
+                                         covers: { covers($0, $1, in: state) }) {
+                case .join(let id, let promote, let letGoTo):
+                    if promote {
                         state.fetches.promote(id, to: priority)
                         fetcher.promote(id, to: priority)
                     }
-                    // A long transfer goes on at least to the end of the hole.
-                    if covering.limit != nil {
-                        extendHold(id, to: max(hole.upperBound, point + window), mustReach: hole.upperBound, in: &state)
-                    }
+                    if let letGoTo { extendHold(id, to: letGoTo, mustReach: hole.upperBound, in: &state) }
                     point = max(state.fetches.transfers[id]!.reach, point + 1)
                     continue
-                }
-                // A server without ranges sends the whole body to every
-                // request: one stream at a time, which every reader joins.
-                if !info.acceptsRanges, let (_, stream) = state.fetches.transfers.first(where: { !$0.value.cancelled }) {
-                    point = max(hole.upperBound, min(stream.end, hole.upperBound))
+                case .followStream(let next):
+                    point = next
                     continue
+                case .start:
+                    break
                 }
-                // A VOD's part without its key fails until the key comes
-                // (`keyArrived`), as EIO: never cipher text, never a retry.
-                if let error = state.fetches.lastError, error.errno == ENOKEY {
-                    throw MediaError(EIO, "\(source.displayURL): \(error.message)")
+                switch state.fetches.refusal(at: now(), believeMissingFor: settings.probeRetryAfter) {
+                case .fail(let errno, let message)?: throw MediaError(errno, "\(source.displayURL): \(message)")
+                case .wait?: return
+                case nil: break
                 }
-                // A 404 or 403 is believed for a while, not forever.
-                if let error = state.fetches.lastError, error.errno == ENOENT || error.errno == EACCES,
-                   now() - state.fetches.lastErrorAt < settings.probeRetryAfter {
-                    throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
-                }
-                if let error = state.fetches.lastError, now() < state.fetches.unavailableUntil {
-                    throw MediaError(error.errno, "\(source.displayURL): \(error.message)")
-                }
-                if now() < state.fetches.retryAt { return }
                 if attempts.stops != state.fetches.stops { attempts = Attempts(stops: state.fetches.stops) }
                 if attempts.asked.contains(point..<point + 1) {
                     guard attempts.retries + 1 < settings.maxAttempts else {
@@ -61,15 +49,14 @@ extension FileLoader {
                     statistics.countRetry()
                 }
                 let start = point
-                let reach = max(hole.upperBound, point + window)
                 // A player that streams asks for the rest of the file once,
-                // held at `reach` until it reads on.
-                let long = window > 0 && streams && holdsTransfers(info)
+                // held until it reads on.
                 let longEnd = ReadPattern.longTransferEnd(from: start, piece: piece, readClass: readClass,
                                                           container: state.lookahead.container, length: info.length)
-                point = startPartTransfers(at: start, end: long ? longEnd : reach, hold: long ? reach : nil,
-                                           owner: owner, info: info, priority: priority, readClass: readClass,
-                                           mustReach: hole.upperBound, in: &state)
+                let (end, hold) = TransferPlan.started(at: start, of: hole, window: window, streams: streams,
+                                                       holds: holdsTransfers(info), longEnd: longEnd)
+                point = startPartTransfers(at: start, end: end, hold: hold, owner: owner, info: info, priority: priority,
+                                           readClass: readClass, mustReach: hole.upperBound, in: &state)
                 attempts.asked.insert(start..<point)
             }
         }
@@ -88,9 +75,7 @@ extension FileLoader {
         // of a quarter window, at most 256 KiB: one message to the network
         // thread, not one per read, and small, so a player reading at its
         // bitrate keeps it held for a second or two, not for the hold's limit.
-        if let (id, long) = state.fetches.transfers.first(where: { (_, transfer) in
-            !transfer.cancelled && transfer.isLong && transfer.reach >= offset && transfer.position <= offset + window
-        }) {
+        if let (id, long) = TransferPlan.stream(at: offset, window: window, transfers: state.fetches.transfers) {
             if offset + window - long.reach >= min(window / 4, Self.holdStep) {
                 extendHold(id, to: offset + window, mustReach: 0, in: &state)
             }
@@ -101,15 +86,8 @@ extension FileLoader {
             let presentEnd = state.bytes.present.presentEnd(from: lead)
             if presentEnd > lead {
                 lead = presentEnd
-            } else if let (id, covering) = state.fetches.transfers.first(where: {
-                !$0.value.cancelled && $0.value.position <= lead && lead < $0.value.end
-                    // A long transfer runs to the file's end: it covers a lead
-                    // only when its position or hold is near it. One far
-                    // behind (a player that read the head, then sought to 80
-                    // MiB) was let go on to the seek: 87 MiB and 15 s at 50
-                    // Mbit/s before the seek's bytes, not 5 MiB and 2 s.
-                    && (!$0.value.isLong || covers($0.value, lead, in: state))
-            }) {
+            } else if let (id, covering) = TransferPlan.bringing(lead, transfers: state.fetches.transfers,
+                                                                 covers: { covers($0, $1, in: state) }) {
                 // A long transfer near: let go on to this window.
                 if covering.isLong {
                     extendHold(id, to: offset + window, mustReach: 0, in: &state)

@@ -63,7 +63,8 @@ extension FileLoader {
         // Bytes of this version came in ranges: a 200 now is not a server
         // without ranges (that one is known by `acceptsRanges` false).
         let ranged = info.acceptsRanges && (state.version.sawPartial || !state.bytes.present.isEmpty)
-        if let change = Self.change(from: info, to: head) ?? Self.wholeBodyChange(head, to: transfer, after: ranged) {
+        if let change = ChangeDetection.inHead(head, against: info)
+            ?? ChangeDetection.wholeBody(head, askedWithIfRange: transfer.ifRange, after: ranged) {
             if let fresh = ContentProbe.info(from: head) {
                 replaceContent(with: fresh, reason: change, in: &state)
                 return false
@@ -115,20 +116,6 @@ extension FileLoader {
         transfer.head = (now, transfer.position)
         state.fetches.replace(id, with: transfer)
         return true
-    }
-
-    /// Why a 200 answered to a range request means another version, or
-    /// nil. After 206s of this version (or with bytes of it cached), a
-    /// 200 to If-Range is the server saying the validator no longer
-    /// matches; one to a request without If-Range (the file has no
-    /// validators) is ambiguous, and taken as a change too: taken for a
-    /// server that ignores Range, the new body would be cached and handed
-    /// out beside the old bytes. A server that really ignores Range then
-    /// answers 200 again, with nothing of the old version left to mix.
-    static func wholeBodyChange(_ head: ResponseHead, to transfer: Transfer, after partials: Bool) -> String? {
-        guard head.status == 200, partials else { return nil }
-        return transfer.ifRange ? "a 200 with the whole body answered a range request with If-Range"
-            : "a 200 with the whole body answered a range request, after 206s"
     }
 
     public func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {

@@ -2,6 +2,7 @@
 // read waits for, and the failures a server has made of late (backoff,
 // the outage said once, the kernel's retries refused while it lasts).
 // Part of LoaderState: touched only under the loader's lock.
+import Foundation
 
 struct TransferBook {
     /// The loader's clock: when `lastError` was set.
@@ -153,6 +154,30 @@ struct TransferBook {
     mutating func unavailable(until: Double) {
         unavailableUntil = until
         failuresInARow = 0
+    }
+
+    /// What holds a read back from asking the server now.
+    enum Refusal: Equatable {
+        /// Fail at once, with this errno and message.
+        case fail(Int32, String)
+        /// Wait for the backoff (`retryAt`).
+        case wait
+    }
+
+    /// Whether the server's recent failures keep a read from asking now,
+    /// in this order: a VOD's part without its key (ENOKEY) fails as EIO
+    /// until the key comes (`forgetFailures`), never cipher text, never a
+    /// retry; a 404 or 403 is believed for `believeMissingFor` seconds, not
+    /// forever; after a read gave up, reads fail until `unavailableUntil`;
+    /// within the backoff, the read waits. `now` on the loader's clock.
+    func refusal(at now: Double, believeMissingFor: Double) -> Refusal? {
+        if let error = lastError, error.errno == ENOKEY { return .fail(EIO, error.message) }
+        if let error = lastError, error.errno == ENOENT || error.errno == EACCES, now - lastErrorAt < believeMissingFor {
+            return .fail(error.errno, error.message)
+        }
+        if let error = lastError, now < unavailableUntil { return .fail(error.errno, error.message) }
+        if now < retryAt { return .wait }
+        return nil
     }
 
     /// What reads failed with, and their backoff, are forgotten.

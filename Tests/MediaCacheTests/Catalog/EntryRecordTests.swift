@@ -100,8 +100,8 @@ final class EntryRecordTests: XCTestCase {
         XCTAssertTrue(record.mayDiffer(from: with { $0.length = 101 }))
         XCTAssertTrue(record.mayDiffer(from: with { $0.etag = "\"v2\"" }))
         XCTAssertTrue(record.mayDiffer(from: with { $0.etag = nil; $0.lastModified = "Tue, 01 Oct 2024 10:00:01 GMT" }))
-        XCTAssertTrue(FileLoader.listedDifference(from: info, to: with { $0.etag = "\"v2\"" }) != nil)
-        XCTAssertNil(FileLoader.listedDifference(from: info, to: with { $0.etag = nil; $0.lastModified = nil }))
+        XCTAssertTrue(ChangeDetection.listed(with { $0.etag = "\"v2\"" }, against: info) != nil)
+        XCTAssertNil(ChangeDetection.listed(with { $0.etag = nil; $0.lastModified = nil }, against: info))
     }
 
     func testAStatOfAnEntryKnownAtMount_answersFromItsRecord_makingNoLoaderAndReadingNoDisk() throws {

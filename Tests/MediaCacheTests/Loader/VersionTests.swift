@@ -84,7 +84,7 @@ final class VersionTests: XCTestCase {
             (info(etag: nil, lastModified: monday), nil, monday, nil, false, "no ETags, same date, length unsaid"),
         ]
         for c in cases {
-            let found = FileLoader.difference(from: c.known, etag: c.etag, lastModified: c.modified, length: c.length)
+            let found = ChangeDetection.difference(from: c.known, etag: c.etag, lastModified: c.modified, length: c.length)
             XCTAssertEqual(found != nil, c.changed, "\(c.why): \(found ?? "no change")")
         }
     }
