@@ -179,7 +179,7 @@ RULES = [
     ("docs/architecture.md at most 500 lines", check_architecture_length, True),
     ("a test target per library", check_test_targets, False),
     ("narrow layers", check_public_below_core, False),
-    ("no source folder over 20 files", check_folder_sizes, False),
+    ("no source folder over 20 files", check_folder_sizes, True),
 ]
 
 

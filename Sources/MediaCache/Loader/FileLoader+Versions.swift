@@ -1,46 +1,10 @@
-// What is done to a FileLoader from outside the read path: status for
-// xattrs, what the evictor needs to know, preload, and revalidation against
-// the server. Freeing bytes is FileLoader+Freeing.swift.
+// A change of the file on the server, acted on: revalidation against the
+// server, a listing that shows another version, a version known by its
+// length confirmed, and the cached bytes of an old version dropped. How a
+// change is told is ChangeDetection's; decisions 0006, 0007, 0038.
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension FileLoader {
-    // MARK: Administration
-
-    public func status() -> FileStatus {
-        lock.withLock { state in
-            let shown: FileStatus.State
-            if !state.fetches.transfers.isEmpty {
-                shown = .fetching
-            } else if let error = state.fetches.lastError {
-                shown = .error(error.message)
-            } else if case .failed(let error, _) = state.version.probe {
-                shown = .error(error.message)
-            } else {
-                shown = .idle
-            }
-            return FileStatus(url: source.url, info: state.version.info, present: state.bytes.present, state: shown,
-                              pinned: state.use.pinned)
-        }
-    }
-
-    /// What the evictor needs to know of this file.
-    public func usage() -> FileUsage {
-        let allocated = EntryRecord.allocatedBytes(forKey: key, in: store)
-        return lock.withLock { state in
-            FileUsage(allocatedBytes: state.bytes.hasEntry ? allocated : 0, cachedBytes: state.bytes.present.byteCount,
-                      lastAccess: state.use.lastAccess,
-                      isComplete: state.version.info.map { state.bytes.present.contains(0..<$0.length) } ?? false,
-                      isBusy: !state.fetches.transfers.isEmpty || !state.fetches.waits.isEmpty
-                          || state.handles.kernelReading,
-                      isPinned: state.use.pinned, isScanOnly: state.use.scanOnly, isOpen: state.handles.openHandles > 0)
-        }
-    }
-
-    // MARK: Revalidation
-
     /// Checks the stored validators against the server when the policy
     /// says they are due. A server that cannot be reached leaves the cache
     /// as it is (offline use); a changed file drops its cached bytes.
@@ -122,59 +86,5 @@ extension FileLoader {
         state.fetches.setLastError(nil)
         state.markReset()
         if state.version.changeHandler?(generation) != true { state.handles.kernelIsClean(at: generation) }
-    }
-
-    /// Whether a read's failure is the first of this file's outage, to be
-    /// logged (and marks it logged); false once one was since the last
-    /// complete transfer.
-    public func claimFailureLog() -> Bool {
-        lock.withLock { state in
-            state.fetches.claimOutageLog()
-        }
-    }
-
-    /// The VOD it serves got the key it lacked: what its reads failed
-    /// with, and their backoff, are forgotten, so the next read fetches.
-    public func keyArrived() {
-        lock.withLock { state in
-            state.fetches.forgetFailures()
-        }
-    }
-
-    /// Fetches the first `limit` bytes (nil: all) in the background at
-    /// preload priority; `limit` 0 stops a preload.
-    public func preload(limit: Int64?) throws {
-        prepareEntry()
-        _ = try contentInfo()
-        lock.withLock { state in
-            // The info of now, under the lock its transfers start under: one
-            // read before it could name a version a change has replaced since.
-            guard let info = state.version.info else { return }
-            let owner = preloadOwner
-            // Asked for by a user: a player's bytes.
-            state.played()
-            cancelTransfers(of: owner, except: nil, in: &state)
-            let end = min(limit ?? info.length, info.length)
-            for hole in state.bytes.present.missing(in: 0..<end) {
-                var point = hole.lowerBound
-                while point < hole.upperBound {
-                    if let (id, covering) = state.fetches.transfers.first(where: { covers($0.value, point, in: state) }) {
-                        if covering.limit != nil {
-                            extendHold(id, to: hole.upperBound, mustReach: 0, in: &state)
-                        }
-                        // No room to let it go further: preloading would only
-                        // fetch bytes to drop.
-                        guard state.fetches.transfers[id]!.reach > point else { return }
-                        point = state.fetches.transfers[id]!.reach
-                    } else {
-                        let start = point
-                        point = startTransfer(at: point, end: hole.upperBound, owner: owner, info: info,
-                                              priority: .preload, in: &state)
-                        // No room under the cache limits: preloading would only fetch bytes to drop.
-                        if point == start { return }
-                    }
-                }
-            }
-        }
     }
 }
