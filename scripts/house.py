@@ -121,6 +121,12 @@ def check_thin_open(limit=20):
     return count <= limit, f"ops.open is {count} lines (at most {limit})"
 
 
+def check_no_reexports():
+    found = [os.path.relpath(f, ROOT) for f in swift_files(path("Sources"), recursive=True)
+             if "@_exported" in code(f)]
+    return not found, f"modules re-exported: {found or 'none'}"
+
+
 def check_test_targets(least=6):
     package = open(path("Package.swift"), encoding="utf-8").read()
     count = len(re.findall(r"\.testTarget\(", package))
@@ -177,6 +183,7 @@ RULES = [
     ("every decision has a status", check_decision_status, True),
     ("bench/run.py a runner", check_bench_runner, True),
     ("docs/architecture.md at most 500 lines", check_architecture_length, True),
+    ("no module re-exports another", check_no_reexports, True),
     ("a test target per library", check_test_targets, False),
     ("narrow layers", check_public_below_core, False),
     ("no source folder over 20 files", check_folder_sizes, True),

@@ -2,6 +2,7 @@
 // wrappers over the writable xattrs, so scripts need not know attribute
 // names, and a refusal says who may administer the mount.
 import MediaCache
+import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,8 @@
 // only reads, and lists a cache in use as it is at that moment.
 import Foundation
 import MediaCache
+import MediaStore
+import MediaSupport
 import MediaFS
 
 struct CacheCommand {

@@ -1,6 +1,7 @@
 // The options that say where the cache is and how big and old it may get,
 // shared by `mediafs mount` and `mediafs cache`.
 import MediaCache
+import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

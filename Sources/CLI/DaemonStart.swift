@@ -13,6 +13,7 @@ import Foundation
 import Glibc
 #endif
 import MediaCache
+import MediaSupport
 import MediaFS
 
 enum DaemonStart {

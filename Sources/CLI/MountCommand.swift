@@ -3,6 +3,10 @@
 import CSystem
 import Foundation
 import MediaCache
+import MediaNetwork
+import MediaSources
+import MediaStore
+import MediaSupport
 import MediaFS
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@
 // exceed the cache limit), all read from the mount's xattrs.
 import Foundation
 import MediaCache
+import MediaSupport
 
 struct StatusCommand {
     static let usage = "usage: mediafs status MOUNTPOINT [--json] [--watch]"

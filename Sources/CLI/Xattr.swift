@@ -2,6 +2,7 @@
 // talk to a running mount, so they work on any mediafs mount.
 import CSystem
 import MediaCache
+import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

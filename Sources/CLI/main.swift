@@ -1,5 +1,6 @@
 // mediafs: remote media as local, read-only files.
 import MediaCache
+import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -7,6 +7,8 @@
 import CFuse
 import Foundation
 import MediaCache
+import MediaStore
+import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

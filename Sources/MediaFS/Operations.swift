@@ -5,6 +5,7 @@
 // (MediaFSTests).
 import CFuse
 import MediaCache
+import MediaSupport
 #if canImport(Glibc)
 import Glibc
 #endif

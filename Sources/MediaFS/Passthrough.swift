@@ -14,6 +14,7 @@
 import CFuse
 import Foundation
 import MediaCache
+import MediaSupport
 import Synchronization
 #if canImport(Glibc)
 import Glibc

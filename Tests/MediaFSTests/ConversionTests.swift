@@ -10,6 +10,7 @@ import XCTest
 @testable import MediaFS
 #if canImport(Glibc)
 import Glibc
+@testable import MediaSupport
 #endif
 
 final class ConversionTests: XCTestCase {

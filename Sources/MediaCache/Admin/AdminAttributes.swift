@@ -3,6 +3,7 @@
 // decision about administration is made here.
 #if canImport(Glibc)
 import Glibc
+import MediaSupport
 #endif
 
 public enum AdminAttributes {

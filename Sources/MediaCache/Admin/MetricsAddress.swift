@@ -3,6 +3,7 @@
 // localhost are refused, so the listener never depends on a resolver.
 #if canImport(Glibc)
 import Glibc
+import MediaSupport
 #endif
 
 public struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {

@@ -1,6 +1,7 @@
 // The Prometheus text format (version 0.0.4) of a mount's counters: names
 // `mediafs_…` with the unit in the name and `_total` on counters, each with
 // HELP and TYPE lines. Built on demand from Statistics and the catalog.
+import MediaSupport
 
 public struct MetricsExposition: Sendable {
     /// `--cache-max-size`, shown as the limit next to the bytes used.

@@ -6,6 +6,7 @@
 // bounded in size and time, and every answer closes it.
 #if canImport(Glibc)
 import Glibc
+import MediaSupport
 #endif
 
 public final class MetricsServer: Sendable {

@@ -25,6 +25,11 @@ import CSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import MediaNetwork
+import MediaSegmented
+import MediaSources
+import MediaStore
+import MediaSupport
 #endif
 
 public final class Catalog: Sendable {

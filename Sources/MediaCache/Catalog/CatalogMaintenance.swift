@@ -8,6 +8,8 @@
 // Shares the catalog's `state`; calls loaders (flush, idleRecord) without it.
 import CSystem
 import Foundation
+import MediaStore
+import MediaSupport
 
 final class CatalogMaintenance: Sendable {
     /// Loaders turned into records in one pass past which the heap's holes

@@ -16,6 +16,9 @@
 // for the metadata a new loader or record reads, which must be read under
 // this lock (see `liveLoader`).
 import Foundation
+import MediaSources
+import MediaStore
+import MediaSupport
 
 struct CatalogState: Sendable {
     /// A directory of the mount: its names in order, and for a listed one,

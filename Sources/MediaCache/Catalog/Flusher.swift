@@ -6,6 +6,7 @@
 //
 // Lock: `condition` guards `stopped` and `running`; a pass runs without it.
 import Foundation
+import MediaSupport
 
 final class Flusher: Sendable {
     /// What a pass left to do, which says when the next one comes.

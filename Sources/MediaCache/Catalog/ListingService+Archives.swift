@@ -14,6 +14,8 @@
 // new versions.
 import Foundation
 import MediaStore
+import MediaSources
+import MediaSupport
 
 extension ListingService {
     /// `sources` with each archive among them replaced by its folder: read

@@ -6,6 +6,8 @@
 // from then on, as a listing's refresh does; a key fetched now makes a VOD
 // read without it readable. The mount's names stay those read at mount.
 import Foundation
+import MediaSources
+import MediaSupport
 
 /// What is left to read again, and when to try next.
 struct ReadAgain {

@@ -10,6 +10,8 @@
 // (SavedPresentations), so a remount shows a listing's VODs at once from
 // its saved listing, their server up or gone.
 import Foundation
+import MediaSources
+import MediaSupport
 
 extension ListingService {
     /// `sources` with each VOD among them replaced by its files, and the

@@ -14,6 +14,10 @@
 // may wait.
 import CSystem
 import Foundation
+import MediaSegmented
+import MediaSources
+import MediaStore
+import MediaSupport
 
 final class ListingService: Sendable {
     /// A listing that failed to refresh is tried again after this long (or

@@ -5,6 +5,7 @@
 // the file itself (passthrough), around its page cache (direct I/O) or
 // through it, keeping or dropping its pages.
 import Foundation
+import MediaSupport
 
 /// An open's answer: what the handle carries, and how the kernel reads it.
 public struct Opened: Sendable {

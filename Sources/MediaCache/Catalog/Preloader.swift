@@ -5,6 +5,7 @@
 //
 // Shares the catalog's `state`, taken only to find the files after it.
 import Foundation
+import MediaSupport
 
 final class Preloader: Sendable {
     let next: Catalog.PreloadNext?

@@ -6,6 +6,7 @@
 // starts when one settles. A stat that comes first probes its entry itself,
 // and the feeder then finds it known (or its probe running) and skips it.
 import Foundation
+import MediaSupport
 
 final class ProbeFeeder: Sendable {
     /// Probes started and not settled; more than the fetcher's places for

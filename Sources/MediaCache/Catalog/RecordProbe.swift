@@ -6,6 +6,9 @@
 // record seconds later. Stats of the entry wait on it; the catalog holds
 // it (`probing`) while it runs.
 import Foundation
+import MediaSources
+import MediaStore
+import MediaSupport
 
 final class RecordProbe: Sendable {
     private let answer = OneShot<Result<ContentInfo, MediaError>>()

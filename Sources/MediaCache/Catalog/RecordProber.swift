@@ -7,6 +7,10 @@
 //
 // Shares the catalog's `state`; never waits for it on the network thread.
 import Foundation
+import MediaNetwork
+import MediaSources
+import MediaStore
+import MediaSupport
 
 final class RecordProber: Sendable {
     /// A listing's background probes, a bounded number at a time.

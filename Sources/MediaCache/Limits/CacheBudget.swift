@@ -20,6 +20,7 @@
 // entries scans alone brought: a scan never makes the evictor free bytes
 // a player fetched.
 import Foundation
+import MediaSupport
 
 public final class CacheBudget: Sendable {
     private struct State {

@@ -33,6 +33,8 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import MediaStore
+import MediaSupport
 #endif
 
 public struct CacheLimits: Sendable, Equatable {

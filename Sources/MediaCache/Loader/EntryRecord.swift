@@ -4,6 +4,8 @@
 // saved, so a loader made from the cache when the file is used agrees with it.
 #if canImport(Glibc)
 import Glibc
+import MediaNetwork
+import MediaStore
 #endif
 
 public struct EntryRecord: Sendable, Equatable {

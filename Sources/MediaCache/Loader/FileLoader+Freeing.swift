@@ -13,6 +13,8 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import MediaStore
+import MediaSupport
 #endif
 
 // The evictor frees a mounted file's bytes through these (Limits).

@@ -2,6 +2,7 @@
 // handle reads, whether it may use the page cache, closed handles within
 // their grace, and the kernel forgetting a changed file's pages.
 import Foundation
+import MediaSupport
 
 extension FileLoader {
     /// How a new handle may use the kernel's page cache of the file.

@@ -5,6 +5,8 @@
 // opened, whole and unmixed, and are freed when the last one closes.
 #if canImport(Glibc)
 import Glibc
+import MediaStore
+import MediaSupport
 #endif
 
 extension FileLoader {

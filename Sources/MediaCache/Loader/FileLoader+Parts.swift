@@ -17,6 +17,7 @@
 //   player's link-sized fetches made its walk fetch the whole file.
 import MediaNetwork
 import MediaSupport
+import MediaStore
 
 extension FileLoader {
     /// Parts whose heads a walk keeps fetched or on their way ahead of it:

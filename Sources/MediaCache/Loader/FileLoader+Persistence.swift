@@ -2,6 +2,9 @@
 // entry: one save at a time under `flushLock`, never claiming bytes the
 // data file does not hold.
 import Foundation
+import MediaNetwork
+import MediaStore
+import MediaSupport
 
 extension FileLoader {
     // MARK: Attributes and persistence

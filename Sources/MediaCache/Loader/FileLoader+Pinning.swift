@@ -2,6 +2,7 @@
 // trim() refuse; a purge still frees them), yet count against the limits.
 // The pin is part of the entry's metadata, so it outlives the mount.
 import Foundation
+import MediaSupport
 
 extension FileLoader {
     public var isPinned: Bool {

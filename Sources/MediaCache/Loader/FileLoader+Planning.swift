@@ -2,6 +2,9 @@
 // the readahead past it (join, let a long one go on, or start), the room
 // under the limits each takes, and the stops of those no read needs.
 import Foundation
+import MediaNetwork
+import MediaStore
+import MediaSupport
 
 extension FileLoader {
     /// Makes sure a transfer is on its way for every byte of `holes`: joins

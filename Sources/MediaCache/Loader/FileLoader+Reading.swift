@@ -2,6 +2,8 @@
 // waiting (bounded) for the transfers that bring the rest, and copying
 // arriving bytes straight into the reader's buffer.
 import Foundation
+import MediaStore
+import MediaSupport
 
 extension FileLoader {
     // MARK: Reading

@@ -2,6 +2,7 @@
 // catalog keeps that instead, and makes a loader again from the cache when
 // the file is next used. Only what the metadata on disk already says is lost.
 import Foundation
+import MediaStore
 
 extension FileLoader {
     /// The record this loader may become, or nil while anything would be

@@ -5,6 +5,10 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import MediaNetwork
+import MediaSources
+import MediaStore
+import MediaSupport
 #endif
 
 extension FileLoader {

@@ -3,6 +3,9 @@
 // length confirmed, and the cached bytes of an old version dropped. How a
 // change is told is ChangeDetection's; decisions 0006, 0007, 0038.
 import Foundation
+import MediaSources
+import MediaStore
+import MediaSupport
 
 extension FileLoader {
     /// Checks the stored validators against the server when the policy

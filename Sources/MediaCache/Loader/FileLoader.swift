@@ -22,6 +22,10 @@ import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import MediaNetwork
+import MediaSources
+import MediaStore
+import MediaSupport
 #endif
 
 public final class FileLoader: TransferDelegate, Sendable {

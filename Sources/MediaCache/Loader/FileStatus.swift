@@ -1,4 +1,6 @@
 // A snapshot of one file's cache state, for xattrs and `mediafs status`.
+import MediaStore
+import MediaSupport
 
 public struct FileStatus: Sendable, Equatable {
     public enum State: Sendable, Equatable {

@@ -3,6 +3,10 @@
 // data files. Held once and referenced by each loader: 100,000 loaders each
 // carrying their own copies spent about 150 bytes apiece on them.
 import Foundation
+import MediaNetwork
+import MediaSegmented
+import MediaStore
+import MediaSupport
 
 public final class LoaderContext: Sendable {
     let store: CacheStore

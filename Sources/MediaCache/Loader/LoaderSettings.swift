@@ -1,5 +1,7 @@
 // How patient and how persistent a FileLoader is: timeouts, retries,
 // backoff, and the distances that decide joining or stopping a transfer.
+import MediaNetwork
+import MediaSupport
 
 public struct LoaderSettings: Sendable {
     /// How long a read waits for missing bytes before EIO.

@@ -9,6 +9,7 @@
 // Its state is behind a lock of its own, a leaf taken under the loader's:
 // uncontended (the loader's lock already orders the handle's reads), and
 // the compiler checks what crosses threads.
+import MediaSupport
 
 public final class ReadPattern: Sendable {
     /// Bytes read in a row before mediafs reads ahead at all.

@@ -9,6 +9,7 @@ import XCTest
 @testable import MediaCache
 @testable import MediaSources
 @testable import MediaSegmented
+@testable import MediaSupport
 
 enum ArchiveFixtures {
     static let variable = "MEDIAFS_RARFILE_FIXTURES"

@@ -7,6 +7,7 @@ import XCTest
 @testable import MediaCache
 @testable import MediaSources
 @testable import MediaSegmented
+@testable import MediaSupport
 
 final class DASHManifestTests: XCTestCase {
     private let base = "http://h.example/v/manifest.mpd"

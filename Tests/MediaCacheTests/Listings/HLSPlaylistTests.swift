@@ -5,6 +5,7 @@ import XCTest
 @testable import MediaCache
 @testable import MediaSources
 @testable import MediaSegmented
+@testable import MediaSupport
 
 final class HLSPlaylistTests: XCTestCase {
     private let base = "http://h.example/v/index.m3u8"

@@ -6,6 +6,7 @@ import XCTest
 @testable import MediaCache
 @testable import MediaNetwork
 @testable import MediaSupport
+@testable import MediaStore
 
 final class TransferPlanTests: XCTestCase {
     typealias Transfer = LoaderState.Transfer

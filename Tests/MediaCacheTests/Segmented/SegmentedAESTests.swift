@@ -8,6 +8,9 @@ import XCTest
 @testable import MediaCache
 @testable import MediaSources
 @testable import MediaSegmented
+@testable import MediaNetwork
+@testable import MediaStore
+@testable import MediaSupport
 
 final class SegmentedAESTests: XCTestCase {
     private let url = "http://h.example/v/index.m3u8"

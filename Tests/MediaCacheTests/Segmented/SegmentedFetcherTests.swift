@@ -9,6 +9,9 @@ import XCTest
 @testable import MediaSegmented
 #if canImport(Glibc)
 import Glibc
+@testable import MediaNetwork
+@testable import MediaStore
+@testable import MediaSupport
 #endif
 
 final class SegmentedFetcherTests: XCTestCase {

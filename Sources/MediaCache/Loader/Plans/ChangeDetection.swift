@@ -5,6 +5,8 @@
 // (`confirmation`). Pure: the loader acts on the reason given
 // (FileLoader.replaceContent); decisions 0006 and 0038.
 import Foundation
+import MediaNetwork
+import MediaStore
 
 enum ChangeDetection {
     /// A version known by its length alone (an nginx index gives no

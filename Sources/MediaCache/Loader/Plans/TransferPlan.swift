@@ -4,6 +4,7 @@
 // (TransferPlanTests). The loader acts on the step (FileLoader+Planning):
 // it joins, lets a long transfer go on, or starts one where the plan says.
 // Whether the server may be asked at all is TransferBook.refusal's rule.
+import MediaNetwork
 
 enum TransferPlan {
     typealias Transfer = LoaderState.Transfer

@@ -4,6 +4,8 @@
 // while no freeing covers it, so a freeing never races a claim that would
 // make the metadata on disk promise bytes being punched out. Part of
 // LoaderState: touched only under the loader's lock.
+import MediaNetwork
+import MediaSupport
 
 struct CachedBytes {
     /// The bytes in the data file (and, once saved, in its metadata).

@@ -8,6 +8,10 @@
 // Held only by the loader's `lock` (ConditionLocked), so it is touched only
 // with that lock held; what needs the loader too (the fetcher, the store)
 // takes it `inout` from there. It must not do I/O or wait: the lock is held.
+import MediaNetwork
+import MediaSources
+import MediaStore
+import MediaSupport
 
 struct LoaderState {
     struct Transfer {

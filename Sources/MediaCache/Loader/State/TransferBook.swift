@@ -3,6 +3,8 @@
 // the outage said once, the kernel's retries refused while it lasts).
 // Part of LoaderState: touched only under the loader's lock.
 import Foundation
+import MediaNetwork
+import MediaSupport
 
 struct TransferBook {
     /// The loader's clock: when `lastError` was set.

@@ -2,6 +2,9 @@
 // validators, the probe that learns them, and the generation that a change
 // bumps, so a read that began before fails rather than mix two versions.
 // Part of LoaderState: touched only under the loader's lock.
+import MediaSources
+import MediaStore
+import MediaSupport
 
 struct VersionState {
     private(set) var info: ContentInfo?
