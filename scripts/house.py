@@ -185,7 +185,7 @@ RULES = [
     ("docs/architecture.md at most 500 lines", check_architecture_length, True),
     ("no module re-exports another", check_no_reexports, True),
     ("a test target per library", check_test_targets, False),
-    ("narrow layers", check_public_below_core, False),
+    ("narrow layers", check_public_below_core, True),
     ("no source folder over 20 files", check_folder_sizes, True),
 ]
 

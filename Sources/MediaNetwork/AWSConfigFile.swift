@@ -9,14 +9,14 @@
 import Foundation
 import MediaSupport
 
-public struct AWSConfigFile: Sendable, Equatable {
+package struct AWSConfigFile: Sendable, Equatable {
     /// A file larger than this is not a credentials or config file.
-    public static let maxBytes = 1 << 20
+    package static let maxBytes = 1 << 20
 
     /// Section name (as written: `default`, `profile work`) → key → value.
-    public var sections: [String: [String: String]] = [:]
+    package var sections: [String: [String: String]] = [:]
 
-    public init(text: String, path: String) throws {
+    package init(text: String, path: String) throws {
         var section: String?
         var key: String?
         var parent: String?
@@ -51,7 +51,7 @@ public struct AWSConfigFile: Sendable, Equatable {
     }
 
     /// Reads the file at `path`; nil when there is none.
-    public static func load(path: String) throws -> AWSConfigFile? {
+    package static func load(path: String) throws -> AWSConfigFile? {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             if access(path, F_OK) != 0 && errno == ENOENT { return nil }
             throw MediaError.system("\(path) cannot be read")
@@ -65,7 +65,7 @@ public struct AWSConfigFile: Sendable, Equatable {
 
     /// The settings of a profile: `[name]` in the credentials file; in the
     /// config file `[profile name]`, or `[default]` for the default one.
-    public func profile(_ name: String, isConfig: Bool) -> [String: String]? {
+    package func profile(_ name: String, isConfig: Bool) -> [String: String]? {
         guard isConfig else { return sections[name] }
         return sections["profile \(name)"] ?? (name == "default" ? sections["default"] : nil)
     }

@@ -11,22 +11,22 @@
 import MediaSupport
 
 /// Not Sendable: the network thread's alone (its CurlFetcher holds it).
-public final class BandwidthLimit {
+package final class BandwidthLimit {
     /// Below this a 16 KiB piece would wait several seconds.
-    public static let minRate: Int64 = 4 << 10
+    package static let minRate: Int64 = 4 << 10
     /// The part of the rate kept for background transfers while reads run.
-    public static let floorShare = 1.0 / 16
+    package static let floorShare = 1.0 / 16
     /// A paused transfer resumes once this much is free for it: a few of
     /// libcurl's 16 KiB pieces, so the network thread wakes some hundred
     /// times a second at most, not once per piece.
-    public static let resumeSize = 64 << 10
+    package static let resumeSize = 64 << 10
 
     /// Bytes per second.
-    public let rate: Double
+    package let rate: Double
     /// What may build up while transfers run, a tenth of a second's worth,
     /// and at least one receive buffer so any piece can pass. Idle time
     /// earns nothing, so no transfer ever starts above the rate.
-    public let capacity: Double
+    package let capacity: Double
     private(set) var tokens = 0.0
     /// Background transfers' own share while reads run.
     private(set) var floorTokens = 0.0
@@ -35,7 +35,7 @@ public final class BandwidthLimit {
     private var running: Set<FetchRequest.Priority> = []
 
     /// nil for a rate below `minRate` or past `Limits.maxLength`.
-    public init?(bytesPerSecond: Int64) {
+    package init?(bytesPerSecond: Int64) {
         guard bytesPerSecond >= Self.minRate, Limits.isLength(bytesPerSecond) else { return nil }
         rate = Double(bytesPerSecond)
         capacity = max(rate / 10, Double(CurlFetcher.receiveBufferSize))
@@ -43,7 +43,7 @@ public final class BandwidthLimit {
 
     /// Adds what the time since the last call earned, given the priorities
     /// of the transfers running now (`now` in seconds, monotonic).
-    public func refill(now: Double, running: Set<FetchRequest.Priority>) {
+    package func refill(now: Double, running: Set<FetchRequest.Priority>) {
         defer { last = now; self.running = running }
         // Only time with transfers running earns: after idle (the network
         // thread may have slept a second), a transfer starts from nothing.
@@ -68,7 +68,7 @@ public final class BandwidthLimit {
     }
 
     /// Takes `count` bytes for a transfer of `priority`; false: pause it.
-    public func take(_ count: Int, priority: FetchRequest.Priority) -> Bool {
+    package func take(_ count: Int, priority: FetchRequest.Priority) -> Bool {
         let need = min(Double(count), capacity)
         let reserve = reserve(for: priority)
         if tokens - reserve >= need {
@@ -83,14 +83,14 @@ public final class BandwidthLimit {
     }
 
     /// Whether a paused transfer of `priority` would get its next piece now.
-    public func mayResume(_ priority: FetchRequest.Priority) -> Bool {
+    package func mayResume(_ priority: FetchRequest.Priority) -> Bool {
         let need = min(Double(Self.resumeSize), capacity)
         let reserve = reserve(for: priority)
         return tokens - reserve >= need || (reserve > 0 && floorTokens >= need)
     }
 
     /// Seconds until a paused transfer of `priority` may resume.
-    public func wait(for priority: FetchRequest.Priority) -> Double {
+    package func wait(for priority: FetchRequest.Priority) -> Double {
         let need = min(Double(Self.resumeSize), capacity)
         let reserve = reserve(for: priority)
         let shared = (need + reserve - tokens) / rate

@@ -19,31 +19,31 @@ import Glibc
 import MediaSupport
 #endif
 
-public final class CurlFetcher: Fetching, @unchecked Sendable {
+package final class CurlFetcher: Fetching, @unchecked Sendable {
     /// Transfers running at once per origin (scheme, host, port); more queue here.
-    public static let maxConnectionsPerHost = 8
+    package static let maxConnectionsPerHost = 8
     /// Transfers running at once per origin that speaks HTTP/2: streams of
     /// one connection, within the 100 libcurl and 128 nginx allow at once.
-    public static let maxStreamsPerMultiplexedHost = 64
-    public static let maxConnections = 16
+    package static let maxStreamsPerMultiplexedHost = 64
+    package static let maxConnections = 16
     /// Readahead and preload transfers running at once; the rest queue.
-    public static let maxBackgroundTransfers = 4
+    package static let maxBackgroundTransfers = 4
     /// The same at origins that speak HTTP/2: a walk through a VOD's parts
     /// keeps 16 heads ahead, each with the page of the part before it.
-    public static let maxMultiplexedBackgroundTransfers = 32
+    package static let maxMultiplexedBackgroundTransfers = 32
     /// Places per origin that probes, readahead and preload leave to reads.
-    public static let readReserve = 2
+    package static let readReserve = 2
     /// Background probes (a listing's entries) running at once: enough to
     /// fill the connections to one origin, never all of them.
-    public static let maxBackgroundProbes = maxConnectionsPerHost - readReserve
+    package static let maxBackgroundProbes = maxConnectionsPerHost - readReserve
     /// A transfer that moves less than one byte in this time has stalled.
-    public static let stallSeconds = 20
-    public static let connectTimeoutSeconds = 10
-    public static let receiveBufferSize = 512 * 1024
+    package static let stallSeconds = 20
+    package static let connectTimeoutSeconds = 10
+    package static let receiveBufferSize = 512 * 1024
     /// A held transfer ends after this long without being let go on: a
     /// reader that stopped reading must not keep a connection (nor meet
     /// the stall limit, or a server's send timeout, on resuming).
-    public static let maxHoldSeconds = 10.0
+    package static let maxHoldSeconds = 10.0
 
     private struct Pending {
         var starts: [CurlTransfer] = []
@@ -71,14 +71,14 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 
     private let options: HTTPOptions
     /// Counts responses by status class; nil in tests that do not look.
-    public let statistics: Statistics?
+    package let statistics: Statistics?
     /// Touched only by the network thread.
     private let limit: BandwidthLimit?
     /// The mount's clock: the bandwidth limit's refills and the holds of
     /// transfers are timed on its monotonic time.
     private let clock: Clock
 
-    public init(clock: Clock, options: HTTPOptions = HTTPOptions(), statistics: Statistics? = nil,
+    package init(clock: Clock, options: HTTPOptions = HTTPOptions(), statistics: Statistics? = nil,
                 limit: BandwidthLimit? = nil) {
         self.clock = clock
         self.options = options
@@ -108,11 +108,11 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     /// curl_global_init is not thread-safe: run it once, lazily.
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    public static func initializeLibrary() { globalInit }
+    package static func initializeLibrary() { globalInit }
 
     /// Stops the network thread; transfers still running complete with an error.
     /// Safe to call again (FUSE's destroy stops the catalog a second time).
-    public func shutdown() {
+    package func shutdown() {
         pending.withLock { $0.stopping = true }
         wake()
         if let thread { pthread_join(thread, nil) }
@@ -120,7 +120,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
     }
 
     @discardableResult
-    public func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID {
+    package func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID {
         let id = pending.withLock { state -> TransferID in
             let id = state.nextID
             state.nextID += 1
@@ -132,21 +132,21 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         return id
     }
 
-    public func cancel(_ id: TransferID) {
+    package func cancel(_ id: TransferID) {
         pending.withLock { $0.cancels.append(id) }
         wake()
     }
 
-    public func promote(_ id: TransferID) {
+    package func promote(_ id: TransferID) {
         promote(id, to: .read)
     }
 
-    public func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
+    package func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
         pending.withLock { $0.promotions.append((id, priority)) }
         wake()
     }
 
-    public func holdsTransfers(of url: String) -> Bool { true }
+    package func holdsTransfers(of url: String) -> Bool { true }
 
     /// Wakes the network thread, unless it has ended: its multi is freed
     /// then, and a call after `shutdown` (a second one, a late cancel) woke
@@ -157,7 +157,7 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
         }
     }
 
-    public func allow(_ id: TransferID, through bytes: Int64) {
+    package func allow(_ id: TransferID, through bytes: Int64) {
         pending.withLock { $0.allowances.append((id, bytes)) }
         wake()
     }
@@ -352,37 +352,37 @@ public final class CurlFetcher: Fetching, @unchecked Sendable {
 
 /// One request and its response state, over one CurlHop per redirect;
 /// owned by the network thread.
-public final class CurlTransfer: @unchecked Sendable {
-    public let id: TransferID
-    public var priority: FetchRequest.Priority
+package final class CurlTransfer: @unchecked Sendable {
+    package let id: TransferID
+    package var priority: FetchRequest.Priority
     /// Whether it may hand over bytes now, and whether libcurl has it paused.
     private var pause: TransferPause
     /// Paused so that reads go first (a preload while reads run).
-    public var yielding: Bool {
+    package var yielding: Bool {
         get { pause.yielding }
         set { pause.yielding = newValue }
     }
     /// Paused by the write callback: the bandwidth limit refused a piece.
-    public var throttled: Bool {
+    package var throttled: Bool {
         get { pause.throttled }
         set { pause.throttled = newValue }
     }
     /// Body bytes it may deliver; raised by `allow`.
-    public var allowance: Int64 {
+    package var allowance: Int64 {
         get { pause.allowance }
         set { pause.allowance = newValue }
     }
     /// When it began to hold for its allowance (nil: it does not).
-    public var heldSince: Double? { pause.heldSince }
+    package var heldSince: Double? { pause.heldSince }
     /// Whether the current hop's response (or its failure) was counted.
     private var counted = false
     private let statistics: Statistics?
     private let limit: BandwidthLimit?
-    public let request: FetchRequest
+    package let request: FetchRequest
     /// The request's origin, parsed once on the network thread: admission,
     /// multiplexing and held transfers ask for it at each step, and a
     /// parse is a trip through libcurl's URL API (a listing's probes parsed 3 each).
-    public private(set) lazy var origin: HTTPOrigin? = HTTPOrigin(url: request.url)
+    package private(set) lazy var origin: HTTPOrigin? = HTTPOrigin(url: request.url)
     private let delegate: TransferDelegate
     private let options: HTTPOptions
     /// nil until admitted into the multi, so queued transfers hold no handle.
@@ -393,7 +393,7 @@ public final class CurlTransfer: @unchecked Sendable {
     /// Its error text and body buffers, from admission (`begin`) to `end`.
     private var buffers = ReceiveBuffers()
 
-    public init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
+    package init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
                 clock: Clock, statistics: Statistics? = nil, limit: BandwidthLimit? = nil) {
         self.id = id
         self.request = request
@@ -408,10 +408,10 @@ public final class CurlTransfer: @unchecked Sendable {
     deinit { end() }
 
     /// The handle of the current hop, in the multi while the transfer runs.
-    public var easy: UnsafeMutableRawPointer? { hop?.easy }
+    package var easy: UnsafeMutableRawPointer? { hop?.easy }
 
     /// The first hop's handle, for the multi; the transfer's buffers from here on.
-    public func begin() throws -> UnsafeMutableRawPointer {
+    package func begin() throws -> UnsafeMutableRawPointer {
         let hop = try CurlHop(request, options: options)
         // A HEAD (most probes) has no body to collect.
         buffers.allocate(withBody: request.method != .head)
@@ -420,7 +420,7 @@ public final class CurlTransfer: @unchecked Sendable {
 
     /// Frees the handle and the buffers once the transfer is out of the
     /// multi and its bytes were handed over.
-    public func end() {
+    package func end() {
         hop = nil
         buffers.free()
     }
@@ -428,14 +428,14 @@ public final class CurlTransfer: @unchecked Sendable {
     /// After a hop ended with `code`: the next hop when the response was a
     /// redirect, nil when it is the answer. Throws for a redirect that is
     /// not followed.
-    public func redirect(after code: CURLcode) throws -> CurlHop? {
+    package func redirect(after code: CURLcode) throws -> CurlHop? {
         guard code == CURLE_OK, !stoppedByDelegate else { return nil }
         return try hop?.next()
     }
 
     /// Makes `next` the current hop (freeing the last one, which must be out
     /// of the multi); returns its handle, for the multi.
-    public func attach(_ next: CurlHop) -> UnsafeMutableRawPointer {
+    package func attach(_ next: CurlHop) -> UnsafeMutableRawPointer {
         hop = next
         head = ResponseHead(status: 0, headers: [:])
         pause.newHop()
@@ -465,7 +465,7 @@ public final class CurlTransfer: @unchecked Sendable {
 
     /// Pauses or resumes the transfer in libcurl to match `yielding` and
     /// `throttled`. Resuming may deliver bytes libcurl kept, at once.
-    public func applyPause() {
+    package func applyPause() {
         // Yielding waits for the body: a transfer paused while its headers
         // arrive can, once resumed, hand over the status line again and not
         // the headers after it (seen as 206 answers without Content-Range).
@@ -495,7 +495,7 @@ public final class CurlTransfer: @unchecked Sendable {
     /// Counts the current hop's response by its status class once, or as
     /// an error when it `failed` without a status. A hop stopped by the
     /// cache before any answer is not counted.
-    public func countResponse(failed: Bool) {
+    package func countResponse(failed: Bool) {
         guard !counted, let statistics else { return }
         let status = hop?.status ?? 0
         guard status != 0 || failed else { return }
@@ -530,7 +530,7 @@ public final class CurlTransfer: @unchecked Sendable {
     }
 
     /// Delivers the collected body bytes; false once the delegate said stop.
-    public func flush() -> Bool {
+    package func flush() -> Bool {
         guard !stoppedByDelegate else { return false }
         guard let collected = buffers.take() else { return true }
         return deliver(collected)
@@ -544,7 +544,7 @@ public final class CurlTransfer: @unchecked Sendable {
         return true
     }
 
-    public func error(for code: CURLcode) -> MediaError? {
+    package func error(for code: CURLcode) -> MediaError? {
         if stoppedByDelegate { return MediaError(ECANCELED, "stopped by the cache") }
         if code != CURLE_OK {
             let detail = buffers.errorText ?? String(cString: curl_easy_strerror(code))
@@ -554,7 +554,7 @@ public final class CurlTransfer: @unchecked Sendable {
         return nil
     }
 
-    public func complete(error: MediaError?) {
+    package func complete(error: MediaError?) {
         delegate.transfer(id, completeWith: error)
     }
 }

@@ -12,15 +12,15 @@ import Glibc
 import MediaSupport
 #endif
 
-public final class CurlHop {
-    public static let maxRedirects = 10
+package final class CurlHop {
+    package static let maxRedirects = 10
     /// The statuses that say "the resource is over there".
-    public static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+    package static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
-    public let easy: UnsafeMutableRawPointer
-    public let url: String
+    package let easy: UnsafeMutableRawPointer
+    package let url: String
     /// Redirects followed to get here.
-    public let redirects: Int
+    package let redirects: Int
     private let request: FetchRequest
     private let options: HTTPOptions
     private var headerList: UnsafeMutablePointer<curl_slist>?
@@ -33,7 +33,7 @@ public final class CurlHop {
     private static let digestOrigins = Locked<Set<HTTPOrigin>>([])
 
     /// The first hop: `request.url` itself.
-    public convenience init(_ request: FetchRequest, options: HTTPOptions) throws {
+    package convenience init(_ request: FetchRequest, options: HTTPOptions) throws {
         try self.init(url: request.url, redirects: 0, request: request, options: options, digest: false)
     }
 
@@ -133,7 +133,7 @@ public final class CurlHop {
     }
 
     /// The response status; 0 before the status line.
-    public var status: Int {
+    package var status: Int {
         var status = 0
         _ = mediafs_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         return status
@@ -142,11 +142,11 @@ public final class CurlHop {
     /// Whether the response (once its status is in) sends the request on,
     /// so its body is not the answer. Checked while the body arrives, when
     /// libcurl has not resolved the Location yet.
-    public var isRedirect: Bool { Self.redirectStatuses.contains(status) }
+    package var isRedirect: Bool { Self.redirectStatuses.contains(status) }
 
     /// Whether the response is a 401 asking for Digest, with credentials
     /// this hop sent as Basic: the next hop answers the challenge.
-    public var isDigestChallenge: Bool {
+    package var isDigestChallenge: Bool {
         guard hasCredentials, !digest, status == 401 else { return false }
         var offered = 0
         _ = mediafs_easy_getinfo_long(easy, CURLINFO_HTTPAUTH_AVAIL, &offered)
@@ -155,7 +155,7 @@ public final class CurlHop {
 
     /// Whether the response sends the request on (a redirect, a Digest
     /// challenge), so its body is not the answer.
-    public var isPassedOn: Bool { isRedirect || isDigestChallenge }
+    package var isPassedOn: Bool { isRedirect || isDigestChallenge }
 
     /// The absolute URL of the Location header, as libcurl resolves it once
     /// the response is complete.
@@ -170,7 +170,7 @@ public final class CurlHop {
     /// After a complete response: the hop it redirects to, or nil when it
     /// is the answer. Throws for a redirect not followed: past the limit, or
     /// to anything but http(s).
-    public func next() throws -> CurlHop? {
+    package func next() throws -> CurlHop? {
         // Redacted only where it is shown: every transfer ends here, on the
         // network thread, and redacting a URL there cost more than the rest
         // of a probe's completion (a listing's 10,000 HEADs: 0.3 s).
@@ -196,7 +196,7 @@ public final class CurlHop {
     /// carries it (a handle following the redirect would have kept it), a
     /// hop anywhere else carries none. Both origins are libcurl's reading
     /// of the URLs, and the credentials are set through it.
-    public static func credentialed(_ target: MediaURL, first: String) -> String {
+    package static func credentialed(_ target: MediaURL, first: String) -> String {
         let bare = target.withoutCredentials
         guard let first = MediaURL(first), first.user != nil || first.password != nil,
               let origin = HTTPOrigin(bare), origin == HTTPOrigin(first) else { return bare.text }

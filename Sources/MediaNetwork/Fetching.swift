@@ -11,7 +11,7 @@ public typealias TransferID = UInt64
 
 public struct FetchRequest: Sendable {
     /// PROPFIND lists a WebDAV collection (a listing's request, never a file's).
-    public enum Method: String, Sendable { case get = "GET", head = "HEAD", propfind = "PROPFIND" }
+    package enum Method: String, Sendable { case get = "GET", head = "HEAD", propfind = "PROPFIND" }
 
     /// Who waits on the bytes: a reader now (or a stat), a listing's
     /// background probes, a reader soon, a library scan's reader now
@@ -21,29 +21,29 @@ public struct FetchRequest: Sendable {
         public static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
     }
 
-    public var url: String
-    public var method: Method
+    package var url: String
+    package var method: Method
     /// Half-open byte range to ask for; nil asks for the whole body.
-    public var range: Range<Int64>?
+    package var range: Range<Int64>?
     /// Sent as If-Range so a changed resource answers 200, never stale 206.
-    public var ifRange: String?
-    public var priority: Priority
+    package var ifRange: String?
+    package var priority: Priority
     /// Who asks: the fetcher shares an origin's connections fairly among
     /// groups (one file's reads do not queue behind another file's). The
     /// file's URL unless said otherwise.
-    public var group: String
+    package var group: String
     /// Header lines of the request itself (a PROPFIND's `Depth`), sent on
     /// every hop, besides those HTTPOptions gives the origin.
-    public var headers: [String]
+    package var headers: [String]
     /// A request body (a PROPFIND's), sent on every hop.
-    public var body: [UInt8]?
+    package var body: [UInt8]?
     /// Body bytes the transfer may deliver before it holds (nil: all). A
     /// long transfer asks for the rest of a file once and is let go on as
     /// its reader advances (`Fetching.allow`), so a sequential reader makes
     /// one request, not one per window; see `Fetching.holdsTransfers(of:)`.
-    public var allowance: Int64?
+    package var allowance: Int64?
 
-    public init(url: String, method: Method = .get, range: Range<Int64>? = nil, ifRange: String? = nil,
+    package init(url: String, method: Method = .get, range: Range<Int64>? = nil, ifRange: String? = nil,
                 priority: Priority = .read, group: String? = nil, headers: [String] = [], body: [UInt8]? = nil) {
         self.url = url
         self.method = method
@@ -99,19 +99,19 @@ public protocol Fetching: AnyObject, Sendable {
 
 /// How a held transfer ends when it gives up its connection: not a
 /// failure of the server's.
-public enum FetchError {
-    public static let yielded = EAGAIN
+package enum FetchError {
+    package static let yielded = EAGAIN
 }
 
 extension Fetching {
-    public var statistics: Statistics? { nil }
-    public func holdsTransfers(of url: String) -> Bool { false }
-    public func partOffsets(of url: String) -> [Int64]? { nil }
-    public func allow(_ id: TransferID, through bytes: Int64) {}
+    package var statistics: Statistics? { nil }
+    package func holdsTransfers(of url: String) -> Bool { false }
+    package func partOffsets(of url: String) -> [Int64]? { nil }
+    package func allow(_ id: TransferID, through bytes: Int64) {}
 
     /// A fetcher without priorities between read and background runs a
     /// promoted transfer as a read only when a read waits on it.
-    public func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
+    package func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
         if priority == .read { promote(id) }
     }
 }

@@ -3,7 +3,7 @@
 // 1–9999 or a field out of its range, reads as unknown.
 import MediaSupport
 
-public enum HTTPDate {
+package enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun",
                                  "jul", "aug", "sep", "oct", "nov", "dec"]
 
@@ -11,7 +11,7 @@ public enum HTTPDate {
     /// text is not an IMF-fixdate.
     /// Read as bytes, not Characters: every stat of a file, and every entry
     /// a listing hands out with its attributes, dates it.
-    public static func seconds(_ text: String) -> Int? {
+    package static func seconds(_ text: String) -> Int? {
         // Fields split at runs of spaces, by index: no array per call (a
         // probe answer of a big listing dates its entry on the way in).
         let utf8 = Substring(text).utf8
@@ -76,7 +76,7 @@ public enum HTTPDate {
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
     /// algorithm), because Glibc's strptime and timegm are not imported.
     /// Callers keep year within 1...9999, month 1...12 and day 1...31.
-    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    package static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400

@@ -9,14 +9,14 @@ import MediaSupport
 
 extension HTTPOptions {
     /// Proxy schemes libcurl speaks; `socks5h` and `socks4a` resolve names at the proxy.
-    public static let proxySchemes: Set<String> = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"]
+    package static let proxySchemes: Set<String> = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"]
     /// A CA bundle larger than this is not a CA bundle (Debian's is ~200 KiB).
-    public static let maxCAFileBytes = 16 << 20
+    package static let maxCAFileBytes = 16 << 20
 
     /// A `--proxy` value as libcurl will be given it, or an error naming
     /// what is wrong (without the proxy's password). The scheme is required:
     /// libcurl would take `host:port` as http, which hides a meant socks5.
-    public static func checkedProxy(_ text: String) throws -> String {
+    package static func checkedProxy(_ text: String) throws -> String {
         let shown = MediaError.redacted(text)
         let bad = { (why: String) in MediaError(EINVAL, "--proxy '\(shown)': \(why)") }
         guard !text.contains(where: { $0.isWhitespace || $0.isNewline }) else { throw bad("contains white space") }
@@ -39,7 +39,7 @@ extension HTTPOptions {
     /// The absolute path of a `--cacert` file that can be read and holds at
     /// least one PEM certificate; absolute because the daemon changes to `/`
     /// when it detaches.
-    public static func checkedCAFile(_ path: String, relativeTo directory: String) throws -> String {
+    package static func checkedCAFile(_ path: String, relativeTo directory: String) throws -> String {
         guard !path.isEmpty else { throw MediaError(EINVAL, "--cacert needs a file") }
         let absolute = path.hasPrefix("/") ? path : directory + "/" + path
         let descriptor = open(absolute, O_RDONLY | O_CLOEXEC)

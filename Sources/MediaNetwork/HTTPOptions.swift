@@ -7,34 +7,34 @@ import MediaSupport
 
 public struct HTTPOptions: Sendable, Equatable {
     /// A `[host]` (any port) or `[host:port]` section of the config file.
-    public struct Section: Sendable, Equatable {
+    package struct Section: Sendable, Equatable {
         /// Lower-cased, as `HTTPOrigin.host` spells it (IPv6 in brackets).
-        public var host: String
+        package var host: String
         /// nil: any port of the host.
-        public var port: Int?
-        public var headers: [String]
+        package var port: Int?
+        package var headers: [String]
 
         func matches(_ origin: HTTPOrigin) -> Bool {
             host == origin.host && (port == nil || port == origin.port)
         }
     }
 
-    public var headers: [String] = []
-    public var sections: [Section] = []
-    public var netrc = false
+    package var headers: [String] = []
+    package var sections: [Section] = []
+    package var netrc = false
     /// `--proxy`: every hop goes through it, in place of the proxy the
     /// environment names (http_proxy, https_proxy, all_proxy); no_proxy
     /// still applies. nil: libcurl reads the environment.
-    public var proxy: String?
+    package var proxy: String?
     /// `--cacert`: an absolute path of PEM CAs that verify servers and an
     /// https proxy. nil: libcurl's default bundle.
-    public var caFile: String?
+    package var caFile: String?
     /// The S3 endpoints' origins (`s3://` sources): their requests signed.
-    public var s3Origins: [S3Origin] = []
+    package var s3Origins: [S3Origin] = []
 
     /// Header names that carry credentials: a `--header` line naming one
     /// goes to the origin of the URL asked for only, like a section's lines.
-    public static let credentialHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+    package static let credentialHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
     public init() {}
 
@@ -44,7 +44,7 @@ public struct HTTPOptions: Sendable, Equatable {
     /// other origin: only the `--header` lines that carry no credentials; no
     /// section's lines, not even one naming that other host, since the
     /// server that redirected chose where they would go.
-    public func headers(for url: String, first: String) -> [String] {
+    package func headers(for url: String, first: String) -> [String] {
         // Most mounts set none: then no URL need be parsed, per request.
         guard !headers.isEmpty || !sections.isEmpty else { return [] }
         guard let origin = Self.sameOrigin(url, first) else {
@@ -56,24 +56,24 @@ public struct HTTPOptions: Sendable, Equatable {
     /// Whether ~/.netrc is consulted for a request to `url` reached from
     /// `first`: libcurl looks a hop's host up by name alone, so another
     /// port or scheme of the same name would get the entry too.
-    public func usesNetrc(for url: String, first: String) -> Bool {
+    package func usesNetrc(for url: String, first: String) -> Bool {
         netrc && Self.sameOrigin(url, first) != nil
     }
 
     /// The origin of `url` when it is that of `first`; nil otherwise.
-    public static func sameOrigin(_ url: String, _ first: String) -> HTTPOrigin? {
+    package static func sameOrigin(_ url: String, _ first: String) -> HTTPOrigin? {
         // A first hop is its own origin: parsed once, not twice.
         guard let origin = HTTPOrigin(url: url), url == first || origin == HTTPOrigin(url: first) else { return nil }
         return origin
     }
 
-    public static func carriesCredentials(_ line: String) -> Bool {
+    package static func carriesCredentials(_ line: String) -> Bool {
         let name = line.prefix { $0 != ":" }.trimmingSpaces.lowercased()
         return credentialHeaders.contains(name)
     }
 
     /// A `--header` value: `Name: value`, with a token name.
-    public static func validHeader(_ line: String) -> Bool {
+    package static func validHeader(_ line: String) -> Bool {
         guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return false }
         let name = line[..<colon]
         return !line.contains("\n") && !line.contains("\r")
@@ -83,7 +83,7 @@ public struct HTTPOptions: Sendable, Equatable {
     /// Reads a config file: `[host]`, `[host:port]`, `[[v6addr]]` or
     /// `[[v6addr]:port]` sections of `Name: value` header lines, `#`
     /// comments. Errors name the file and line.
-    public mutating func load(config path: String) throws {
+    package mutating func load(config path: String) throws {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             throw MediaError(EINVAL, "config file \(path) cannot be read")
         }
@@ -115,7 +115,7 @@ public struct HTTPOptions: Sendable, Equatable {
     /// The host and port a section names: `host`, `host:port`, `[v6]` or
     /// `[v6]:port`. A host is taken only if a URL would spell it the same
     /// way, so a section that could never match is refused, not ignored.
-    public static func section(_ text: String, origin: String) throws -> (host: String, port: Int?) {
+    package static func section(_ text: String, origin: String) throws -> (host: String, port: Int?) {
         let name = text.trimmingSpaces.lowercased()
         let bad = { (why: String) in MediaError(EINVAL, "\(origin): bad section '[\(name)]': \(why)") }
         var host = name[...]

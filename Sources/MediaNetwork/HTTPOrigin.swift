@@ -4,29 +4,29 @@
 import Foundation
 import MediaSupport
 
-public struct HTTPOrigin: Hashable, Sendable {
+package struct HTTPOrigin: Hashable, Sendable {
     /// Lower-cased, `http` or `https`.
-    public let scheme: String
+    package let scheme: String
     /// Lower-cased; an IPv6 address keeps its brackets, as in a URL.
-    public let host: String
+    package let host: String
     /// The port asked for, or the scheme's default.
-    public let port: Int
+    package let port: Int
 
     /// nil for anything but an http(s) URL with a host and a valid port,
     /// as libcurl parses it (MediaURL): the parts it will connect to.
-    public init?(url: String) {
+    package init?(url: String) {
         guard let parsed = MediaURL(url) else { return nil }
         self.init(parsed)
     }
 
-    public init?(_ url: MediaURL) {
+    package init?(_ url: MediaURL) {
         guard url.isHTTP, let port = url.effectivePort else { return nil }
         scheme = url.scheme
         host = url.host
         self.port = port
     }
 
-    public static func defaultPort(_ scheme: String) -> Int? {
+    package static func defaultPort(_ scheme: String) -> Int? {
         scheme == "http" || scheme == "https" ? MediaURL.defaultPort(scheme) : nil
     }
 }

@@ -8,22 +8,22 @@ import MediaSupport
 
 public final class LinkEstimate: Sendable {
     /// Shared by every loader of the process: the link belongs to the origin, not to a file.
-    public static let shared = LinkEstimate()
+    package static let shared = LinkEstimate()
 
-    public static let maxOrigins = 256
+    package static let maxOrigins = 256
     /// No fetch sized by the link asks for more than this.
-    public static let maxBytes: Int64 = 8 << 20
+    package static let maxBytes: Int64 = 8 << 20
     /// Below this round trip (loopback, a LAN) the kernel's own readahead
     /// hides the wait; fetching more would only fetch bytes nobody reads.
     /// Well above loopback's: a loaded machine's local server answered in
     /// 2-5 ms, and random reads then fetched megabytes each.
-    public static let minRoundTrip = 0.010
+    package static let minRoundTrip = 0.010
     /// Bodies shorter than this end too soon to tell the rate.
-    public static let minRateSample: Int64 = 128 << 10
+    package static let minRateSample: Int64 = 128 << 10
     /// Samples kept per origin: a route or load that changed is forgotten within these.
-    public static let samples = 16
+    package static let samples = 16
 
-    public struct Link: Sendable {
+    package struct Link: Sendable {
         var roundTrips: [Double] = []
         var rates: [Double] = []
         var lastUsed = 0
@@ -31,22 +31,22 @@ public final class LinkEstimate: Sendable {
 
     private let links = Locked<(byOrigin: [HTTPOrigin: Link], clock: Int)>(([:], 0), rank: .linkEstimate)
 
-    public init() {}
+    package init() {}
 
     /// A response head came `seconds` after its request was sent.
-    public func roundTrip(_ seconds: Double, to url: String) {
+    package func roundTrip(_ seconds: Double, to url: String) {
         guard seconds.isFinite, seconds > 0, let origin = HTTPOrigin(url: url) else { return }
         update(origin) { Self.keep(seconds, in: &$0.roundTrips) }
     }
 
     /// A body of `bytes` took `seconds` from its head to its end.
-    public func body(_ bytes: Int64, took seconds: Double, from url: String) {
+    package func body(_ bytes: Int64, took seconds: Double, from url: String) {
         guard bytes >= Self.minRateSample, seconds.isFinite, seconds > 0, let origin = HTTPOrigin(url: url) else { return }
         update(origin) { Self.keep(Double(bytes) / seconds, in: &$0.rates) }
     }
 
     /// Bytes in flight over one round trip to `url`'s origin, 0 while unknown.
-    public func bytesPerRoundTrip(to url: String) -> Int64 {
+    package func bytesPerRoundTrip(to url: String) -> Int64 {
         guard let origin = HTTPOrigin(url: url) else { return 0 }
         return links.withLock { state in
             guard let link = state.byOrigin[origin], let rtt = link.roundTrips.min(),

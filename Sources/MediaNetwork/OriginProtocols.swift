@@ -7,7 +7,7 @@
 import CCurl
 import MediaSupport
 
-public enum OriginProtocols {
+package enum OriginProtocols {
     /// Bounded: past this many origins the set starts again.
     static let maxOrigins = 4096
     private static let multiplexing = Locked(Set<HTTPOrigin>())
@@ -18,7 +18,7 @@ public enum OriginProtocols {
     /// caller parsed already, taken when the answer came from that URL
     /// (no redirect), so the network thread parses no URL per answer.
     @discardableResult
-    public static func note(answerOn easy: UnsafeMutableRawPointer,
+    package static func note(answerOn easy: UnsafeMutableRawPointer,
                             asked: (url: String, origin: HTTPOrigin?)? = nil) -> (origin: HTTPOrigin, multiplexes: Bool)? {
         var version = 0
         var url: UnsafeMutablePointer<CChar>?
@@ -41,5 +41,5 @@ public enum OriginProtocols {
     }
 
     /// The origins whose last answer came over HTTP/2 or later.
-    public static var known: Set<HTTPOrigin> { multiplexing.withLock { $0 } }
+    package static var known: Set<HTTPOrigin> { multiplexing.withLock { $0 } }
 }

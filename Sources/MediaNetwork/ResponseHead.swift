@@ -5,11 +5,11 @@ import Foundation
 import MediaSupport
 
 public struct ResponseHead: Sendable, Equatable {
-    public var status: Int
+    package var status: Int
     /// Header names lower-cased; a repeated header keeps its last value.
-    public var headers: [String: String]
+    package var headers: [String: String]
 
-    public init(status: Int, headers: [String: String]) {
+    package init(status: Int, headers: [String: String]) {
         self.status = status
         self.headers = headers
     }
@@ -17,7 +17,7 @@ public struct ResponseHead: Sendable, Equatable {
     /// What a reader gets for this answer when it was not the bytes asked
     /// for: 404 and 410 are ENOENT, 401 and 403 EACCES, the rest EIO (a 2xx
     /// here had no usable length, and the server's words say why).
-    public var failure: MediaError {
+    package var failure: MediaError {
         switch status {
         case 404, 410: return MediaError(ENOENT, "HTTP \(status)")
         case 401, 403: return MediaError(EACCES, "HTTP \(status)")
@@ -32,18 +32,18 @@ public struct ResponseHead: Sendable, Equatable {
         }
     }
 
-    public var contentLength: Int64? { headers["content-length"].flatMap(Limits.length) }
-    public var contentType: String? { headers["content-type"] }
-    public var etag: String? { headers["etag"] }
-    public var lastModified: String? { headers["last-modified"] }
-    public var acceptsRanges: Bool {
+    package var contentLength: Int64? { headers["content-length"].flatMap(Limits.length) }
+    package var contentType: String? { headers["content-type"] }
+    package var etag: String? { headers["etag"] }
+    package var lastModified: String? { headers["last-modified"] }
+    package var acceptsRanges: Bool {
         headers["accept-ranges"]?.lowercased().contains("bytes") ?? false
     }
 
     /// `Content-Range: bytes FIRST-LAST/TOTAL`, as a half-open range and the
     /// total (nil when the total is `*`). The range ends within
     /// `Limits.maxLength` and before the total.
-    public var contentRange: (range: Range<Int64>, total: Int64?)? {
+    package var contentRange: (range: Range<Int64>, total: Int64?)? {
         guard var value = headers["content-range"]?.lowercased() else { return nil }
         guard value.hasPrefix("bytes") else { return nil }
         value.removeFirst(5)
@@ -58,7 +58,7 @@ public struct ResponseHead: Sendable, Equatable {
     }
 
     /// The total length of a `Content-Range: bytes */TOTAL` answer (416).
-    public var unsatisfiedRangeTotal: Int64? {
+    package var unsatisfiedRangeTotal: Int64? {
         guard let value = headers["content-range"]?.lowercased(), value.hasPrefix("bytes */") else { return nil }
         return Limits.length(value.dropFirst(8))
     }
@@ -67,7 +67,7 @@ public struct ResponseHead: Sendable, Equatable {
     /// 0...`Limits.maxRetryAfter`: delta-seconds or an HTTP date. Nil when
     /// absent or unreadable (a sign, a fraction, "nan" are not delta-seconds).
     /// `now`: the wall clock's seconds since the epoch, which a date is from.
-    public func retryAfterSeconds(now: Double) -> Double? {
+    package func retryAfterSeconds(now: Double) -> Double? {
         guard let value = headers["retry-after"], !value.isEmpty else { return nil }
         if value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             // Digits past Double's range still mean "a long time".
@@ -82,7 +82,7 @@ public struct ResponseHead: Sendable, Equatable {
     /// Bytes, not Characters: this runs for every header line of every
     /// response on the network thread, and grapheme-by-grapheme trimming
     /// was most of that thread's time while a listing was probed.
-    public mutating func add(line raw: Substring) {
+    package mutating func add(line raw: Substring) {
         let line = raw.trimmingHTTPSpace
         if line.utf8.starts(with: "HTTP/".utf8) {
             let fields = line.split(separator: " ", maxSplits: 2)
@@ -100,7 +100,7 @@ extension Substring {
     /// Without the spaces and tabs HTTP allows around a header and its
     /// value, nor the line end. ASCII only, as HTTP's whitespace is; the
     /// ends found are ASCII bytes, so they fall on Character boundaries.
-    public var trimmingHTTPSpace: Substring {
+    package var trimmingHTTPSpace: Substring {
         let bytes = utf8
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         var start = bytes.startIndex

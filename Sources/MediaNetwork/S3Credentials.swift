@@ -14,12 +14,12 @@ import Glibc
 #endif
 
 /// One set of keys.
-public struct S3Key: Sendable, Equatable {
-    public var accessKeyID: String
-    public var secretAccessKey: String
-    public var sessionToken: String?
+package struct S3Key: Sendable, Equatable {
+    package var accessKeyID: String
+    package var secretAccessKey: String
+    package var sessionToken: String?
 
-    public init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil) {
+    package init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil) {
         self.accessKeyID = accessKeyID
         self.secretAccessKey = secretAccessKey
         self.sessionToken = sessionToken
@@ -35,16 +35,16 @@ public struct S3Key: Sendable, Equatable {
 }
 
 /// The profile a mount reads, and the two files it lives in.
-public struct AWSProfile: Sendable, Equatable {
-    public var name: String
+package struct AWSProfile: Sendable, Equatable {
+    package var name: String
     /// Named by AWS_PROFILE or `--s3-profile`: then it must exist.
-    public var isExplicit: Bool
-    public var credentialsPath: String
-    public var configPath: String
+    package var isExplicit: Bool
+    package var credentialsPath: String
+    package var configPath: String
 
     /// AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE, else ~/.aws/, made
     /// absolute now: the daemon changes to `/`.
-    public init(name: String? = nil, environment: [String: String]) {
+    package init(name: String? = nil, environment: [String: String]) {
         let given = name ?? environment["AWS_PROFILE"] ?? environment["AWS_DEFAULT_PROFILE"]
         self.name = given ?? "default"
         isExplicit = given != nil
@@ -59,18 +59,18 @@ public struct AWSProfile: Sendable, Equatable {
     }
 
     /// The profile's settings in the config file (region, endpoint_url...); empty when none.
-    public func configSettings() throws -> [String: String] {
+    package func configSettings() throws -> [String: String] {
         try AWSConfigFile.load(path: configPath)?.profile(name, isConfig: true) ?? [:]
     }
 }
 
-public final class S3Credentials: Sendable {
-    public enum Origin: Sendable, Equatable {
+package final class S3Credentials: Sendable {
+    package enum Origin: Sendable, Equatable {
         case environment
         case file(path: String, profile: String, isConfig: Bool)
     }
 
-    public let origin: Origin
+    package let origin: Origin
     private let state: Locked<State>
 
     private struct State {
@@ -97,14 +97,14 @@ public final class S3Credentials: Sendable {
         }
     }
 
-    public init(key: S3Key, origin: Origin = .environment) {
+    package init(key: S3Key, origin: Origin = .environment) {
         self.origin = origin
         let stamp: FileStamp? = if case .file(let path, _, _) = origin { FileStamp(path: path) } else { nil }
         state = Locked(State(key: key, stamp: stamp))
     }
 
     /// Where the keys come from, for errors and logs: no secret in it.
-    public var description: String {
+    package var description: String {
         switch origin {
         case .environment: return "AWS_ACCESS_KEY_ID from the environment"
         case .file(let path, let profile, _): return "profile '\(profile)' of \(path)"
@@ -113,7 +113,7 @@ public final class S3Credentials: Sendable {
 
     /// The keys to sign the next request with: those of a file re-read
     /// first when the file changed since they were read.
-    public func current() -> S3Key {
+    package func current() -> S3Key {
         guard case .file(let path, _, _) = origin else { return state.withLock { $0.key } }
         let stamp = FileStamp(path: path)
         if let key = state.withLock({ $0.stamp == stamp ? $0.key : nil }) { return key }
@@ -122,7 +122,7 @@ public final class S3Credentials: Sendable {
 
     /// Reads a file's keys again whether or not it looks changed (after a
     /// server said the token expired, within a second of a rewrite).
-    public func reload() {
+    package func reload() {
         guard case .file(let path, _, _) = origin else { return }
         _ = reread(path: path, stamp: FileStamp(path: path))
     }
@@ -152,7 +152,7 @@ public final class S3Credentials: Sendable {
     /// The keys a mount signs with; nil: anonymous. Throws when the
     /// environment or a profile names keys it does not hold in full, or a
     /// profile named explicitly does not exist.
-    public static func resolve(environment: [String: String], profile: AWSProfile) throws -> S3Credentials? {
+    package static func resolve(environment: [String: String], profile: AWSProfile) throws -> S3Credentials? {
         let id = environment["AWS_ACCESS_KEY_ID"] ?? ""
         let secret = environment["AWS_SECRET_ACCESS_KEY"] ?? ""
         if !id.isEmpty || !secret.isEmpty {

@@ -15,33 +15,33 @@
 // scan of what waits. One origin's queue never holds another origin's back.
 import MediaSupport
 
-public final class TransferAdmission {
+package final class TransferAdmission {
     public typealias Priority = FetchRequest.Priority
 
     /// How many transfers may run at once, and where: fixed at mount.
-    public struct Places: Sendable {
+    package struct Places: Sendable {
         /// Transfers running at once per origin.
-        public let perOrigin: Int
+        package let perOrigin: Int
         /// Transfers running at once per origin that multiplexes (HTTP/2 streams).
-        public let perMultiplexedOrigin: Int
+        package let perMultiplexedOrigin: Int
         /// Places per origin that probes and background transfers leave to reads.
-        public let readReserve: Int
+        package let readReserve: Int
         /// Probes running at once, all origins together.
-        public let maxProbes: Int
+        package let maxProbes: Int
         /// Readahead and preload transfers running at once, all origins together.
-        public let maxBackground: Int
+        package let maxBackground: Int
         /// The same at origins that multiplex (streams, not connections; each
         /// still holds a receive buffer, so they are bounded too).
-        public let maxMultiplexedBackground: Int
+        package let maxMultiplexedBackground: Int
     }
 
-    public let places: Places
-    public var perOrigin: Int { places.perOrigin }
-    public var perMultiplexedOrigin: Int { places.perMultiplexedOrigin }
-    public var readReserve: Int { places.readReserve }
-    public var maxProbes: Int { places.maxProbes }
-    public var maxBackground: Int { places.maxBackground }
-    public var maxMultiplexedBackground: Int { places.maxMultiplexedBackground }
+    package let places: Places
+    package var perOrigin: Int { places.perOrigin }
+    package var perMultiplexedOrigin: Int { places.perMultiplexedOrigin }
+    package var readReserve: Int { places.readReserve }
+    package var maxProbes: Int { places.maxProbes }
+    package var maxBackground: Int { places.maxBackground }
+    package var maxMultiplexedBackground: Int { places.maxMultiplexedBackground }
 
     private struct Entry {
         let origin: HTTPOrigin?
@@ -119,13 +119,13 @@ public final class TransferAdmission {
     private var passes = 0
     /// Scan reads that waited for a place while players' reads or readahead
     /// ran or waited at their origin, since the caller last took the count.
-    public var scansDelayed = 0
+    package var scansDelayed = 0
     /// Origins whose last answer came over HTTP/2; kept while they are idle
     /// (an idle origin's entry is dropped), bounded by forgetting them all.
     private var multiplexing = Set<HTTPOrigin?>()
     static let maxMultiplexingOrigins = 4096
 
-    public init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int,
+    package init(perOrigin: Int, readReserve: Int, maxProbes: Int, maxBackground: Int,
                 perMultiplexedOrigin: Int? = nil, maxMultiplexedBackground: Int? = nil) {
         places = Places(perOrigin: perOrigin, perMultiplexedOrigin: max(perMultiplexedOrigin ?? perOrigin, perOrigin),
                         readReserve: readReserve, maxProbes: maxProbes, maxBackground: maxBackground,
@@ -133,14 +133,14 @@ public final class TransferAdmission {
     }
 
     /// Origins with a transfer running or waiting (the rest are forgotten).
-    public var originCount: Int { origins.count }
+    package var originCount: Int { origins.count }
 
     /// Whether `key`'s last answer came over a multiplexing protocol.
-    public func multiplexes(_ key: HTTPOrigin?) -> Bool { multiplexing.contains(key) }
+    package func multiplexes(_ key: HTTPOrigin?) -> Bool { multiplexing.contains(key) }
 
     /// An answer from `key` came over HTTP/2 (`multiplexes`) or HTTP/1:
     /// its place count follows the newest answer.
-    public func learned(_ key: HTTPOrigin?, multiplexes: Bool) {
+    package func learned(_ key: HTTPOrigin?, multiplexes: Bool) {
         guard key != nil, multiplexes != multiplexing.contains(key) else { return }
         if multiplexes {
             if multiplexing.count >= Self.maxMultiplexingOrigins { multiplexing = [] }
@@ -156,7 +156,7 @@ public final class TransferAdmission {
     /// Transfers that may run at once at `origin`.
     private func places(_ origin: Origin) -> Int { origin.multiplexed ? perMultiplexedOrigin : perOrigin }
 
-    public func enqueue(_ id: TransferID, origin key: HTTPOrigin?, group: String, priority: Priority) {
+    package func enqueue(_ id: TransferID, origin key: HTTPOrigin?, group: String, priority: Priority) {
         let origin = origins[key] ?? {
             let made = Origin()
             made.multiplexed = multiplexing.contains(key)
@@ -180,7 +180,7 @@ public final class TransferAdmission {
     /// requester's reads (behind them), a running one stops counting
     /// against its background cap. `priority`: the reader's (a scan's
     /// reader lifts a preload only to a scan's place).
-    public func promote(_ id: TransferID, to priority: Priority = .read) {
+    package func promote(_ id: TransferID, to priority: Priority = .read) {
         guard var entry = entries[id], priority < entry.priority, let origin = origins[entry.origin] else { return }
         let was = entry.priority.rawValue
         entry.priority = priority
@@ -205,7 +205,7 @@ public final class TransferAdmission {
     }
 
     /// The transfer ended, or was cancelled while waiting.
-    public func remove(_ id: TransferID) {
+    package func remove(_ id: TransferID) {
         guard let entry = entries.removeValue(forKey: id), let origin = origins[entry.origin] else { return }
         // A dictionary keeps its capacity: one that held a listing's
         // 100,000 probes would hold megabytes for nothing after.
@@ -240,7 +240,7 @@ public final class TransferAdmission {
     /// places for background transfers, or the mount's cap on them): a
     /// transfer that only holds should give it up. Not for scans or
     /// preload, which wait behind playback.
-    public func waitsForRoom(at key: HTTPOrigin?, behind priority: Priority) -> Bool {
+    package func waitsForRoom(at key: HTTPOrigin?, behind priority: Priority) -> Bool {
         guard let origin = origins[key] else { return false }
         if origin.waitingReads > 0 && origin.running >= places(origin) { return true }
         guard Self.isPlay(priority), waitingReadahead > 0 else { return false }
@@ -251,7 +251,7 @@ public final class TransferAdmission {
 
     /// The transfers that may start now, in order; they count as running
     /// from here until `remove`.
-    public func admit() -> [TransferID] {
+    package func admit() -> [TransferID] {
         passes += 1
         var started: [TransferID] = []
         while let key = dirty.popFirst() {

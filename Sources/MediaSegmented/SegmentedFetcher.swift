@@ -13,7 +13,7 @@ import MediaSupport
 import Foundation
 import MediaSources
 
-public final class SegmentedFetcher: Fetching, Sendable {
+package final class SegmentedFetcher: Fetching, Sendable {
     private static let ownBit: TransferID = 1 << 63
 
     private let base: Fetching
@@ -30,7 +30,7 @@ public final class SegmentedFetcher: Fetching, Sendable {
     /// The mount's clock: the sizers' probes are timed on it.
     private let clock: Clock
 
-    public init(clock: Clock, base: Fetching, vods: [SegmentedVOD], store: CacheStore? = nil) {
+    package init(clock: Clock, base: Fetching, vods: [SegmentedVOD], store: CacheStore? = nil) {
         self.base = base
         self.store = store
         self.clock = clock
@@ -48,7 +48,7 @@ public final class SegmentedFetcher: Fetching, Sendable {
     /// lacked (read from saved documents while its server was down)
     /// replaces it too: the same version, now readable.
     @discardableResult
-    public func register(_ vod: SegmentedVOD) -> Registration {
+    package func register(_ vod: SegmentedVOD) -> Registration {
         let (base, store, clock) = (self.base, self.store, self.clock)
         return sizers.withLock { sizers in
             let known = sizers[vod.url]
@@ -63,7 +63,7 @@ public final class SegmentedFetcher: Fetching, Sendable {
     }
 
     /// What registering a VOD did.
-    public enum Registration: Sendable {
+    package enum Registration: Sendable {
         /// Served from now on, as none was under its URL.
         case new
         /// The same parts as served: nothing done.
@@ -75,12 +75,12 @@ public final class SegmentedFetcher: Fetching, Sendable {
     }
 
     /// Whether `url` is a VOD's, served from its parts.
-    public func serves(_ url: String) -> Bool {
+    package func serves(_ url: String) -> Bool {
         sizer(of: url) != nil
     }
 
     /// Whether `url` is an archive member's, served from its volumes.
-    public func isArchiveMember(_ url: String) -> Bool {
+    package func isArchiveMember(_ url: String) -> Bool {
         sizer(of: url)?.vod.isArchiveMember ?? false
     }
 
@@ -88,10 +88,10 @@ public final class SegmentedFetcher: Fetching, Sendable {
         sizers.withLock { $0[url] }
     }
 
-    public var statistics: Statistics? { base.statistics }
+    package var statistics: Statistics? { base.statistics }
 
     @discardableResult
-    public func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID {
+    package func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID {
         guard let sizer = sizer(of: request.url) else { return base.start(request, delegate: delegate) }
         let answers = self.answers
         let transfer = transfers.withLock { state -> SegmentedTransfer in
@@ -109,18 +109,18 @@ public final class SegmentedFetcher: Fetching, Sendable {
         return transfer.id
     }
 
-    public func cancel(_ id: TransferID) {
+    package func cancel(_ id: TransferID) {
         guard id & Self.ownBit != 0 else { return base.cancel(id) }
         transfers.withLock { $0.running[id] }?.cancel()
     }
 
-    public func promote(_ id: TransferID) {
+    package func promote(_ id: TransferID) {
         promote(id, to: .read)
     }
 
     /// Passed on whole to the mount's fetcher (a scan joining a preload
     /// raises it only to `.scan`); a VOD's own transfer follows a read.
-    public func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
+    package func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
         guard id & Self.ownBit != 0 else { return base.promote(id, to: priority) }
         if priority == .read { transfers.withLock { $0.running[id] }?.promote() }
     }
@@ -129,7 +129,7 @@ public final class SegmentedFetcher: Fetching, Sendable {
     /// are large: a player's long transfer is one request a volume); an
     /// HLS or DASH VOD's are cut into segments' requests, never held; other
     /// files' are the fetcher beneath's.
-    public func holdsTransfers(of url: String) -> Bool {
+    package func holdsTransfers(of url: String) -> Bool {
         guard let sizer = sizer(of: url) else { return base.holdsTransfers(of: url) }
         return sizer.vod.isArchiveMember && sizer.vod.parts.allSatisfy { $0.encryption == nil }
             && (sizer.vod.parts.first.map { base.holdsTransfers(of: $0.url) } ?? false)
@@ -137,16 +137,16 @@ public final class SegmentedFetcher: Fetching, Sendable {
 
     /// A VOD's parts' offsets once its sizer settled them; never before
     /// (asking does not start the sizing).
-    public func partOffsets(of url: String) -> [Int64]? {
+    package func partOffsets(of url: String) -> [Int64]? {
         sizer(of: url)?.layout?.offsets
     }
 
-    public func allow(_ id: TransferID, through bytes: Int64) {
+    package func allow(_ id: TransferID, through bytes: Int64) {
         guard id & Self.ownBit != 0 else { return base.allow(id, through: bytes) }
         transfers.withLock { $0.running[id] }?.allow(through: bytes)
     }
 
-    public func shutdown() {
+    package func shutdown() {
         // A held transfer waiting for its next piece has no request that
         // the fetcher beneath would end.
         for transfer in transfers.withLock({ Array($0.running.values) }) { transfer.cancel() }

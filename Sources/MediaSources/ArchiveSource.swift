@@ -17,9 +17,9 @@ import MediaNetwork
 import MediaSupport
 import MediaStore
 
-public struct ArchiveSource: Listing {
+package struct ArchiveSource: Listing {
     /// The named volume's http(s) URL.
-    public let url: String
+    package let url: String
     let format: ArchiveReader.Format
     /// The named volume's file name, decoded.
     let name: String
@@ -28,9 +28,9 @@ public struct ArchiveSource: Listing {
     let isDAV: Bool
     /// The listing of the directory it is in, when its URL does not say
     /// (an S3 object's prefix); else an HTML index or a WebDAV collection.
-    public var directory: (any Listing)?
+    package var directory: (any Listing)?
     /// What the set shows as: "film" for film.part1.rar or film.zip.
-    public let folder: String
+    package let folder: String
 
     /// Names asked for at once when the set's directory cannot be listed.
     static let probeWave = 8
@@ -40,7 +40,7 @@ public struct ArchiveSource: Listing {
     static let maxProbedVolumes = 999
 
     /// The archive `url` names, or nil when its name is no archive's.
-    public init?(url: String) {
+    package init?(url: String) {
         let http = WebDAVIndex.isDAV(url) ? WebDAVIndex.httpURL(ofDAV: url, isCollection: false) : url
         guard let parsed = MediaURL(http), !parsed.path.hasSuffix("/"), parsed.fragment == nil,
               let last = parsed.path.split(separator: "/").last else { return nil }
@@ -60,10 +60,10 @@ public struct ArchiveSource: Listing {
         isDAV = WebDAVIndex.isDAV(url)
     }
 
-    public var origin: String { MediaError.redacted(url) }
-    public var refreshes: Bool { true }
+    package var origin: String { MediaError.redacted(url) }
+    package var refreshes: Bool { true }
 
-    public func list(in context: ListingContext) throws -> [Source] {
+    package func list(in context: ListingContext) throws -> [Source] {
         guard format == .rar else { return [Source(name: name, url: url)] }
         do {
             if let listed = try listedSet(in: context) { return listed }

@@ -8,7 +8,7 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct FileNaming {
+package struct FileNaming {
     /// Linux's NAME_MAX, in bytes.
     static let maxNameBytes = 255
     /// A longer "extension" is taken as part of the name.
@@ -18,10 +18,10 @@ public struct FileNaming {
     /// from, so the n-th copy does not try `(2)` to `(n)` again.
     private var nextCounter: [String: Int] = [:]
 
-    public init() {}
+    package init() {}
 
     /// The name for a URL: its last path component, percent-decoded.
-    public static func name(forURL url: String) -> String {
+    package static func name(forURL url: String) -> String {
         let parsed = MediaURL(url)
         let last = String(parsed?.lastPathSegment ?? "")
         let decoded = last.removingPercentEncoding ?? last
@@ -30,7 +30,7 @@ public struct FileNaming {
 
     /// No `/`, no NUL or other control characters, never `.` or `..`, at
     /// most NAME_MAX bytes (cut on a character boundary).
-    public static func safe(_ raw: String) -> String {
+    package static func safe(_ raw: String) -> String {
         var name = String(String.UnicodeScalarView(raw.unicodeScalars.map { scalar in
             scalar == "/" || scalar.value < 0x20 || scalar.value == 0x7f ? "_" : scalar
         }))
@@ -44,14 +44,14 @@ public struct FileNaming {
     /// stays within NAME_MAX.
     /// `isTaken` says whether a name is taken already; the caller takes
     /// the one returned.
-    public mutating func claim(_ name: String, isTaken: (String) -> Bool) -> String {
+    package mutating func claim(_ name: String, isTaken: (String) -> Bool) -> String {
         let (unique, counter) = candidate(for: name, isTaken: isTaken)
         if unique != name { nextCounter[name] = counter }
         return unique
     }
 
     /// The name `claim` would return, without counting it.
-    public func peek(_ name: String, isTaken: (String) -> Bool) -> String {
+    package func peek(_ name: String, isTaken: (String) -> Bool) -> String {
         candidate(for: name, isTaken: isTaken).name
     }
 

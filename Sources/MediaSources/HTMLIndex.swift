@@ -12,15 +12,15 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct HTMLIndex: URLListing {
+package struct HTMLIndex: URLListing {
     /// The page's URL, ending in `/`.
-    public let url: String
+    package let url: String
 
-    public init(url: String) {
+    package init(url: String) {
         self.url = url
     }
 
-    public func list(in context: ListingContext) throws -> [Source] {
+    package func list(in context: ListingContext) throws -> [Source] {
         Self.parse(html: try context.fetchText(url), base: url).map { entry in
             Source(name: entry.name, url: entry.url,
                    kind: entry.isDirectory ? .directory(HTMLIndex(url: entry.url))
@@ -28,14 +28,14 @@ public struct HTMLIndex: URLListing {
         }
     }
 
-    public struct Entry: Equatable, Sendable {
-        public var name: String
-        public var url: String
-        public var isDirectory: Bool
+    package struct Entry: Equatable, Sendable {
+        package var name: String
+        package var url: String
+        package var isDirectory: Bool
         /// The exact length the page wrote beside the link (nginx's row), if any.
-        public var length: Int64?
+        package var length: Int64?
 
-        public init(name: String, url: String, isDirectory: Bool, length: Int64? = nil) {
+        package init(name: String, url: String, isDirectory: Bool, length: Int64? = nil) {
             self.name = name
             self.url = url
             self.isDirectory = isDirectory
@@ -45,7 +45,7 @@ public struct HTMLIndex: URLListing {
 
     /// The entries of an index page at `base` (which ends with `/`), in page order.
     /// Linear in the page: a library's directory may list 100,000 files.
-    public static func parse(html: String, base: String) -> [Entry] {
+    package static func parse(html: String, base: String) -> [Entry] {
         guard let resolver = Resolver(base: base) else { return [] }
         var seen: Set<String> = []
         var entries: [Entry] = []

@@ -6,17 +6,17 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct ListFile: Listing {
-    public let path: String
+package struct ListFile: Listing {
+    package let path: String
 
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
     }
 
-    public var origin: String { path }
-    public var refreshes: Bool { false }
+    package var origin: String { path }
+    package var refreshes: Bool { false }
 
-    public func list(in context: ListingContext) throws -> [Source] {
+    package func list(in context: ListingContext) throws -> [Source] {
         try Self.read(path: path).flatMap { line -> [Source] in
             // An HLS playlist's or a DASH MPD's line is its VOD's files.
             guard let presentation = Presentation.listing(at: line.url, name: line.name) else {

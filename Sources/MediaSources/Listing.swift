@@ -43,7 +43,7 @@ public protocol Listing: Sendable {
 }
 
 extension Listing {
-    public func subdirectory(at url: String) -> any Listing {
+    package func subdirectory(at url: String) -> any Listing {
         Source.at(url: url).listing ?? HTMLIndex(url: url)
     }
 }
@@ -51,17 +51,17 @@ extension Listing {
 /// A kind whose directory is one URL, listed again after the directory
 /// cache time, whose subdirectories are of the same kind at their URLs
 /// (an HTML index, a WebDAV collection).
-public protocol URLListing: Listing {
+package protocol URLListing: Listing {
     /// The directory's URL, ending in `/`; `user:pass@` kept.
     var url: String { get }
     init(url: String)
 }
 
 extension URLListing {
-    public var origin: String { MediaError.redacted(url) }
-    public var refreshes: Bool { true }
+    package var origin: String { MediaError.redacted(url) }
+    package var refreshes: Bool { true }
 
-    public func subdirectory(at url: String) -> any Listing {
+    package func subdirectory(at url: String) -> any Listing {
         Self(url: url)
     }
 }
@@ -69,25 +69,25 @@ extension URLListing {
 /// What a listing may use to reach its source: the mount's HTTP options
 /// (credentials, headers, redirects) and its timeout.
 public struct ListingContext: Sendable {
-    public var http: HTTPOptions
+    package var http: HTTPOptions
     /// Seconds one listing may take, all requests together.
-    public var timeout: Int
+    package var timeout: Int
     /// The mount's clock: a listing's time limit is on it.
-    public var clock: Clock
+    package var clock: Clock
     /// One GET of a small text document; `TextFetch.get` unless a test
     /// gives another.
-    public var fetchText: @Sendable (String) throws -> String
+    package var fetchText: @Sendable (String) throws -> String
     /// One request of another method (a PROPFIND), answered whatever its
     /// status; `TextFetch.fetch` with `maxBytes` unless a test gives another.
-    public var fetch: @Sendable (_ request: FetchRequest, _ maxBytes: Int) throws -> TextFetch.Answer
+    package var fetch: @Sendable (_ request: FetchRequest, _ maxBytes: Int) throws -> TextFetch.Answer
     /// Which variant of an HLS master playlist becomes its file.
-    public var hlsVariant: HLSListing.VariantChoice = .highest
+    package var hlsVariant: HLSListing.VariantChoice = .highest
     /// Whether a VOD read from its saved documents goes on without a key
     /// that cannot be fetched (its encrypted parts then fail with EIO)
     /// rather than failing whole: keys are never saved.
-    public var keysMayFail = false
+    package var keysMayFail = false
 
-    public init(clock: Clock, http: HTTPOptions = HTTPOptions(), timeout: Int = 30,
+    package init(clock: Clock, http: HTTPOptions = HTTPOptions(), timeout: Int = 30,
                 fetchText: (@Sendable (String) throws -> String)? = nil,
                 fetch: (@Sendable (FetchRequest, Int) throws -> TextFetch.Answer)? = nil) {
         self.http = http

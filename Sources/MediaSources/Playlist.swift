@@ -10,22 +10,22 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct Playlist: Listing {
+package struct Playlist: Listing {
     /// A path, or an http(s) URL.
-    public let location: String
+    package let location: String
 
     /// The name a list file gave it, for an HLS playlist's main file.
-    public let name: String?
+    package let name: String?
 
-    public init(location: String, name: String? = nil) {
+    package init(location: String, name: String? = nil) {
         self.location = location
         self.name = name
     }
 
-    public var origin: String { MediaError.redacted(location) }
-    public var refreshes: Bool { false }
+    package var origin: String { MediaError.redacted(location) }
+    package var refreshes: Bool { false }
 
-    public func list(in context: ListingContext) throws -> [Source] {
+    package func list(in context: ListingContext) throws -> [Source] {
         let entries: [(name: String?, url: String)]
         if MediaURL.hasScheme(location) {
             let text: String
@@ -48,14 +48,14 @@ public struct Playlist: Listing {
     }
 
     /// Whether a SOURCE names a playlist, by its extension.
-    public static func isPlaylist(_ source: String) -> Bool {
+    package static func isPlaylist(_ source: String) -> Bool {
         let lower = (MediaURL.hasScheme(source) ? MediaURL(source)?.decodedPath ?? "" : source).lowercased()
         return lower.hasSuffix(".m3u") || lower.hasSuffix(".m3u8")
     }
 
     /// The entries of a playlist: (name from #EXTINF, absolute URL).
     /// Relative entries resolve against `base` (the playlist's own URL).
-    public static func parse(_ text: String, base: String?, origin: String) throws -> [(name: String?, url: String)] {
+    package static func parse(_ text: String, base: String?, origin: String) throws -> [(name: String?, url: String)] {
         var entries: [(name: String?, url: String)] = []
         var title: String?
         let baseURL = base.flatMap(MediaURL.init)

@@ -8,10 +8,10 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public enum Presentation {
+package enum Presentation {
     /// The Listing a URL (or, for an M3U, a local path) named `name` is read
     /// through when it names an MPD or a playlist; nil for any other.
-    public static func listing(at location: String, name: String? = nil) -> (any Listing)? {
+    package static func listing(at location: String, name: String? = nil) -> (any Listing)? {
         if DASHListing.isMPD(location) { return DASHListing(url: location, name: name) }
         if Playlist.isPlaylist(location) { return Playlist(location: location, name: name) }
         return nil
@@ -20,7 +20,7 @@ public enum Presentation {
     /// The VOD's files of a file a listing named (a `talk.m3u8` entry), or
     /// nil when it is a playlist of files, not a presentation (an M3U of
     /// songs stays the file the listing shows).
-    public static func files(of source: Source, in context: ListingContext) throws -> [Source]? {
+    package static func files(of source: Source, in context: ListingContext) throws -> [Source]? {
         if DASHListing.isMPD(source.url) {
             return try DASHListing(url: source.url, name: source.name).list(in: context)
         }
@@ -36,7 +36,7 @@ public enum Presentation {
 
     /// Whether a listed file's URL may be a VOD's: an http(s) HLS playlist
     /// or DASH MPD, by its path's extension.
-    public static func mayName(_ url: String) -> Bool {
+    package static func mayName(_ url: String) -> Bool {
         let lower = url.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { return false }
         // Asked of every entry of every listing: a URL with no escape names

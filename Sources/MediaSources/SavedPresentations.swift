@@ -13,22 +13,22 @@ import MediaStore
 import MediaSupport
 import MediaNetwork
 
-public struct SavedPresentations: Sendable {
+package struct SavedPresentations: Sendable {
     let store: CacheStore
 
-    public init(store: CacheStore) {
+    package init(store: CacheStore) {
         self.store = store
     }
 
     /// Reads the sources of a presentation: the parse of its documents,
     /// fetched through the context it is given; nil when the documents
     /// name no presentation (an M3U of songs among a listing's files).
-    public typealias Read = (ListingContext) throws -> [Source]?
+    package typealias Read = (ListingContext) throws -> [Source]?
 
     /// What `read` makes of the documents saved when it last succeeded,
     /// with no request for them; nil when one of them was never saved (or
     /// is damaged) or they no longer parse.
-    public func offline(_ context: ListingContext, _ read: Read) -> [Source]? {
+    package func offline(_ context: ListingContext, _ read: Read) -> [Source]? {
         var offline = context
         let store = self.store
         offline.fetchText = { url in
@@ -48,7 +48,7 @@ public struct SavedPresentations: Sendable {
 
     /// What `read` makes of the documents fetched now; each is saved once
     /// the whole read made files.
-    public func live(_ context: ListingContext, _ read: Read) throws -> [Source]? {
+    package func live(_ context: ListingContext, _ read: Read) throws -> [Source]? {
         let fetched = Locked<[(url: String, text: String)]>([])
         var recording = context
         let fetch = context.fetchText

@@ -11,14 +11,14 @@ import MediaStore
 import MediaSupport
 import MediaNetwork
 
-public final class SegmentedVOD: Sendable {
-    public typealias Part = HLSPlaylist.Part
+package final class SegmentedVOD: Sendable {
+    package typealias Part = HLSPlaylist.Part
 
     /// The file's URL: requests for it are served from the parts.
-    public let url: String
-    public let parts: [Part]
+    package let url: String
+    package let parts: [Part]
     /// `video/mp2t` or `video/mp4`.
-    public let contentType: String
+    package let contentType: String
     /// What the validator is made of besides the lengths: the parts' URLs,
     /// ranges, key URLs and IVs (a playlist that changes them is another
     /// version); never a key.
@@ -26,13 +26,13 @@ public final class SegmentedVOD: Sendable {
     /// AES-128 keys by key URL, 16 bytes each.
     package let keys: [String: [UInt8]]
     /// The file's date, when its source gives one (an archive member's).
-    public let lastModified: String?
+    package let lastModified: String?
     /// An archive member's (ArchiveFolder), not a VOD's.
-    public let isArchiveMember: Bool
+    package let isArchiveMember: Bool
 
     /// `version`: what else makes another version of the file besides its
     /// parts (an archive member: its volumes' validators).
-    public init(url: String, parts: [Part], contentType: String, keys: [String: [UInt8]] = [:],
+    package init(url: String, parts: [Part], contentType: String, keys: [String: [UInt8]] = [:],
                 version: String = "", lastModified: String? = nil, isArchiveMember: Bool = false) {
         self.url = url
         self.parts = parts
@@ -48,25 +48,25 @@ public final class SegmentedVOD: Sendable {
 
     /// The parts' lengths when the playlist gave them all (byte ranges of
     /// clear parts: a cipher text's plain length needs its last blocks).
-    public var listedLengths: [Int64]? {
+    package var listedLengths: [Int64]? {
         let lengths = parts.compactMap { $0.encryption == nil ? $0.range?.count : nil }
         return lengths.count == parts.count ? lengths.map(Int64.init) : nil
     }
 
     /// Where each part lies in the file, once every length is known.
-    public struct Layout: Sendable, Equatable {
+    package struct Layout: Sendable, Equatable {
         /// `offsets[i]..<offsets[i+1]` is part i; the last is the length.
-        public let offsets: [Int64]
+        package let offsets: [Int64]
         /// A strong validator of this version of the file: its parts and
         /// their lengths.
-        public let etag: String
+        package let etag: String
 
-        public var length: Int64 { offsets.last ?? 0 }
+        package var length: Int64 { offsets.last ?? 0 }
     }
 
     /// The layout for `lengths` (one per part), or an error naming what was
     /// out of bounds: a negative length, or a sum past `Limits.maxLength`.
-    public func layout(lengths: [Int64]) throws -> Layout {
+    package func layout(lengths: [Int64]) throws -> Layout {
         guard lengths.count == parts.count else { throw MediaError.io("\(displayURL): \(lengths.count) lengths for \(parts.count) parts") }
         var offsets: [Int64] = [0]
         offsets.reserveCapacity(parts.count + 1)
@@ -82,25 +82,25 @@ public final class SegmentedVOD: Sendable {
     }
 
     /// The file's ContentInfo under `layout`.
-    public func info(_ layout: Layout) -> ContentInfo {
+    package func info(_ layout: Layout) -> ContentInfo {
         ContentInfo(length: layout.length, contentType: contentType, etag: layout.etag, lastModified: lastModified,
                     acceptsRanges: true)
     }
 
-    public var displayURL: String { MediaError.redacted(url) }
+    package var displayURL: String { MediaError.redacted(url) }
 }
 
 extension SegmentedVOD.Layout {
     /// One part's share of a range of the file.
-    public struct Piece: Equatable, Sendable {
-        public var part: Int
+    package struct Piece: Equatable, Sendable {
+        package var part: Int
         /// Within the part (0 is its first byte).
-        public var range: Range<Int64>
+        package var range: Range<Int64>
     }
 
     /// The pieces of parts that `range` (clipped to the file) covers, in
     /// order; empty parts are skipped.
-    public func pieces(of range: Range<Int64>) -> [Piece] {
+    package func pieces(of range: Range<Int64>) -> [Piece] {
         let range = range.clamped(to: 0..<length)
         guard !range.isEmpty else { return [] }
         // The last part starting at or before the range's first byte.

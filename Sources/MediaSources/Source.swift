@@ -10,7 +10,7 @@ import MediaStore
 import MediaNetwork
 
 public struct Source: Equatable, Sendable {
-    public enum Kind: Sendable {
+    package enum Kind: Sendable {
         /// A file, and its length, type and validators when the listing
         /// that named it said them (nil: probe it).
         case file(ContentInfo?)
@@ -22,11 +22,11 @@ public struct Source: Equatable, Sendable {
         case directory(any Listing)
     }
 
-    public var name: String
-    public var url: String
-    public var kind: Kind
+    package var name: String
+    package var url: String
+    package var kind: Kind
 
-    public init(name: String, url: String, kind: Kind = .file(nil)) {
+    package init(name: String, url: String, kind: Kind = .file(nil)) {
         self.name = name
         self.url = url
         self.kind = kind
@@ -36,7 +36,7 @@ public struct Source: Equatable, Sendable {
     /// volume) is a directory of its members; a `dav://` or `davs://` one is
     /// a WebDAV collection, read over http(s); an http(s) one ending in `/`
     /// is a directory listed by its HTTP index page, any other a file.
-    public static func at(url: String, name: String? = nil) -> Source {
+    package static func at(url: String, name: String? = nil) -> Source {
         if let archive = ArchiveSource(url: url) {
             return Source(name: FileNaming.safe(name ?? archive.folder), url: archive.url, kind: .directory(archive))
         }
@@ -50,13 +50,13 @@ public struct Source: Equatable, Sendable {
                       kind: isDirectory ? .directory(HTMLIndex(url: url)) : .file(nil))
     }
 
-    public var isDirectory: Bool {
+    package var isDirectory: Bool {
         if case .directory = kind { return true }
         return false
     }
 
     /// What its listing knew of a file; nil for a directory or when unknown.
-    public var listedInfo: ContentInfo? {
+    package var listedInfo: ContentInfo? {
         switch kind {
         case .file(let info), .vod(_, let info): return info
         case .directory: return nil
@@ -64,19 +64,19 @@ public struct Source: Equatable, Sendable {
     }
 
     /// The VOD a file is made of; nil for an ordinary file or a directory.
-    public var vod: SegmentedVOD? {
+    package var vod: SegmentedVOD? {
         if case .vod(let vod, _) = kind { return vod }
         return nil
     }
 
     /// The directory's Listing; nil for a file.
-    public var listing: (any Listing)? {
+    package var listing: (any Listing)? {
         if case .directory(let listing) = kind { return listing }
         return nil
     }
 
     /// The URL for logs, xattrs and status: credentials removed.
-    public var displayURL: String { MediaError.redacted(url) }
+    package var displayURL: String { MediaError.redacted(url) }
 
     public static func == (a: Source, b: Source) -> Bool {
         a.name == b.name && a.url == b.url && a.isDirectory == b.isDirectory && a.listedInfo == b.listedInfo
@@ -89,7 +89,7 @@ public struct Source: Equatable, Sendable {
     /// one in a list file) becomes its VOD's files, as does a DASH MPD's,
     /// `hlsVariant` choosing among a master playlist's variants or an
     /// adaptation set's representations.
-    public static func parse(arguments: [String], clock: Clock, s3: S3Mount? = nil,
+    package static func parse(arguments: [String], clock: Clock, s3: S3Mount? = nil,
                              hlsVariant: HLSListing.VariantChoice = .highest, http: HTTPOptions = HTTPOptions(),
                              fetchText: @escaping @Sendable (String) throws -> String = { _ in
                                  throw MediaError.io("no network")
@@ -103,7 +103,7 @@ public struct Source: Equatable, Sendable {
     /// server gone serves what is cached), and saving those it fetches.
     /// `fromSaved`: the listings read from saved documents, which the
     /// mount reads again in the background.
-    public static func read(arguments: [String], clock: Clock, s3: S3Mount? = nil, hlsVariant: HLSListing.VariantChoice = .highest,
+    package static func read(arguments: [String], clock: Clock, s3: S3Mount? = nil, hlsVariant: HLSListing.VariantChoice = .highest,
                             http: HTTPOptions = HTTPOptions(), saved: SavedPresentations?,
                             fetchText: @escaping @Sendable (String) throws -> String)
         throws -> (sources: [Source], fromSaved: [any Listing]) {
@@ -149,7 +149,7 @@ public struct Source: Equatable, Sendable {
     /// URL (an HTML index, a `dav(s)://` collection, an `s3://` prefix).
     /// Several arguments, a file or a playlist or list file (whose entries
     /// are the sources, even one directory) give a name per source.
-    public static func isMountRoot(arguments: [String], parsed: [Source]) -> Bool {
+    package static func isMountRoot(arguments: [String], parsed: [Source]) -> Bool {
         guard arguments.count == 1, parsed.count == 1, parsed[0].isDirectory else { return false }
         if S3Prefix.isS3(arguments[0]) { return true }
         // A plain URL: a playlist or list file has a Listing of its own.

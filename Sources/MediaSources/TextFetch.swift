@@ -12,16 +12,16 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public enum TextFetch {
+package enum TextFetch {
     /// A playlist or listing larger than this is not a playlist or listing.
-    public static let maxBytes = 16 << 20
+    package static let maxBytes = 16 << 20
 
     /// The last hop's answer: its status and body.
-    public struct Answer: Sendable {
-        public var status: Int
-        public var body: Data
+    package struct Answer: Sendable {
+        package var status: Int
+        package var body: Data
 
-        public init(status: Int, body: Data) {
+        package init(status: Int, body: Data) {
             self.status = status
             self.body = body
         }
@@ -37,7 +37,7 @@ public enum TextFetch {
 
     /// The body of `url` as text, or a MediaError naming the URL (without
     /// credentials) and what went wrong. `timeout` bounds all hops together.
-    public static func get(_ url: String, options: HTTPOptions, clock: Clock, timeout: Int = 30) throws -> String {
+    package static func get(_ url: String, options: HTTPOptions, clock: Clock, timeout: Int = 30) throws -> String {
         let answer = try fetch(FetchRequest(url: url), options: options, clock: clock, timeout: timeout)
         guard (200..<300).contains(answer.status) else {
             throw MediaError(ResponseHead(status: answer.status, headers: [:]).failure.errno,
@@ -49,7 +49,7 @@ public enum TextFetch {
     /// The answer to `request` after its redirects, whatever its status;
     /// a MediaError naming the URL when there is none (no connection, a
     /// timeout, a body over `maxBytes`, a redirect refused).
-    public static func fetch(_ request: FetchRequest, options: HTTPOptions, clock: Clock, timeout: Int = 30,
+    package static func fetch(_ request: FetchRequest, options: HTTPOptions, clock: Clock, timeout: Int = 30,
                              maxBytes: Int = maxBytes) throws -> Answer {
         let shown = MediaError.redacted(request.url)
         let deadline = Deadline.after(seconds: Double(timeout), clock: clock)

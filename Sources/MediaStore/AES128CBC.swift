@@ -7,14 +7,14 @@
 import CCrypto
 import MediaSupport
 
-public final class AES128CBC {
-    public static let blockSize = 16
+package final class AES128CBC {
+    package static let blockSize = 16
 
     private let context: OpaquePointer
 
     /// A decryptor under `key` (16 bytes) starting from `iv` (16 bytes);
     /// nil when either has another length or libcrypto fails.
-    public init?(key: [UInt8], iv: [UInt8]) {
+    package init?(key: [UInt8], iv: [UInt8]) {
         guard key.count == Self.blockSize, iv.count == Self.blockSize, let context = EVP_CIPHER_CTX_new() else { return nil }
         guard EVP_DecryptInit_ex(context, EVP_aes_128_cbc(), nil, key, iv) == 1,
               EVP_CIPHER_CTX_set_padding(context, 0) == 1 else {
@@ -30,7 +30,7 @@ public final class AES128CBC {
 
     /// EVP_DecryptUpdate: the plain bytes of every whole block given so far
     /// (a partial block is kept for the next call); nil if libcrypto fails.
-    public func update(_ cipher: UnsafeRawBufferPointer) -> [UInt8]? {
+    package func update(_ cipher: UnsafeRawBufferPointer) -> [UInt8]? {
         guard !cipher.isEmpty else { return [] }
         var out = [UInt8](repeating: 0, count: cipher.count + Self.blockSize)
         var written: Int32 = 0
@@ -48,7 +48,7 @@ public final class AES128CBC {
     /// is `previous`: the length less its PKCS#7 padding. Nil when the length
     /// is not a whole number of blocks or the padding is not PKCS#7 (another
     /// key, or not AES-128-CBC at all).
-    public static func plainLength(cipherLength: Int64, previous: [UInt8], last: [UInt8], key: [UInt8]) -> Int64? {
+    package static func plainLength(cipherLength: Int64, previous: [UInt8], last: [UInt8], key: [UInt8]) -> Int64? {
         guard cipherLength >= Int64(blockSize), cipherLength % Int64(blockSize) == 0,
               let decryptor = AES128CBC(key: key, iv: previous),
               let plain = last.withUnsafeBytes({ decryptor.update($0) }), plain.count == blockSize else { return nil }

@@ -6,13 +6,13 @@
 // slot, so it is stored as 1: the journal checks the URL of what it reads,
 // so two URLs on one key only cost one of them a probe.
 import MediaSupport
-public struct AnswerIndex: Sendable {
+package struct AnswerIndex: Sendable {
     /// Pairs of key and value; a key of 0 is an empty slot.
     private var slots: [UInt64] = []
     private(set) var count = 0
     private var capacity: Int { slots.count / 2 }
 
-    public subscript(hash: UInt64) -> UInt64? {
+    package subscript(hash: UInt64) -> UInt64? {
         get {
             guard capacity > 0 else { return nil }
             let key = Self.key(hash)
@@ -36,7 +36,7 @@ public struct AnswerIndex: Sendable {
     }
 
     /// Every (key, value), in no order.
-    public var pairs: [(key: UInt64, value: UInt64)] {
+    package var pairs: [(key: UInt64, value: UInt64)] {
         stride(from: 0, to: slots.count, by: 2).compactMap { slots[$0] == 0 ? nil : (slots[$0], slots[$0 + 1]) }
     }
 

@@ -24,16 +24,16 @@ import Glibc
 import MediaSupport
 #endif
 
-public final class AnswerJournal: Sendable {
-    public static let header = Array("mediafs-answers 1\n".utf8)
+package final class AnswerJournal: Sendable {
+    package static let header = Array("mediafs-answers 1\n".utf8)
     /// A frame's metadata is a URL and a few headers: longer is damage.
-    public static let maxFrame = 1 << 20
+    package static let maxFrame = 1 << 20
     /// The place in a packed index word has 40 bits: past this the journal
     /// takes no more answers (about 4 million), and they go to meta files.
-    public static let maxSize: Int64 = 1 << 30
+    package static let maxSize: Int64 = 1 << 30
     /// Superseded frames past this many, and past as many as the live
     /// ones, are rewritten away at the next open.
-    public static let wasteAllowed = 1_024
+    package static let wasteAllowed = 1_024
 
     private struct State: Sendable {
         var fd: Int32 = -1
@@ -42,10 +42,10 @@ public final class AnswerJournal: Sendable {
         var index = AnswerIndex()
     }
 
-    public let path: String
+    package let path: String
     private let state = Locked(State(), rank: .answerJournal)
 
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
     }
 
@@ -57,7 +57,7 @@ public final class AnswerJournal: Sendable {
     /// the cache lock, before any other call. Frames not accessed since
     /// `accessedAfter` (Unix seconds) are dropped. A damaged file is
     /// started afresh: the cache may forget, never invent.
-    public func open(accessedAfter: Int64? = nil) throws {
+    package func open(accessedAfter: Int64? = nil) throws {
         let fd = FileIO.retryingEINTR { Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw MediaError.system("cannot open \(path)") }
         var st = stat()
@@ -103,15 +103,15 @@ public final class AnswerJournal: Sendable {
     }
 
     /// Whether `open` succeeded.
-    public var isOpen: Bool { state.withLock { $0.fd >= 0 } }
+    package var isOpen: Bool { state.withLock { $0.fd >= 0 } }
 
     /// How many URLs have an answer.
-    public var count: Int { state.withLock { $0.index.count } }
+    package var count: Int { state.withLock { $0.index.count } }
 
     /// Appends answers, in one write; each one claims no bytes. Throws
     /// when the journal is not open, full, or cannot be written: the
     /// caller saves them another way.
-    public func append(_ metas: [EntryMeta]) throws {
+    package func append(_ metas: [EntryMeta]) throws {
         var bytes: [UInt8] = []
         var places: [(hash: UInt64, start: Int, length: Int)] = []
         for meta in metas where meta.present.isEmpty {
@@ -141,7 +141,7 @@ public final class AnswerJournal: Sendable {
     }
 
     /// The last answer saved for `url`, or nil (none, or none worth trusting).
-    public func answer(forKey url: String) -> EntryMeta? {
+    package func answer(forKey url: String) -> EntryMeta? {
         let hash = Self.hash(url)
         guard let (fd, word) = state.withLock({ state in state.index[hash].map { (state.fd, $0) } }) else {
             return nil
@@ -156,7 +156,7 @@ public final class AnswerJournal: Sendable {
     /// Forgets the answer of each URL (`mediafs cache clear URL`); returns
     /// those it had. The file is rewritten without them, and its old
     /// descriptor closed: offline only, with no reader.
-    public func forget(_ urls: [String]) -> [String] {
+    package func forget(_ urls: [String]) -> [String] {
         state.withLock { state in
             let had = urls.filter { url in
                 state.index[Self.hash(url)].flatMap { Self.readFrame(state.fd, $0) }.flatMap(Self.decodeFrame)?.url == url
@@ -172,7 +172,7 @@ public final class AnswerJournal: Sendable {
     }
 
     /// Forgets every answer (`mediafs cache clear`).
-    public func clear() {
+    package func clear() {
         state.withLock { state in
             guard state.fd >= 0, (try? FileIO.truncate(fd: state.fd, to: Int64(Self.header.count))) != nil else {
                 return
@@ -184,7 +184,7 @@ public final class AnswerJournal: Sendable {
 
     /// Every answer in the file at `path`, the last of each URL, without
     /// opening it for use: for `mediafs cache ls`, beside a running mount.
-    public static func read(path: String) -> [EntryMeta] {
+    package static func read(path: String) -> [EntryMeta] {
         let fd = FileIO.retryingEINTR { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         guard fd >= 0 else { return [] }
         defer { close(fd) }
@@ -204,7 +204,7 @@ public final class AnswerJournal: Sendable {
         return n == length ? frame : nil
     }
 
-    public static func frame(_ meta: EntryMeta) -> [UInt8] {
+    package static func frame(_ meta: EntryMeta) -> [UInt8] {
         let body = MetaFormat.encode(meta)
         return Array("a \(body.count) \(meta.lastAccess)\n".utf8) + body
     }
@@ -341,7 +341,7 @@ public final class AnswerJournal: Sendable {
 
     // MARK: Helpers
 
-    public static func hash(_ url: String) -> UInt64 { MetaFormat.fnv1a64(url.utf8) }
+    package static func hash(_ url: String) -> UInt64 { MetaFormat.fnv1a64(url.utf8) }
 
     private static func pack(_ offset: Int64, _ length: Int) -> UInt64 {
         UInt64(offset) << 24 | UInt64(length)

@@ -10,14 +10,14 @@ import Glibc
 import MediaSupport
 #endif
 
-public final class CacheLock: Sendable {
+package final class CacheLock: Sendable {
     /// How long a new user waits for a departing one: an unmounted daemon
     /// still persists its metadata before it exits.
-    public static let departureWait = 10.0
+    package static let departureWait = 10.0
     private static let pollInterval: useconds_t = 50_000
 
-    public let directory: String
-    public let path: String
+    package let directory: String
+    package let path: String
     /// Never closed before the process ends except by deinit: closing any
     /// descriptor of this open file would not drop the lock, but closing the
     /// last one does. O_CLOEXEC: a helper the process runs (fusermount3) must
@@ -26,17 +26,17 @@ public final class CacheLock: Sendable {
     private let fd: Int32
 
     /// What the lock file says of its holder.
-    public struct Holder: Equatable, Sendable {
-        public var pid: Int32?
+    package struct Holder: Equatable, Sendable {
+        package var pid: Int32?
         /// The mountpoint (resolved before mounting) of a mount that serves.
-        public var serving: String?
+        package var serving: String?
     }
 
     /// Takes the lock, polling up to `wait` seconds while another process
     /// holds it, but not while the holder says it serves a mount that
     /// `isMounted` confirms: that one is not leaving. Throws EBUSY naming
     /// the directory and, when it can be read, the holder's pid.
-    public init(directory: String, wait: Double, clock: Clock,
+    package init(directory: String, wait: Double, clock: Clock,
                 isMounted: (String) -> Bool = { _ in false }) throws {
         self.directory = directory
         path = directory + "/lock"
@@ -84,13 +84,13 @@ public final class CacheLock: Sendable {
 
     /// Says the mount at `mountpoint` (resolved, as the mount table will
     /// show it) serves: a second mount or a cache command is refused at once.
-    public func serving(at mountpoint: String) {
+    package func serving(at mountpoint: String) {
         record(Holder(pid: getpid(), serving: mountpoint))
     }
 
     /// Says the mount has ended: whoever waits now waits for this process
     /// to flush and exit.
-    public func departing() {
+    package func departing() {
         record(Holder(pid: getpid()))
     }
 

@@ -12,18 +12,18 @@ import Synchronization
 import MediaSupport
 
 public final class CacheStore: Sendable {
-    public let root: String
+    package let root: String
     private let entriesRoot: String
     private let trashRoot: String
     /// Makes temp and trash names unique within this process; the pid covers other processes.
     private let counter = Atomic<Int>(0)
     private let trash: TrashWorker
     /// Probe answers: opened by the cache lock's holder (`openAnswers`).
-    public let answers: AnswerJournal
+    package let answers: AnswerJournal
 
     /// Creates the layout (0700) and refuses a root that another user owns or
     /// may write into: whoever can write there decides what the mount serves.
-    public init(root: String) throws {
+    package init(root: String) throws {
         self.root = root
         entriesRoot = root + "/v1"
         trashRoot = root + "/trash"
@@ -61,7 +61,7 @@ public final class CacheStore: Sendable {
     /// Finishes the trash deletion requested so far and joins its thread;
     /// removals after this delete in the caller. Call at unmount, after the
     /// last flush and eviction, and before an offline command exits.
-    public func stop() {
+    package func stop() {
         trash.stop()
     }
 
@@ -79,13 +79,13 @@ public final class CacheStore: Sendable {
         }
     }
 
-    public func directory(forKey key: String) -> String {
+    package func directory(forKey key: String) -> String {
         let hash = SHA256.hex(key)
         return "\(entriesRoot)/\(hash.prefix(2))/\(hash)"
     }
 
     /// What reading an entry's metadata found.
-    public enum MetaRead {
+    package enum MetaRead {
         case found(EntryMeta)
         /// None, or none worth trusting (damage is logged).
         case missing
@@ -97,7 +97,7 @@ public final class CacheStore: Sendable {
 
     /// The entry's metadata, or nil when there is none worth trusting or it
     /// cannot be read now.
-    public func loadMeta(forKey key: String) -> EntryMeta? {
+    package func loadMeta(forKey key: String) -> EntryMeta? {
         if case .found(let meta) = readMeta(forKey: key) { return meta }
         return nil
     }
@@ -107,7 +107,7 @@ public final class CacheStore: Sendable {
     /// entry the evictor drops) are dropped. Without it (a damaged file, a
     /// symlink in its place), answers are saved as entry directories, as
     /// they were before it. `now`: wall-clock seconds, what the age is from.
-    public func openAnswers(maxAge: Double? = nil, now: Double) {
+    package func openAnswers(maxAge: Double? = nil, now: Double) {
         guard !answers.isOpen else { return }
         do {
             try answers.open(accessedAfter: maxAge.map { Int64(now - $0) })
@@ -119,7 +119,7 @@ public final class CacheStore: Sendable {
     /// Saves probe answers: metadata claiming no bytes over metadata that
     /// claimed none, which needs no sync. In the journal when it is open,
     /// else one entry directory each. Throws the last failure.
-    public func saveAnswers(_ metas: [EntryMeta]) throws {
+    package func saveAnswers(_ metas: [EntryMeta]) throws {
         if answers.isOpen {
             do {
                 return try answers.append(metas)
@@ -144,7 +144,7 @@ public final class CacheStore: Sendable {
     /// (the file was saved by a loader before its content changed); a meta
     /// file that claims bytes always wins, so an answer never hides claims
     /// a later write could make false.
-    public func readMeta(forKey key: String) -> MetaRead {
+    package func readMeta(forKey key: String) -> MetaRead {
         let onDisk = readMetaFile(forKey: key)
         guard let answer = answers.answer(forKey: key) else { return onDisk }
         switch onDisk {
@@ -203,7 +203,7 @@ public final class CacheStore: Sendable {
     /// metadata that claimed none either (a probe's content info): losing
     /// it costs a probe, a torn one fails its checksum, and 100,000 fsyncs
     /// would take minutes at unmount.
-    public func saveMeta(_ m: EntryMeta, forKey key: String, durable: Bool = true) throws {
+    package func saveMeta(_ m: EntryMeta, forKey key: String, durable: Bool = true) throws {
         let dir = try entryDirectory(forKey: key, durable: durable)
         let temp = "\(dir)/meta.tmp.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
         let fd = FileIO.retryingEINTR { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
@@ -232,7 +232,7 @@ public final class CacheStore: Sendable {
 
     /// Removes the entry's metadata durably, making the entry a miss: for
     /// when it cannot be rewritten and might claim bytes about to be freed.
-    public func forgetMeta(forKey key: String) throws {
+    package func forgetMeta(forKey key: String) throws {
         let dir = directory(forKey: key)
         if unlink(dir + "/meta") != 0 && errno != ENOENT {
             let code = errno
@@ -244,14 +244,14 @@ public final class CacheStore: Sendable {
     /// Makes the entry's directory (durably in its parent) ahead of its
     /// first bytes, on a thread that may wait: the network thread then only
     /// opens and writes the data file, it never mkdirs or fsyncs.
-    public func prepareEntry(forKey key: String) throws {
+    package func prepareEntry(forKey key: String) throws {
         _ = try entryDirectory(forKey: key)
     }
 
     /// Opens the entry's sparse data file at full length; the caller closes
     /// the fd. Anything but a regular file in its place (a planted symlink)
     /// is removed and a fresh, empty file made.
-    public func openData(forKey key: String, length: Int64) throws -> Int32 {
+    package func openData(forKey key: String, length: Int64) throws -> Int32 {
         let path = try entryDirectory(forKey: key) + "/data"
         var fd = FileIO.retryingEINTR { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         var st = stat()
@@ -283,7 +283,7 @@ public final class CacheStore: Sendable {
 
     /// Moves the entry's data file into trash/, for a file someone still
     /// reads: its blocks are freed when the last reader closes it.
-    public func discardData(forKey key: String) {
+    package func discardData(forKey key: String) {
         let dir = directory(forKey: key)
         let doomed = "\(trashRoot)/\(dir.suffix(64)).data.\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
         if rename(dir + "/data", doomed) != 0 && errno != ENOENT {
@@ -295,14 +295,14 @@ public final class CacheStore: Sendable {
 
     /// Forgets the entry. The rename into trash comes first so no reader ever
     /// finds an entry half deleted.
-    public func remove(key: String) {
+    package func remove(key: String) {
         remove(directory: directory(forKey: key))
     }
 
     /// Renames the entry into trash/ at once (so nobody sees half of it),
     /// then deletes trash on the trash worker, so no reader waits on a large
     /// unlink.
-    public func remove(directory dir: String) {
+    package func remove(directory dir: String) {
         let doomed = "\(trashRoot)/\(dir.suffix(64)).\(getpid()).\(counter.wrappingAdd(1, ordering: .relaxed).oldValue)"
         if rename(dir, doomed) != 0 {
             let code = errno
@@ -315,22 +315,22 @@ public final class CacheStore: Sendable {
     }
 
     /// One entry on disk, as the evictor and `mediafs cache ls` see it.
-    public struct StoredEntry: Sendable {
-        public var directory: String
+    package struct StoredEntry: Sendable {
+        package var directory: String
         /// Nil when the metadata is missing or damaged (the entry is
         /// garbage), or when it cannot be read now (`unreadable`).
-        public var meta: EntryMeta?
+        package var meta: EntryMeta?
         /// Disk blocks the entry really takes (sparse data counts as held).
-        public var allocatedBytes: Int64
+        package var allocatedBytes: Int64
         /// Why the metadata cannot be read now (out of descriptors, an I/O
         /// error): the entry is unknown, not garbage.
-        public var unreadable: MediaError?
+        package var unreadable: MediaError?
     }
 
     /// Every entry on disk but those in `excluding` (directories), whose
     /// files are not even read: a mount's own entries are known through
     /// their loaders, and reading 100,000 of them again doubled a remount.
-    public func entries(excluding: Set<String> = []) -> [StoredEntry] {
+    package func entries(excluding: Set<String> = []) -> [StoredEntry] {
         let files = FileManager.default
         var result: [StoredEntry] = []
         for shard in (try? files.contentsOfDirectory(atPath: entriesRoot)) ?? [] where shard.count == 2 {
@@ -344,7 +344,7 @@ public final class CacheStore: Sendable {
     }
 
     /// The entry in `dir` (a directory `entries` lists), read from disk.
-    public func entry(inDirectory dir: String) -> StoredEntry {
+    package func entry(inDirectory dir: String) -> StoredEntry {
         var entry = StoredEntry(directory: dir, meta: nil, allocatedBytes: 0)
         do {
             let bytes = try readWholeFile(dir + "/meta")
@@ -363,12 +363,12 @@ public final class CacheStore: Sendable {
 
     /// The probe answers in the journal, as entries that hold nothing: for
     /// `mediafs cache ls`, read as they are, beside a running mount too.
-    public func answerEntries() -> [StoredEntry] {
+    package func answerEntries() -> [StoredEntry] {
         AnswerJournal.read(path: answers.path).map { StoredEntry(directory: answers.path, meta: $0, allocatedBytes: 0) }
     }
 
     /// Free space on the cache's file system, for `--cache-min-free`.
-    public func freeBytes() -> Int64? {
+    package func freeBytes() -> Int64? {
         var fs = statvfs()
         guard statvfs(root, &fs) == 0 else { return nil }
         return Int64(fs.f_bavail) * Int64(fs.f_frsize)
@@ -376,7 +376,7 @@ public final class CacheStore: Sendable {
 
     /// Deletes what is in trash/ now, in the caller: entries removed
     /// earlier, also by a process that stopped before it was done.
-    public func emptyTrash() {
+    package func emptyTrash() {
         trash.emptyNow()
     }
 
@@ -411,14 +411,14 @@ private func makeDirectories(_ path: String, mode: mode_t, durable: Bool = true)
     return nil
 }
 
-public func parentDirectory(of path: String) -> String {
+package func parentDirectory(of path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     return slash == path.startIndex ? "/" : String(path[..<slash])
 }
 
 /// Makes the names made, renamed or removed in the directory at `path`
 /// durable. Returns the errno of the failure, or nil.
-public func syncDirectory(_ path: String) -> Int32? {
+package func syncDirectory(_ path: String) -> Int32? {
     let fd = FileIO.retryingEINTR { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
     guard fd >= 0 else { return errno }
     defer { close(fd) }

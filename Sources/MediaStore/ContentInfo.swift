@@ -5,17 +5,17 @@ import MediaSupport
 
 public struct ContentInfo: Equatable, Sendable {
     /// Total length in bytes.
-    public var length: Int64
+    package var length: Int64
     /// The Content-Type header, if the server sent one.
-    public var contentType: String?
+    package var contentType: String?
     /// The ETag header, verbatim (quotes and any W/ prefix kept).
-    public var etag: String?
+    package var etag: String?
     /// The Last-Modified header, verbatim.
-    public var lastModified: String?
+    package var lastModified: String?
     /// Whether the server answers Range requests with 206.
-    public var acceptsRanges: Bool
+    package var acceptsRanges: Bool
 
-    public init(length: Int64, contentType: String? = nil, etag: String? = nil,
+    package init(length: Int64, contentType: String? = nil, etag: String? = nil,
                 lastModified: String? = nil, acceptsRanges: Bool = true) {
         self.length = length
         self.contentType = contentType

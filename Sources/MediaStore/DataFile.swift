@@ -7,10 +7,10 @@ import Glibc
 import MediaSupport
 #endif
 
-public final class DataFile: Sendable {
-    public let fd: Int32
+package final class DataFile: Sendable {
+    package let fd: Int32
 
-    public init(fd: Int32) {
+    package init(fd: Int32) {
         self.fd = fd
     }
 

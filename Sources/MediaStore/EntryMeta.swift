@@ -4,21 +4,21 @@ import MediaSupport
 
 public struct EntryMeta: Equatable, Sendable {
     /// The cache key: the URL as the user gave it, not a redirect target.
-    public var url: String
-    public var info: ContentInfo
+    package var url: String
+    package var info: ContentInfo
     /// Bytes the data file durably holds; never more.
-    public var present: ByteRangeSet
+    package var present: ByteRangeSet
     /// Unix seconds; drives LRU eviction.
-    public var lastAccess: Int64
+    package var lastAccess: Int64
     /// Unix seconds when the server last confirmed the validators.
-    public var lastValidated: Int64
+    package var lastValidated: Int64
     /// Kept whatever the limits say: never evicted or trimmed.
-    public var pinned: Bool
+    package var pinned: Bool
     /// Only library scans have read its bytes: evicted first, in the scan
     /// budget, at this mount and the next.
-    public var scanOnly: Bool
+    package var scanOnly: Bool
 
-    public init(url: String, info: ContentInfo, present: ByteRangeSet,
+    package init(url: String, info: ContentInfo, present: ByteRangeSet,
                 lastAccess: Int64, lastValidated: Int64, pinned: Bool = false, scanOnly: Bool = false) {
         self.url = url
         self.info = info
@@ -29,5 +29,5 @@ public struct EntryMeta: Equatable, Sendable {
         self.scanOnly = scanOnly
     }
 
-    public var isComplete: Bool { present.contains(0..<info.length) }
+    package var isComplete: Bool { present.contains(0..<info.length) }
 }

@@ -9,10 +9,10 @@ import Glibc
 #endif
 import MediaSupport
 
-public enum FileIO {
+package enum FileIO {
     /// `call` (a system call answering -1 and errno on failure) repeated
     /// while a signal interrupts it.
-    public static func retryingEINTR<Result: BinaryInteger>(_ call: () -> Result) -> Result {
+    package static func retryingEINTR<Result: BinaryInteger>(_ call: () -> Result) -> Result {
         while true {
             let result = call()
             if result >= 0 || errno != EINTR { return result }
@@ -21,7 +21,7 @@ public enum FileIO {
 
     /// Fills `buffer` from `offset` on, going on after short reads; fewer
     /// bytes (the count returned) only where the file ends.
-    public static func readFully(fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+    package static func readFully(fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         var done = 0
         while done < buffer.count {
             let n = retryingEINTR { pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done)) }
@@ -33,7 +33,7 @@ public enum FileIO {
     }
 
     /// Writes all of `bytes` at `offset`, going on after short writes.
-    public static func writeFully(fd: Int32, from bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+    package static func writeFully(fd: Int32, from bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
         var done = 0
         while done < bytes.count {
             let n = retryingEINTR { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
@@ -44,13 +44,13 @@ public enum FileIO {
     }
 
     /// `writeFully` of an array's bytes.
-    public static func writeFully(fd: Int32, from bytes: [UInt8], at offset: Int64) throws {
+    package static func writeFully(fd: Int32, from bytes: [UInt8], at offset: Int64) throws {
         try bytes.withUnsafeBytes { try writeFully(fd: fd, from: $0, at: offset) }
     }
 
     /// Frees the blocks of `range` (they read as zeros) without changing
     /// the file's length: fallocate's FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE.
-    public static func punchHole(fd: Int32, range: Range<Int64>) throws {
+    package static func punchHole(fd: Int32, range: Range<Int64>) throws {
         guard !range.isEmpty else { return }
         if retryingEINTR({ mediafs_punch_hole(fd, range.lowerBound, Int64(range.count)) }) != 0 {
             throw MediaError.system("punching bytes \(range.lowerBound)-\(range.upperBound - 1)")
@@ -58,20 +58,20 @@ public enum FileIO {
     }
 
     /// Sets the file's length (ftruncate): cut, or extended with a hole.
-    public static func truncate(fd: Int32, to length: Int64) throws {
+    package static func truncate(fd: Int32, to length: Int64) throws {
         if retryingEINTR({ ftruncate(fd, off_t(length)) }) != 0 {
             throw MediaError.system("ftruncate to \(length) bytes")
         }
     }
 
     /// Makes the file's bytes and attributes durable (fsync).
-    public static func sync(fd: Int32) throws {
+    package static func sync(fd: Int32) throws {
         if retryingEINTR({ fsync(fd) }) != 0 { throw MediaError.system("fsync") }
     }
 
     /// Makes the file's bytes durable, and only the attributes needed to
     /// read them back (fdatasync).
-    public static func syncData(fd: Int32) throws {
+    package static func syncData(fd: Int32) throws {
         if retryingEINTR({ fdatasync(fd) }) != 0 { throw MediaError.system("fdatasync") }
     }
 }

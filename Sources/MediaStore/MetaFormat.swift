@@ -4,13 +4,13 @@
 // filesystem access; CacheStore decides what errors mean.
 import MediaSupport
 
-public enum MetaFormat {
-    public static let version = 1
+package enum MetaFormat {
+    package static let version = 1
 
     private static let magic = "mediafs-meta"
     private static let checksumKey = "checksum"
 
-    public static func encode(_ m: EntryMeta) -> [UInt8] {
+    package static func encode(_ m: EntryMeta) -> [UInt8] {
         // Bytes, not Strings: `ls -l` of a 100,000-entry listing saves one
         // of these per probe answer, and appending Strings scalar by scalar
         // took a tenth of the daemon's time.
@@ -55,7 +55,7 @@ public enum MetaFormat {
         return bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws -> EntryMeta {
+    package static func decode(_ bytes: [UInt8]) throws -> EntryMeta {
         let newline = UInt8(ascii: "\n")
 
         // Magic and version come before the checksum: a later version may
@@ -141,7 +141,7 @@ public enum MetaFormat {
 
     /// Digits only (and a leading minus when allowed): Int64(_:) alone would
     /// also take "+5", which encode never writes.
-    public static func parseNumber(_ s: Substring, allowNegative: Bool) -> Int64? {
+    package static func parseNumber(_ s: Substring, allowNegative: Bool) -> Int64? {
         let digits = allowNegative && s.hasPrefix("-") ? s.dropFirst() : s
         guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
             return nil
@@ -149,7 +149,7 @@ public enum MetaFormat {
         return Int64(s)
     }
 
-    public static func fnv1a64<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
+    package static func fnv1a64<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in bytes {
             hash ^= UInt64(b)

@@ -18,7 +18,7 @@ import MediaSupport
 
 public final class OpenDataFiles: Sendable {
     /// Descriptors a mount keeps open for data files by default.
-    public static let defaultCapacity = 256
+    package static let defaultCapacity = 256
 
     private struct Table {
         var capacity: Int
@@ -45,25 +45,25 @@ public final class OpenDataFiles: Sendable {
     /// The soft RLIMIT_NOFILE now; a parameter for tests.
     private let descriptorLimit: @Sendable () -> Int
 
-    public init(capacity: Int = .max, descriptorLimit: @escaping @Sendable () -> Int = OpenDataFiles.softDescriptorLimit) {
+    package init(capacity: Int = .max, descriptorLimit: @escaping @Sendable () -> Int = OpenDataFiles.softDescriptorLimit) {
         table = Locked(Table(capacity: max(capacity, Self.minimumCapacity)), rank: .openDataFiles)
         self.descriptorLimit = descriptorLimit
     }
 
-    public static func softDescriptorLimit() -> Int {
+    package static func softDescriptorLimit() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return .max }
         return Int(clamping: limit.rlim_cur)
     }
 
     /// Fewer than this, and a handful of streams would close each other's files.
-    public static let minimumCapacity = 8
+    package static let minimumCapacity = 8
 
     /// The open data file of `owner`, opening it with `open` (called with no
     /// lock held) when it is not. When the process is out of descriptors,
     /// the table shrinks (least recently used first) and tries once more,
     /// so a low RLIMIT_NOFILE costs some reopening, not the cache.
-    public func file(for owner: ObjectIdentifier, open: () throws -> DataFile) throws -> DataFile {
+    package func file(for owner: ObjectIdentifier, open: () throws -> DataFile) throws -> DataFile {
         if let file = touch(owner) { return file }
         let opened: DataFile
         do {
@@ -80,7 +80,7 @@ public final class OpenDataFiles: Sendable {
     /// go): the second half of `file(for:open:)`, for a caller that opened
     /// it with no lock held and checked, under its own, that it is current.
     @discardableResult
-    public func adopt(_ opened: DataFile, for owner: ObjectIdentifier) -> DataFile {
+    package func adopt(_ opened: DataFile, for owner: ObjectIdentifier) -> DataFile {
         // The other half: connections, metadata files being read or saved.
         let limit = descriptorLimit()
         return table.withLock { table in
@@ -112,12 +112,12 @@ public final class OpenDataFiles: Sendable {
     }
 
     /// The open data file of `owner`, if open, marked as just used.
-    public func touch(_ owner: ObjectIdentifier) -> DataFile? {
+    package func touch(_ owner: ObjectIdentifier) -> DataFile? {
         table.withLock { $0.touch(owner) }
     }
 
     /// Makes `file` (or none) the open data file of `owner`.
-    public func replace(_ owner: ObjectIdentifier, with file: DataFile?) {
+    package func replace(_ owner: ObjectIdentifier, with file: DataFile?) {
         table.withLock { table in
             table.clock += 1
             table.files[owner] = file.map { ($0, table.clock) }
@@ -125,7 +125,7 @@ public final class OpenDataFiles: Sendable {
     }
 
     /// How many data files are open now.
-    public var count: Int {
+    package var count: Int {
         table.withLock { $0.files.count }
     }
 }

@@ -4,13 +4,13 @@
 import CCrypto
 import MediaSupport
 
-public enum SHA256 {
-    public static func hex(_ string: String) -> String {
+package enum SHA256 {
+    package static func hex(_ string: String) -> String {
         hex(Array(string.utf8))
     }
 
     /// EVP_Digest with EVP_sha256: the 32-byte digest as 64 lowercase hex digits.
-    public static func hex(_ bytes: [UInt8]) -> String {
+    package static func hex(_ bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let done = bytes.withUnsafeBytes { message in

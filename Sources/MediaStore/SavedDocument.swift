@@ -14,13 +14,13 @@ import MediaSupport
 import Glibc
 #endif
 
-public enum SavedDocument {
-    public static let currentVersion = 1
+package enum SavedDocument {
+    package static let currentVersion = 1
     /// A playlist of a 10-hour VOD in 2 s segments is about 2 MB; an MPD
     /// with a SegmentList for each representation can be a few times that.
-    public static let maxBytes = 32 << 20
+    package static let maxBytes = 32 << 20
     /// A VOD's parts (a day in 1 s segments is 86,400).
-    public static let maxParts = 1_000_000
+    package static let maxParts = 1_000_000
 
     static let documentMagic = "mediafs-document"
     static let lengthsMagic = "mediafs-segment-lengths"
@@ -31,14 +31,14 @@ extension CacheStore {
     private var lengthsDirectory: String { root + "/segment-lengths" }
 
     /// Keeps the text fetched from `url`, replacing the last one.
-    public func saveDocument(url: String, text: String) throws {
+    package func saveDocument(url: String, text: String) throws {
         var bytes = header(SavedDocument.documentMagic, url)
         bytes += Array(text.utf8)
         try writeWhole(bytes, directory: documentsDirectory, url: url, what: "the saved document")
     }
 
     /// The text last saved for `url`; nil when none is, or it is not one.
-    public func loadDocument(url: String) -> String? {
+    package func loadDocument(url: String) -> String? {
         guard let body = readWhole(directory: documentsDirectory, url: url, magic: SavedDocument.documentMagic) else {
             return nil
         }
@@ -47,7 +47,7 @@ extension CacheStore {
 
     /// Keeps the lengths of a VOD's parts, for the version of its parts
     /// that `digest` names.
-    public func saveSegmentLengths(url: String, digest: String, lengths: [Int64]) throws {
+    package func saveSegmentLengths(url: String, digest: String, lengths: [Int64]) throws {
         var bytes = header(SavedDocument.lengthsMagic, url)
         bytes += Array(digest.utf8)
         bytes.append(10)
@@ -58,7 +58,7 @@ extension CacheStore {
     /// The lengths saved for `url`'s parts when they were of the version
     /// `digest` names, `count` of them, each within `Limits.maxLength`;
     /// nil otherwise.
-    public func loadSegmentLengths(url: String, digest: String, count: Int) -> [Int64]? {
+    package func loadSegmentLengths(url: String, digest: String, count: Int) -> [Int64]? {
         guard count > 0, count <= SavedDocument.maxParts,
               let body = readWhole(directory: lengthsDirectory, url: url, magic: SavedDocument.lengthsMagic),
               let newline = body.firstIndex(of: 10), Array(body[..<newline]) == Array(digest.utf8) else { return nil }

@@ -14,20 +14,20 @@ import MediaSupport
 import Glibc
 #endif
 
-public struct SavedListing: Equatable, Sendable {
-    public static let currentVersion = 1
+package struct SavedListing: Equatable, Sendable {
+    package static let currentVersion = 1
     /// A saved listing larger than this is not read (a listing of a million
     /// names is about 150 MB).
-    public static let maxBytes = 256 << 20
+    package static let maxBytes = 256 << 20
 
-    public struct Entry: Equatable, Sendable {
-        public var name: String
-        public var url: String
-        public var isDirectory: Bool
+    package struct Entry: Equatable, Sendable {
+        package var name: String
+        package var url: String
+        package var isDirectory: Bool
         /// What the listing knew of a file; nil: nothing.
-        public var info: ContentInfo?
+        package var info: ContentInfo?
 
-        public init(name: String, url: String, isDirectory: Bool, info: ContentInfo?) {
+        package init(name: String, url: String, isDirectory: Bool, info: ContentInfo?) {
             self.name = name
             self.url = url
             self.isDirectory = isDirectory
@@ -36,10 +36,10 @@ public struct SavedListing: Equatable, Sendable {
     }
 
     /// The directory's URL: a file found under another URL's name is not its listing.
-    public var url: String
-    public var entries: [Entry]
+    package var url: String
+    package var entries: [Entry]
 
-    public init(url: String, entries: [Entry]) {
+    package init(url: String, entries: [Entry]) {
         self.url = url
         self.entries = entries
     }
@@ -146,7 +146,7 @@ extension CacheStore {
     }
 
     /// Keeps a directory's listing, replacing the last one.
-    public func saveListing(_ listing: SavedListing) throws {
+    package func saveListing(_ listing: SavedListing) throws {
         mkdir(listingsDirectory, 0o700)
         let path = listingPath(forURL: listing.url)
         let temp = path + ".tmp\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
@@ -185,7 +185,7 @@ extension CacheStore {
     /// The listing kept for a directory, nil when none is or it cannot be
     /// read as one (another version, damaged, or another URL's). A line
     /// that is not an entry is dropped, the others kept.
-    public func loadListing(url: String) -> SavedListing? {
+    package func loadListing(url: String) -> SavedListing? {
         let path = listingPath(forURL: url)
         var st = stat()
         guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size <= SavedListing.maxBytes,
@@ -208,7 +208,7 @@ extension CacheStore {
     }
 
     /// Forgets a directory's saved listing.
-    public func removeListing(url: String) {
+    package func removeListing(url: String) {
         unlink(listingPath(forURL: url))
     }
 }

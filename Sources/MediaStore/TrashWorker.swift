@@ -5,8 +5,8 @@
 import Foundation
 import MediaSupport
 
-public final class TrashWorker: Sendable {
-    public let directory: String
+package final class TrashWorker: Sendable {
+    package let directory: String
     private let worker = Worker(name: "mediafs-trash")
     /// Whether a pass is queued and not yet begun: requests made before it
     /// begins coalesce into it, those made during it into one more. Held
@@ -16,7 +16,7 @@ public final class TrashWorker: Sendable {
     /// Held for a whole pass, so two passes never race over the same names.
     private let passLock = NSLock()
 
-    public init(directory: String) {
+    package init(directory: String) {
         self.directory = directory
     }
 
@@ -24,7 +24,7 @@ public final class TrashWorker: Sendable {
     /// request, not at init: the store is made before fuse_daemonize forks,
     /// and a fork keeps only the calling thread. After `stop`, empties at once
     /// in the caller, so nothing is left behind and no thread is started.
-    public func request() {
+    package func request() {
         let accepted = queued.withLock { queued -> Bool in
             if queued { return true }
             queued = worker.submit { [self] in
@@ -37,13 +37,13 @@ public final class TrashWorker: Sendable {
     }
 
     /// Finishes every pass requested so far and joins the thread. Idempotent.
-    public func stop() {
+    package func stop() {
         worker.stop(drain: true)
     }
 
     /// Deletes what is in the directory now: entries removed earlier, also
     /// by a process that stopped before it was done.
-    public func emptyNow() {
+    package func emptyNow() {
         passLock.lock()
         defer { passLock.unlock() }
         let files = FileManager.default

@@ -4,20 +4,20 @@
 
 public struct ByteRangeSet: Equatable, Sendable, CustomStringConvertible {
     /// Sorted by lowerBound; no two ranges overlap or touch; none is empty.
-    public private(set) var ranges: [Range<Int64>]
+    package private(set) var ranges: [Range<Int64>]
 
-    public init() {
+    package init() {
         ranges = []
     }
 
-    public init(_ ranges: [Range<Int64>]) {
+    package init(_ ranges: [Range<Int64>]) {
         self.ranges = []
         for r in ranges { insert(r) }
     }
 
-    public var isEmpty: Bool { ranges.isEmpty }
+    package var isEmpty: Bool { ranges.isEmpty }
 
-    public var byteCount: Int64 {
+    package var byteCount: Int64 {
         ranges.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) }
     }
 
@@ -40,7 +40,7 @@ public struct ByteRangeSet: Equatable, Sendable, CustomStringConvertible {
         return i < ranges.count && ranges[i].lowerBound <= offset ? i : nil
     }
 
-    public mutating func insert(_ r: Range<Int64>) {
+    package mutating func insert(_ r: Range<Int64>) {
         guard !r.isEmpty else { return }
         let start = firstIndex(endingAfter: r.lowerBound, touching: true)
         var end = start
@@ -52,7 +52,7 @@ public struct ByteRangeSet: Equatable, Sendable, CustomStringConvertible {
         ranges.replaceSubrange(start..<end, with: [merged])
     }
 
-    public mutating func remove(_ r: Range<Int64>) {
+    package mutating func remove(_ r: Range<Int64>) {
         guard !r.isEmpty else { return }
         let start = firstIndex(endingAfter: r.lowerBound)
         var end = start
@@ -68,7 +68,7 @@ public struct ByteRangeSet: Equatable, Sendable, CustomStringConvertible {
 
     /// True when every byte of `r` is present; an empty range is trivially held.
     /// How many bytes of `r` are in the set.
-    public func overlapCount(with r: Range<Int64>) -> Int64 {
+    package func overlapCount(with r: Range<Int64>) -> Int64 {
         var count: Int64 = 0
         var i = firstIndex(endingAfter: r.lowerBound)
         while i < ranges.count && ranges[i].lowerBound < r.upperBound {
@@ -79,20 +79,20 @@ public struct ByteRangeSet: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Whether any byte of `r` is in the set.
-    public func overlaps(_ r: Range<Int64>) -> Bool {
+    package func overlaps(_ r: Range<Int64>) -> Bool {
         guard !r.isEmpty else { return false }
         let i = firstIndex(endingAfter: r.lowerBound)
         return i < ranges.count && ranges[i].lowerBound < r.upperBound
     }
 
-    public func contains(_ r: Range<Int64>) -> Bool {
+    package func contains(_ r: Range<Int64>) -> Bool {
         guard !r.isEmpty else { return true }
         guard let i = index(containing: r.lowerBound) else { return false }
         return ranges[i].upperBound >= r.upperBound
     }
 
     /// The holes within `r`, in order.
-    public func missing(in r: Range<Int64>) -> [Range<Int64>] {
+    package func missing(in r: Range<Int64>) -> [Range<Int64>] {
         guard !r.isEmpty else { return [] }
         var holes: [Range<Int64>] = []
         var cursor = r.lowerBound
@@ -110,13 +110,13 @@ public struct ByteRangeSet: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// End of the present run holding `offset`; `offset` itself when that byte is absent.
-    public func presentEnd(from offset: Int64) -> Int64 {
+    package func presentEnd(from offset: Int64) -> Int64 {
         guard let i = index(containing: offset) else { return offset }
         return ranges[i].upperBound
     }
 
     /// The first present byte at or after `offset`.
-    public func nextPresent(atOrAfter offset: Int64) -> Int64? {
+    package func nextPresent(atOrAfter offset: Int64) -> Int64? {
         let i = firstIndex(endingAfter: offset)
         guard i < ranges.count else { return nil }
         return max(offset, ranges[i].lowerBound)
@@ -130,7 +130,7 @@ public struct ByteRangeSet: Equatable, Sendable, CustomStringConvertible {
     /// Parses `description` back. Only the canonical form is accepted (sorted,
     /// disjoint, not touching), so a damaged metadata file cannot slip through
     /// as a different but plausible set.
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         self.init()
         if text.isEmpty { return }
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {

@@ -8,16 +8,16 @@ import Glibc
 
 public struct Clock: Sendable {
     /// Seconds on a monotonic clock (CLOCK_MONOTONIC): for waits and durations.
-    public var monotonic: @Sendable () -> Double
+    package var monotonic: @Sendable () -> Double
     /// Seconds since the epoch: for what is kept on disk or shown to people.
-    public var wall: @Sendable () -> Double
+    package var wall: @Sendable () -> Double
 
-    public init(monotonic: @escaping @Sendable () -> Double, wall: @escaping @Sendable () -> Double) {
+    package init(monotonic: @escaping @Sendable () -> Double, wall: @escaping @Sendable () -> Double) {
         self.monotonic = monotonic
         self.wall = wall
     }
 
-    public static let system = Clock(monotonic: { seconds(CLOCK_MONOTONIC) }, wall: { seconds(CLOCK_REALTIME) })
+    package static let system = Clock(monotonic: { seconds(CLOCK_MONOTONIC) }, wall: { seconds(CLOCK_REALTIME) })
 
     /// The CLOCK_MONOTONIC moment `seconds` from now, as
     /// pthread_cond_timedwait takes it (Condition's deadline; a year at most).
@@ -42,27 +42,27 @@ public struct Clock: Sendable {
 }
 
 /// A moment on a clock's monotonic time by which a wait must end.
-public struct Deadline: Sendable {
+package struct Deadline: Sendable {
     /// On `clock.monotonic`.
-    public let at: Double
+    package let at: Double
     let clock: Clock
 
-    public init(at: Double, clock: Clock) {
+    package init(at: Double, clock: Clock) {
         self.at = at
         self.clock = clock
     }
 
-    public static func after(seconds: Double, clock: Clock) -> Deadline {
+    package static func after(seconds: Double, clock: Clock) -> Deadline {
         Deadline(at: clock.monotonic() + max(seconds, 0), clock: clock)
     }
 
     /// A deadline that never passes.
-    public static var distantFuture: Deadline { Deadline(at: .infinity, clock: .system) }
+    package static var distantFuture: Deadline { Deadline(at: .infinity, clock: .system) }
 
     /// Seconds left, 0 once passed.
-    public var remaining: Double { max(at - clock.monotonic(), 0) }
-    public var hasPassed: Bool { remaining <= 0 }
+    package var remaining: Double { max(at - clock.monotonic(), 0) }
+    package var hasPassed: Bool { remaining <= 0 }
 
     /// The earlier of two deadlines.
-    public func earlier(_ other: Deadline) -> Deadline { other.at < at ? other : self }
+    package func earlier(_ other: Deadline) -> Deadline { other.at < at ? other : self }
 }

@@ -2,21 +2,21 @@
 // and the index of its head, compacted once the consumed part is most of it.
 // Queues that skip dead entries lazily drop them in bulk with `removeAll(where:)`.
 
-public struct FIFO<Element> {
+package struct FIFO<Element> {
     private var items: [Element] = []
     private var head = 0
 
-    public init() {}
+    package init() {}
 
     /// Entries not yet popped, dead ones included.
-    public var count: Int { items.count - head }
-    public var isEmpty: Bool { head == items.count }
+    package var count: Int { items.count - head }
+    package var isEmpty: Bool { head == items.count }
 
-    public mutating func append(_ element: Element) {
+    package mutating func append(_ element: Element) {
         items.append(element)
     }
 
-    public mutating func popFirst() -> Element? {
+    package mutating func popFirst() -> Element? {
         guard head < items.count else { return nil }
         let element = items[head]
         head += 1
@@ -31,7 +31,7 @@ public struct FIFO<Element> {
     }
 
     /// Keeps the order of what stays; O(count).
-    public mutating func removeAll(where dead: (Element) -> Bool) {
+    package mutating func removeAll(where dead: (Element) -> Bool) {
         items.removeFirst(head)
         head = 0
         items.removeAll(where: dead)

@@ -6,10 +6,10 @@ import Glibc
 #endif
 import Synchronization
 
-public enum Log {
-    public enum Level: Int, Sendable { case error = 0, warning, info, debug }
+package enum Log {
+    package enum Level: Int, Sendable { case error = 0, warning, info, debug }
 
-    public enum Sink: Sendable { case stderr, syslog }
+    package enum Sink: Sendable { case stderr, syslog }
 
     nonisolated(unsafe) private static var level: Level = .info
     /// Whether lines go to syslog: atomic, since the daemon switches to it
@@ -19,31 +19,31 @@ public enum Log {
     private static let captured = Locked<[(level: Level, message: String)]?>(nil, rank: .log)
 
     /// Set once at start-up, before any other thread runs.
-    public static func configure(level: Level, sink: Sink) {
+    package static func configure(level: Level, sink: Sink) {
         Log.level = level
         if sink == .syslog { detachToSyslog() }
     }
 
     /// From now on, lines go to syslog (the daemon's stderr is about to
     /// become /dev/null). Safe while other threads log.
-    public static func detachToSyslog() {
+    package static func detachToSyslog() {
         openlog("mediafs", LOG_PID, LOG_DAEMON)
         toSyslog.store(true, ordering: .releasing)
     }
 
-    public static var isDebug: Bool { level == .debug }
+    package static var isDebug: Bool { level == .debug }
 
-    public static func error(_ message: @autoclosure () -> String) { write(.error, message()) }
-    public static func warning(_ message: @autoclosure () -> String) { write(.warning, message()) }
-    public static func info(_ message: @autoclosure () -> String) { write(.info, message()) }
-    public static func debug(_ message: @autoclosure () -> String) {
+    package static func error(_ message: @autoclosure () -> String) { write(.error, message()) }
+    package static func warning(_ message: @autoclosure () -> String) { write(.warning, message()) }
+    package static func info(_ message: @autoclosure () -> String) { write(.info, message()) }
+    package static func debug(_ message: @autoclosure () -> String) {
         if level == .debug { write(.debug, message()) }
     }
 
     /// Runs `body` and returns the lines written meanwhile, from any
     /// thread, which still go to the sink too: how a test hears what was
     /// said. Captures do not nest.
-    public static func capturing(_ body: () throws -> Void) rethrows -> [(level: Level, message: String)] {
+    package static func capturing(_ body: () throws -> Void) rethrows -> [(level: Level, message: String)] {
         captured.withLock { $0 = [] }
         defer { captured.withLock { $0 = nil } }
         try body()

@@ -6,10 +6,10 @@ import Glibc
 #endif
 
 public struct MediaError: Error, CustomStringConvertible, Sendable {
-    public let errno: Int32
-    public let message: String
+    package let errno: Int32
+    package let message: String
 
-    public init(_ errno: Int32, _ message: String) {
+    package init(_ errno: Int32, _ message: String) {
         self.errno = errno
         self.message = message
     }
@@ -17,10 +17,10 @@ public struct MediaError: Error, CustomStringConvertible, Sendable {
     public var description: String { message }
 
     /// An I/O failure, the errno a reader sees when the bytes cannot be had.
-    public static func io(_ message: String) -> MediaError { MediaError(EIO, message) }
+    package static func io(_ message: String) -> MediaError { MediaError(EIO, message) }
 
     /// The errno of the last failed system call, with what was being done.
-    public static func system(_ what: String, errno code: Int32 = Glibc.errno) -> MediaError {
+    package static func system(_ what: String, errno code: Int32 = Glibc.errno) -> MediaError {
         MediaError(code, "\(what): \(String(cString: strerror(code)))")
     }
 }
@@ -41,7 +41,7 @@ extension MediaError {
     /// and the values of secret parameters replaced, in the query and in a
     /// fragment (where OAuth puts tokens), so a signed URL shows which file
     /// it is without what opens it.
-    public static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         var shown = url
         if let userinfo = userinfoRange(in: shown) { shown.removeSubrange(userinfo) }
         let hash = shown.firstIndex(of: "#") ?? shown.endIndex
@@ -74,7 +74,7 @@ extension MediaError {
     /// Read from the text as written (MediaURL.writtenAuthority), so a URL
     /// libcurl refuses is redacted too. Asked of every request's URL on the
     /// network thread: a byte scan, no parse.
-    public static func userinfoRange(in url: String) -> Range<String.Index>? {
+    package static func userinfoRange(in url: String) -> Range<String.Index>? {
         guard let authority = MediaURL.writtenAuthority(in: url),
               let at = url.utf8[authority].lastIndex(of: UInt8(ascii: "@")) else { return nil }
         return authority.lowerBound..<url.utf8.index(after: at)

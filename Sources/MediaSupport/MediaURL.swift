@@ -9,28 +9,28 @@
 import CCurl
 import Foundation
 
-public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
+package struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     /// The whole URL as libcurl renders it (the form it will be given; the
     /// host as written).
-    public let text: String
+    package let text: String
     /// Lower-cased.
-    public let scheme: String
+    package let scheme: String
     /// As written (percent-encoded); nil when the URL has none.
-    public let user: String?
-    public let password: String?
+    package let user: String?
+    package let password: String?
     /// Lower-cased; an IPv6 address keeps its brackets.
-    public let host: String
+    package let host: String
     /// The port written in the URL; nil when none was.
-    public let port: Int?
+    package let port: Int?
     /// Percent-encoded as written; "/" at least.
-    public let path: String
-    public let query: String?
-    public let fragment: String?
+    package let path: String
+    package let query: String?
+    package let fragment: String?
 
     /// nil when libcurl refuses `text` as a URL (no scheme, no host, a bad
     /// port, a space or a control character), or it is longer than
     /// `maxBytes`.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         guard text.utf8.count <= Self.maxBytes, let handle = curl_url() else { return nil }
         defer { curl_url_cleanup(handle) }
         guard curl_url_set(handle, CURLUPART_URL, text, Self.parseFlags) == CURLUE_OK else { return nil }
@@ -38,7 +38,7 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A URL longer than this is refused (libcurl's own limit is 8 MB).
-    public static let maxBytes = 64 << 10
+    package static let maxBytes = 64 << 10
 
     private static let parseFlags = UInt32(CURLU_NON_SUPPORT_SCHEME)
 
@@ -72,7 +72,7 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     /// (a playlist's line, an index's href) may hold what no URL may (a
     /// space, a non-ASCII name): those bytes are percent-encoded first, as
     /// a browser does.
-    public func resolving(_ reference: String) -> MediaURL? {
+    package func resolving(_ reference: String) -> MediaURL? {
         guard Self.escapesAreValid(reference) else { return nil }
         let reference = Self.encodingInvalid(reference)
         guard reference.utf8.count <= Self.maxBytes else { return nil }
@@ -143,7 +143,7 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     /// Whether `text` starts with a scheme (RFC 3986: a letter, then
     /// letters, digits, `+`, `-` or `.`) and `://`: written as a URL,
     /// whether or not it is a valid one (a path or a bare name is not).
-    public static func hasScheme(_ text: String) -> Bool {
+    package static func hasScheme(_ text: String) -> Bool {
         writtenAuthority(in: text) != nil
     }
 
@@ -152,7 +152,7 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     /// `text` does not start with a scheme and `://`. For what only the
     /// text can say (what a user wrote; redacting text that may not parse),
     /// never for where to connect: that is the parsed `host`.
-    public static func writtenAuthority(in text: String) -> Range<String.Index>? {
+    package static func writtenAuthority(in text: String) -> Range<String.Index>? {
         let utf8 = text.utf8
         var index = utf8.startIndex
         while index != utf8.endIndex {
@@ -170,19 +170,19 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The scheme as written, lower-cased; nil without `scheme://`.
-    public static func writtenScheme(of text: String) -> String? {
+    package static func writtenScheme(of text: String) -> String? {
         guard let authority = writtenAuthority(in: text) else { return nil }
         return text[..<text.utf8.index(authority.lowerBound, offsetBy: -3)].lowercased()
     }
 
     /// The path with its escapes decoded (as written when one is invalid).
-    public var decodedPath: String {
+    package var decodedPath: String {
         path.removingPercentEncoding ?? path
     }
 
     /// This URL with `user` and `password` (percent-encoded, as read from
     /// another URL) as its credentials, or none; nil if libcurl refuses them.
-    public func withCredentials(user: String?, password: String?) -> MediaURL? {
+    package func withCredentials(user: String?, password: String?) -> MediaURL? {
         edited { handle in
             let set = curl_url_set(handle, CURLUPART_USER, user, 0)
             return set == CURLUE_OK ? curl_url_set(handle, CURLUPART_PASSWORD, password, 0) : set
@@ -190,24 +190,24 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// This URL with no fragment.
-    public var withoutFragment: MediaURL {
+    package var withoutFragment: MediaURL {
         guard fragment != nil else { return self }
         return edited { curl_url_set($0, CURLUPART_FRAGMENT, nil, 0) } ?? self
     }
 
     /// This URL with no credentials.
-    public var withoutCredentials: MediaURL {
+    package var withoutCredentials: MediaURL {
         guard user != nil || password != nil else { return self }
         return withCredentials(user: nil, password: nil) ?? self
     }
 
     /// The port it connects to: the one written, or http's and https's
     /// default (nil for another scheme without one).
-    public var effectivePort: Int? {
+    package var effectivePort: Int? {
         port ?? Self.defaultPort(scheme)
     }
 
-    public static func defaultPort(_ scheme: String) -> Int? {
+    package static func defaultPort(_ scheme: String) -> Int? {
         switch scheme {
         case "http", "dav": return 80
         case "https", "davs": return 443
@@ -215,21 +215,21 @@ public struct MediaURL: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var isHTTP: Bool { scheme == "http" || scheme == "https" }
+    package var isHTTP: Bool { scheme == "http" || scheme == "https" }
 
     /// The last segment of the path, still percent-encoded ("" for "/").
     /// (Decoded: `decodedPath`'s last.)
-    public var lastPathSegment: Substring {
+    package var lastPathSegment: Substring {
         path.split(separator: "/").last ?? ""
     }
 
     /// Whether `text` is a URL (it has a scheme and a host, as libcurl reads
     /// it), not a path or a bare name.
-    public static func isURL(_ text: String) -> Bool {
+    package static func isURL(_ text: String) -> Bool {
         MediaURL(text) != nil
     }
 
-    public var description: String { text }
+    package var description: String { text }
 }
 
 private extension UInt8 {

@@ -3,7 +3,7 @@
 
 extension StringProtocol {
     /// The text without leading and trailing white space.
-    public var trimmingSpaces: Substring {
+    package var trimmingSpaces: Substring {
         let s = Substring(self)
         guard let first = s.firstIndex(where: { !$0.isWhitespace }) else { return s[s.endIndex...] }
         let last = s.lastIndex(where: { !$0.isWhitespace })!

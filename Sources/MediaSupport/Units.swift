@@ -2,10 +2,10 @@
 // xattrs accept them. Binary multiples: K is 1024. Sizes past
 // Limits.maxLength and durations past Limits.maxDuration are refused.
 
-public enum Units {
+package enum Units {
     /// Bytes from a count with an optional K/M/G/T suffix (an optional
     /// trailing B or iB is accepted too: "4MiB").
-    public static func bytes(_ text: String) -> Int64? {
+    package static func bytes(_ text: String) -> Int64? {
         var body = Substring(text.trimmingSpaces).uppercased()[...]
         if body.hasSuffix("IB") { body = body.dropLast(2) } else if body.hasSuffix("B") { body = body.dropLast() }
         let multipliers: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
@@ -21,7 +21,7 @@ public enum Units {
 
     /// Seconds from a count with an optional s/m/h/d suffix (plain: seconds).
     /// NaN and infinity fail the bound check (an overflowing product is infinity).
-    public static func seconds(_ text: String) -> Double? {
+    package static func seconds(_ text: String) -> Double? {
         var body = Substring(text.trimmingSpaces).lowercased()[...]
         let multipliers: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         var multiplier = 1.0

@@ -88,7 +88,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         set { lock.withLock { $0.version.setChangeHandler(newValue) } }
     }
 
-    public convenience init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
+    package convenience init(source: Source, store: CacheStore, fetcher: Fetching, settings: LoaderSettings,
                             statistics: Statistics? = nil, budget: CacheBudget? = nil,
                             openFiles: OpenDataFiles = OpenDataFiles()) {
         self.init(source: source, context: LoaderContext(store: store, fetcher: fetcher, settings: settings,

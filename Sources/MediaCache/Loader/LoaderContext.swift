@@ -23,7 +23,7 @@ public final class LoaderContext: Sendable {
     /// URL, and a listing may find a VOD after the loader was made.
     let segmented: SegmentedFetcher?
 
-    public init(store: CacheStore, fetcher: Fetching, settings: LoaderSettings, statistics: Statistics? = nil,
+    package init(store: CacheStore, fetcher: Fetching, settings: LoaderSettings, statistics: Statistics? = nil,
                 budget: CacheBudget? = nil, openFiles: OpenDataFiles = OpenDataFiles(),
                 segmented: SegmentedFetcher? = nil) {
         self.store = store

@@ -6,17 +6,17 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct ArchiveExtent: Equatable, Hashable, Sendable {
+package struct ArchiveExtent: Equatable, Hashable, Sendable {
     /// The volume's index in the list the caller gave the index (not its
     /// number in the set: `ArchiveIndex.volumeOrder` maps one to the other).
-    public var volume: Int
+    package var volume: Int
     /// Half-open, within the volume's length.
-    public var range: Range<Int64>
+    package var range: Range<Int64>
 
-    public init(volume: Int, range: Range<Int64>) {
+    package init(volume: Int, range: Range<Int64>) {
         self.volume = volume
         self.range = range
     }
 
-    public var count: Int64 { range.upperBound - range.lowerBound }
+    package var count: Int64 { range.upperBound - range.lowerBound }
 }

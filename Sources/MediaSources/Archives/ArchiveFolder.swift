@@ -12,7 +12,7 @@ import MediaStore
 import MediaSupport
 import MediaNetwork
 
-public struct ArchiveFolder: Listing {
+package struct ArchiveFolder: Listing {
     /// The set's first volume's URL, for logs.
     let url: String
     /// Every member, with its path in the archive.
@@ -26,10 +26,10 @@ public struct ArchiveFolder: Listing {
         self.prefix = prefix
     }
 
-    public var origin: String { MediaError.redacted(url) + (prefix.isEmpty ? "" : " (\(prefix.joined(separator: "/")))") }
-    public var refreshes: Bool { false }
+    package var origin: String { MediaError.redacted(url) + (prefix.isEmpty ? "" : " (\(prefix.joined(separator: "/")))") }
+    package var refreshes: Bool { false }
 
-    public func list(in context: ListingContext) throws -> [Source] {
+    package func list(in context: ListingContext) throws -> [Source] {
         entries
     }
 

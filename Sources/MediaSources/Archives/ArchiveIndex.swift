@@ -7,27 +7,27 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct ArchiveIndex: Equatable, Sendable {
+package struct ArchiveIndex: Equatable, Sendable {
     /// A member the index will not serve, under the name the archive gives.
-    public struct Refused: Equatable, Sendable {
-        public var name: String
-        public var reason: ArchiveRefusal
+    package struct Refused: Equatable, Sendable {
+        package var name: String
+        package var reason: ArchiveRefusal
 
-        public init(name: String, reason: ArchiveRefusal) {
+        package init(name: String, reason: ArchiveRefusal) {
             self.name = name
             self.reason = reason
         }
     }
 
-    public var members: [ArchiveMember] = []
-    public var refused: [Refused] = []
+    package var members: [ArchiveMember] = []
+    package var refused: [Refused] = []
     /// Ranges not yet given that headers still lie in; while not empty,
     /// `members` may lack some.
-    public var wanted: [ArchiveExtent] = []
+    package var wanted: [ArchiveExtent] = []
     /// The caller's volume indexes in the set's order (first volume first).
-    public var volumeOrder: [Int] = []
+    package var volumeOrder: [Int] = []
 
-    public init() {}
+    package init() {}
 
-    public var isComplete: Bool { wanted.isEmpty }
+    package var isComplete: Bool { wanted.isEmpty }
 }

@@ -6,17 +6,17 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct ArchiveMember: Equatable, Sendable {
+package struct ArchiveMember: Equatable, Sendable {
     /// Components joined by "/", checked by `ArchivePath` (no "..", no
     /// empty component, not absolute).
-    public var path: String
-    public var size: Int64
+    package var path: String
+    package var size: Int64
     /// Unix seconds; nil when the archive does not say.
-    public var mtime: Int64?
+    package var mtime: Int64?
     /// In order; their counts sum to `size`.
-    public var extents: [ArchiveExtent]
+    package var extents: [ArchiveExtent]
 
-    public init(path: String, size: Int64, mtime: Int64?, extents: [ArchiveExtent]) {
+    package init(path: String, size: Int64, mtime: Int64?, extents: [ArchiveExtent]) {
         self.path = path
         self.size = size
         self.mtime = mtime

@@ -9,7 +9,7 @@ import MediaNetwork
 import MediaSupport
 import MediaStore
 
-public enum ArchiveReader {
+package enum ArchiveReader {
     /// The head read of each volume (the bound: 64 KiB a volume).
     static let headBytes: Int64 = 64 << 10
     /// Rounds of wanted ranges before the archive is given up on.
@@ -18,26 +18,26 @@ public enum ArchiveReader {
     /// can be large; a RAR header's read-ahead is 64 KiB).
     static let maxWanted: Int64 = 16 << 20
 
-    public enum Format: Sendable { case rar, zip }
+    package enum Format: Sendable { case rar, zip }
 
     /// A volume as its listing names it.
-    public struct Volume: Sendable {
-        public var name: String
-        public var url: String
-        public init(name: String, url: String) {
+    package struct Volume: Sendable {
+        package var name: String
+        package var url: String
+        package init(name: String, url: String) {
             self.name = name
             self.url = url
         }
     }
 
     /// What was learned: the index, and each volume's length and validators.
-    public struct Result: Sendable {
-        public var index: ArchiveIndex
-        public var volumes: [(length: Int64, etag: String?, lastModified: String?)]
-        public var rounds: Int
+    package struct Result: Sendable {
+        package var index: ArchiveIndex
+        package var volumes: [(length: Int64, etag: String?, lastModified: String?)]
+        package var rounds: Int
     }
 
-    public static func index(_ format: Format, volumes: [Volume], fetcher: Fetching, timeout: Double,
+    package static func index(_ format: Format, volumes: [Volume], fetcher: Fetching, timeout: Double,
                              clock: Clock) throws -> Result {
         // Round 1: every head at once; the answers give the lengths.
         let heads = try read(volumes.indices.map { ($0, 0..<headBytes) }, of: volumes, fetcher: fetcher, timeout: timeout, clock: clock)

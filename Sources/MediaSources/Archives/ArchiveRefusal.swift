@@ -8,7 +8,7 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public enum ArchiveRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+package enum ArchiveRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// Packed with a method other than store; the method's number.
     case compressed(method: Int)
     /// Packed in a solid stream: its bytes depend on the members before it.
@@ -30,9 +30,9 @@ public enum ArchiveRefusal: Error, Equatable, Sendable, CustomStringConvertible 
     case duplicatePath(String)
 
     /// What a reader of the member would see.
-    public var errno: Int32 { self == .encryptedHeaders || self == .encryptedData ? EACCES : EOPNOTSUPP }
+    package var errno: Int32 { self == .encryptedHeaders || self == .encryptedData ? EACCES : EOPNOTSUPP }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .compressed(let method): return "compressed (method \(method)), not stored"
         case .solid: return "in a solid stream"

@@ -8,13 +8,13 @@ import Foundation
 import MediaStore
 import MediaNetwork
 
-public struct ArchiveVolume: Sendable {
-    public let length: Int64
+package struct ArchiveVolume: Sendable {
+    package let length: Int64
     /// Names the volume in errors only; its order comes from its headers.
-    public let name: String
+    package let name: String
     private var chunks: [(offset: Int64, bytes: [UInt8])] = []
 
-    public init(name: String, length: Int64, head: [UInt8]) throws {
+    package init(name: String, length: Int64, head: [UInt8]) throws {
         guard Limits.isLength(length) else { throw MediaError(EINVAL, "\(name): length \(length) out of bounds") }
         self.length = length
         self.name = name
@@ -22,7 +22,7 @@ public struct ArchiveVolume: Sendable {
     }
 
     /// Adds bytes read at `offset`; they must lie within the length.
-    public mutating func add(_ bytes: [UInt8], at offset: Int64) throws {
+    package mutating func add(_ bytes: [UInt8], at offset: Int64) throws {
         guard offset >= 0, offset <= length, Int64(bytes.count) <= length - offset else {
             throw MediaError(EINVAL, "\(name): \(bytes.count) bytes at \(offset) lie past its length \(length)")
         }

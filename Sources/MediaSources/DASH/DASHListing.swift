@@ -11,25 +11,25 @@ import MediaStore
 import MediaSupport
 import MediaNetwork
 
-public struct DASHListing: Listing {
-    public let url: String
+package struct DASHListing: Listing {
+    package let url: String
     /// The name a list file gave it, for the main file.
-    public let name: String?
+    package let name: String?
 
-    public init(url: String, name: String? = nil) {
+    package init(url: String, name: String? = nil) {
         self.url = url
         self.name = name
     }
 
-    public var origin: String { MediaError.redacted(url) }
-    public var refreshes: Bool { false }
+    package var origin: String { MediaError.redacted(url) }
+    package var refreshes: Bool { false }
 
     /// Whether a SOURCE names an MPD, by its URL's extension.
-    public static func isMPD(_ source: String) -> Bool {
+    package static func isMPD(_ source: String) -> Bool {
         MediaURL(source)?.decodedPath.lowercased().hasSuffix(".mpd") ?? false
     }
 
-    public func list(in context: ListingContext) throws -> [Source] {
+    package func list(in context: ListingContext) throws -> [Source] {
         let text: String
         do {
             text = try context.fetchText(url)

@@ -11,24 +11,24 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct DASHManifest: Equatable, Sendable {
-    public struct Representation: Equatable, Sendable {
-        public var id: String
-        public var bandwidth: Int64
-        public var height: Int64?
-        public var parts: [HLSPlaylist.Part]
+package struct DASHManifest: Equatable, Sendable {
+    package struct Representation: Equatable, Sendable {
+        package var id: String
+        package var bandwidth: Int64
+        package var height: Int64?
+        package var parts: [HLSPlaylist.Part]
     }
 
-    public struct AdaptationSet: Equatable, Sendable {
+    package struct AdaptationSet: Equatable, Sendable {
         /// `video`, `audio`, `text` or "" when the MPD does not say.
-        public var kind: String
-        public var language: String?
-        public var representations: [Representation]
+        package var kind: String
+        package var language: String?
+        package var representations: [Representation]
     }
 
-    public var adaptationSets: [AdaptationSet]
+    package var adaptationSets: [AdaptationSet]
 
-    public static func parse(_ xml: Data, base: String, origin: String) throws -> DASHManifest {
+    package static func parse(_ xml: Data, base: String, origin: String) throws -> DASHManifest {
         let mpd = try MPDTree.parse(xml, origin: origin)
         func fail(_ why: String) -> MediaError { MediaError(EINVAL, "\(origin): \(why)") }
         if (mpd.attributes["type"] ?? "static") != "static" {

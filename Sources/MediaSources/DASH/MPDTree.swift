@@ -11,19 +11,19 @@ import FoundationXML
 import MediaStore
 import MediaNetwork
 
-public final class MPDTree: Sendable {
-    public static let maxElements = 500_000
-    public static let maxDepth = 32
-    public static let maxTextBytes = 4 << 10
+package final class MPDTree: Sendable {
+    package static let maxElements = 500_000
+    package static let maxDepth = 32
+    package static let maxTextBytes = 4 << 10
     /// The elements read; any other (with what it holds) is skipped.
     static let kept: Set<String> = ["MPD", "Period", "AdaptationSet", "Representation", "BaseURL", "SegmentTemplate",
                                     "SegmentTimeline", "S", "SegmentList", "SegmentURL", "Initialization", "SegmentBase",
                                     "ContentProtection"]
 
-    public let name: String
-    public let attributes: [String: String]
-    public let children: [MPDTree]
-    public let text: String
+    package let name: String
+    package let attributes: [String: String]
+    package let children: [MPDTree]
+    package let text: String
 
     init(name: String, attributes: [String: String], children: [MPDTree] = [], text: String = "") {
         self.name = name
@@ -32,12 +32,12 @@ public final class MPDTree: Sendable {
         self.text = text
     }
 
-    public func all(_ name: String) -> [MPDTree] { children.filter { $0.name == name } }
-    public func first(_ name: String) -> MPDTree? { children.first { $0.name == name } }
+    package func all(_ name: String) -> [MPDTree] { children.filter { $0.name == name } }
+    package func first(_ name: String) -> MPDTree? { children.first { $0.name == name } }
 
     /// The root <MPD>; a MediaError (EINVAL) naming `origin` when the XML is
     /// not well formed, not an MPD, or past the bounds.
-    public static func parse(_ xml: Data, origin: String) throws -> MPDTree {
+    package static func parse(_ xml: Data, origin: String) throws -> MPDTree {
         let builder = Builder()
         let parser = XMLParser(data: xml)
         parser.shouldProcessNamespaces = true

@@ -22,7 +22,7 @@ public enum HLSListing {
         case height(Int64)
 
         /// `highest`, `lowest` or a height such as `720`.
-        public init?(_ text: String) {
+        package init?(_ text: String) {
             switch text.lowercased() {
             case "highest": self = .highest
             case "lowest": self = .lowest

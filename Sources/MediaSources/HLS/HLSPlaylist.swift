@@ -9,30 +9,30 @@ import MediaStore
 import MediaSupport
 import MediaNetwork
 
-public enum HLSPlaylist: Equatable, Sendable {
+package enum HLSPlaylist: Equatable, Sendable {
     case media(Media)
     case master(Master)
 
     /// More segments than this is not a playlist mediafs serves as a file.
-    public static let maxSegments = 200_000
+    package static let maxSegments = 200_000
 
     /// One URL's bytes, or a byte range of it (`#EXT-X-BYTERANGE`).
-    public struct Part: Equatable, Sendable {
-        public var url: String
+    package struct Part: Equatable, Sendable {
+        package var url: String
         /// Half-open; nil: the whole resource.
-        public var range: Range<Int64>?
+        package var range: Range<Int64>?
         /// Set when the bytes are AES-128-CBC cipher text (`#EXT-X-KEY`).
-        public var encryption: Encryption?
+        package var encryption: Encryption?
         /// The version of the resource `range` was read from, when known (an
         /// archive's volume: its offsets come from its headers): its length
         /// and ETag. A read sends it as If-Range, and an answer of another
         /// version fails rather than giving another version's bytes.
-        public var resource: Resource?
+        package var resource: Resource?
 
-        public struct Resource: Equatable, Sendable {
-            public var length: Int64
-            public var etag: String?
-            public var lastModified: String?
+        package struct Resource: Equatable, Sendable {
+            package var length: Int64
+            package var etag: String?
+            package var lastModified: String?
             /// What If-Range carries: a strong ETag only. A date or a weak
             /// ETag (Apache's for a file changed within the last second)
             /// makes a server answer 200 for the same version; the answer's
@@ -43,7 +43,7 @@ public enum HLSPlaylist: Equatable, Sendable {
             }
         }
 
-        public init(url: String, range: Range<Int64>?, encryption: Encryption? = nil, resource: Resource? = nil) {
+        package init(url: String, range: Range<Int64>?, encryption: Encryption? = nil, resource: Resource? = nil) {
             self.url = url
             self.range = range
             self.encryption = encryption
@@ -53,50 +53,50 @@ public enum HLSPlaylist: Equatable, Sendable {
 
     /// `METHOD=AES-128`: where the key is, and the IV (from the tag, else
     /// the segment's media sequence number, big-endian).
-    public struct Encryption: Equatable, Sendable {
-        public var keyURL: String
-        public var iv: [UInt8]
+    package struct Encryption: Equatable, Sendable {
+        package var keyURL: String
+        package var iv: [UInt8]
     }
 
-    public struct Media: Equatable, Sendable {
+    package struct Media: Equatable, Sendable {
         /// `#EXT-X-MAP`: the fMP4 init segment, before the first media segment.
-        public var map: Part?
-        public var segments: [Part] = []
+        package var map: Part?
+        package var segments: [Part] = []
         /// `#EXT-X-ENDLIST` or `#EXT-X-PLAYLIST-TYPE:VOD`: nothing will be added.
-        public var ends = false
+        package var ends = false
     }
 
-    public struct Variant: Equatable, Sendable {
-        public var url: String
-        public var bandwidth: Int64
+    package struct Variant: Equatable, Sendable {
+        package var url: String
+        package var bandwidth: Int64
         /// From RESOLUTION=WxH; nil when absent.
-        public var height: Int64?
+        package var height: Int64?
         /// Its AUDIO group, when it names one.
-        public var audioGroup: String?
+        package var audioGroup: String?
     }
 
-    public struct Rendition: Equatable, Sendable {
-        public var url: String
+    package struct Rendition: Equatable, Sendable {
+        package var url: String
         /// AUDIO, VIDEO, SUBTITLES, CLOSED-CAPTIONS (upper-cased).
-        public var type: String
-        public var group: String
-        public var language: String?
-        public var name: String?
+        package var type: String
+        package var group: String
+        package var language: String?
+        package var name: String?
     }
 
-    public struct Master: Equatable, Sendable {
-        public var variants: [Variant] = []
-        public var renditions: [Rendition] = []
+    package struct Master: Equatable, Sendable {
+        package var variants: [Variant] = []
+        package var renditions: [Rendition] = []
     }
 
     /// Whether a playlist's text is HLS rather than a plain (extended) M3U.
-    public static func isHLS(_ text: String) -> Bool {
+    package static func isHLS(_ text: String) -> Bool {
         text.split(whereSeparator: \.isNewline).contains { $0.trimmingSpaces.hasPrefix("#EXT-X-") }
     }
 
     /// Parses `text`, fetched from `base`; relative URIs resolve against it.
     /// `origin` names the playlist in errors.
-    public static func parse(_ text: String, base: String, origin: String) throws -> HLSPlaylist {
+    package static func parse(_ text: String, base: String, origin: String) throws -> HLSPlaylist {
         guard let baseURL = MediaURL(base) else { throw MediaError(EINVAL, "\(origin): malformed URL") }
         var media = Media()
         var master = Master()

@@ -10,31 +10,31 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct S3Endpoint: Sendable, Equatable {
+package struct S3Endpoint: Sendable, Equatable {
     /// `scheme://host[:port][/path]` without a trailing slash; nil: AWS.
-    public var custom: String?
-    public var region: String
+    package var custom: String?
+    package var region: String
 
-    public init(custom: String?, region: String) {
+    package init(custom: String?, region: String) {
         self.custom = custom
         self.region = region
     }
 
     /// The URL listings of the bucket are asked at, ending in `/`.
-    public func bucketURL(_ bucket: String) -> String {
+    package func bucketURL(_ bucket: String) -> String {
         if let custom { return "\(custom)/\(bucket)/" }
         if bucket.contains(".") { return "https://s3.\(region).amazonaws.com/\(bucket)/" }
         return "https://\(bucket).s3.\(region).amazonaws.com/"
     }
 
     /// The plain URL of an object.
-    public func objectURL(bucket: String, key: String) -> String {
+    package func objectURL(bucket: String, key: String) -> String {
         bucketURL(bucket) + Self.encode(key, keepingSlash: true)
     }
 
     /// Percent-encoding as SigV4 canonicalizes: unreserved bytes as they
     /// are, every other byte as `%XX` in upper case; `/` kept in a path.
-    public static func encode(_ text: String, keepingSlash: Bool = false) -> String {
+    package static func encode(_ text: String, keepingSlash: Bool = false) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
@@ -58,7 +58,7 @@ public struct S3Endpoint: Sendable, Equatable {
     /// A bucket name S3 allows (3–63 lower-case letters, digits, `.` and
     /// `-`; `_` and capitals too, which older buckets and other stores
     /// take), so it can stand in a host name or a path unencoded.
-    public static func isBucketName(_ name: String) -> Bool {
+    package static func isBucketName(_ name: String) -> Bool {
         (3...63).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
@@ -72,7 +72,7 @@ public struct S3Endpoint: Sendable, Equatable {
 
     /// An `--s3-endpoint` (or `endpoint_url`) value: an http(s) URL with a
     /// host and no query, returned without its trailing slash.
-    public static func checkedCustom(_ text: String, origin: String) throws -> String {
+    package static func checkedCustom(_ text: String, origin: String) throws -> String {
         guard let url = MediaURL(text), HTTPOrigin(url) != nil, url.query == nil, url.fragment == nil,
               url.user == nil, url.password == nil else {
             throw MediaError(EINVAL, "\(origin) '\(MediaError.redacted(text))': expected an http(s) URL such as "

@@ -14,46 +14,46 @@ import MediaStore
 import MediaNetwork
 
 /// One page of a ListObjectsV2 answer, its values as the server wrote them.
-public struct S3ListPage: Equatable, Sendable {
-    public struct Object: Equatable, Sendable {
-        public var key: String?
-        public var size: String?
-        public var etag: String?
-        public var lastModified: String?
+package struct S3ListPage: Equatable, Sendable {
+    package struct Object: Equatable, Sendable {
+        package var key: String?
+        package var size: String?
+        package var etag: String?
+        package var lastModified: String?
         /// A value was longer than `S3ListXML.maxText`.
-        public var tooLong = false
+        package var tooLong = false
     }
 
-    public var objects: [Object] = []
+    package var objects: [Object] = []
     /// CommonPrefixes' Prefix values, each ending in the delimiter.
-    public var prefixes: [String] = []
-    public var isTruncated = false
-    public var nextContinuationToken: String?
+    package var prefixes: [String] = []
+    package var isTruncated = false
+    package var nextContinuationToken: String?
 }
 
 /// The body of an S3 error answer.
-public struct S3ErrorAnswer: Equatable, Sendable {
-    public var code: String?
-    public var message: String?
+package struct S3ErrorAnswer: Equatable, Sendable {
+    package var code: String?
+    package var message: String?
     /// The bucket's region (AuthorizationHeaderMalformed, PermanentRedirect).
-    public var region: String?
+    package var region: String?
     /// The endpoint to use instead (PermanentRedirect).
-    public var endpoint: String?
+    package var endpoint: String?
 }
 
-public enum S3ListXML {
+package enum S3ListXML {
     /// No key, token or date S3 writes comes near this (keys: 1,024 bytes).
-    public static let maxText = 4096
+    package static let maxText = 4096
 
     /// A ListObjectsV2 page, or a MediaError saying where the XML broke.
-    public static func page(_ data: Data) throws -> S3ListPage {
+    package static func page(_ data: Data) throws -> S3ListPage {
         let reader = Reader(root: "ListBucketResult")
         try reader.run(data)
         return reader.page
     }
 
     /// The error an answer's body describes; nil when it is no S3 error XML.
-    public static func error(_ data: Data) -> S3ErrorAnswer? {
+    package static func error(_ data: Data) -> S3ErrorAnswer? {
         let reader = Reader(root: "Error")
         guard (try? reader.run(data)) != nil else { return nil }
         return reader.error

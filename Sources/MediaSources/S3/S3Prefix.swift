@@ -11,16 +11,16 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct S3Prefix: Listing {
+package struct S3Prefix: Listing {
     /// Pages one listing follows at most: 100 million objects.
-    public static let maxPages = 100_000
+    package static let maxPages = 100_000
 
-    public let bucket: String
+    package let bucket: String
     /// "" (the whole bucket) or a key prefix ending in `/`.
-    public let prefix: String
-    public let endpoint: S3Endpoint
+    package let prefix: String
+    package let endpoint: S3Endpoint
 
-    public init(bucket: String, prefix: String, endpoint: S3Endpoint) {
+    package init(bucket: String, prefix: String, endpoint: S3Endpoint) {
         self.bucket = bucket
         self.prefix = prefix
         self.endpoint = endpoint
@@ -28,7 +28,7 @@ public struct S3Prefix: Listing {
 
     /// An `s3://bucket[/prefix[/]]` argument; the prefix is the key's own
     /// text (not percent-decoded, as the AWS CLI takes it), made to end in `/`.
-    public init(argument: String, endpoint: S3Endpoint) throws {
+    package init(argument: String, endpoint: S3Endpoint) throws {
         guard Self.isS3(argument) else { throw MediaError(EINVAL, "'\(argument)' is not an s3:// URL") }
         let rest = argument.dropFirst("s3://".count)
         let bucket = String(rest.prefix { $0 != "/" })
@@ -44,16 +44,16 @@ public struct S3Prefix: Listing {
 
     /// A subdirectory of a saved listing: the same bucket and endpoint,
     /// the prefix its URL gives verbatim.
-    public func subdirectory(at url: String) -> any Listing {
+    package func subdirectory(at url: String) -> any Listing {
         let rest = url.hasPrefix("s3://\(bucket)/") ? String(url.dropFirst("s3://\(bucket)/".count)) : prefix
         return S3Prefix(bucket: bucket, prefix: rest, endpoint: endpoint)
     }
 
-    public static func isS3(_ argument: String) -> Bool { argument.lowercased().hasPrefix("s3://") }
+    package static func isS3(_ argument: String) -> Bool { argument.lowercased().hasPrefix("s3://") }
 
     /// The mount's directory for an `s3://` argument, named after the
     /// prefix's last part (the bucket for a whole bucket).
-    public static func source(forArgument argument: String, settings: S3Mount) throws -> Source {
+    package static func source(forArgument argument: String, settings: S3Mount) throws -> Source {
         if let archive = try archive(argument: argument, endpoint: settings.endpoint) { return archive }
         let listing = try S3Prefix(argument: argument, endpoint: settings.endpoint)
         let name = listing.prefix.split(separator: "/").last.map(String.init) ?? listing.bucket
@@ -77,12 +77,12 @@ public struct S3Prefix: Listing {
 
     /// Control characters, legal in keys, shown as `?`: this names the
     /// directory in log lines.
-    public var origin: String { "s3://\(bucket)/\(Self.printable(prefix))" }
-    public var refreshes: Bool { true }
-    public var bucketURL: String { endpoint.bucketURL(bucket) }
+    package var origin: String { "s3://\(bucket)/\(Self.printable(prefix))" }
+    package var refreshes: Bool { true }
+    package var bucketURL: String { endpoint.bucketURL(bucket) }
 
     /// A page's URL, its query in SigV4's canonical order and encoding.
-    public func pageURL(after token: String?) -> String {
+    package func pageURL(after token: String?) -> String {
         var query: [String] = []
         if let token { query.append("continuation-token=" + S3Endpoint.encode(token)) }
         query.append("delimiter=%2F")
@@ -91,7 +91,7 @@ public struct S3Prefix: Listing {
         return bucketURL + "?" + query.joined(separator: "&")
     }
 
-    public func list(in context: ListingContext) throws -> [Source] {
+    package func list(in context: ListingContext) throws -> [Source] {
         try list(signedBy: context.http.s3(for: bucketURL, first: bucketURL)?.credentials) { url in
             try context.fetch(FetchRequest(url: url), TextFetch.maxBytes)
         }

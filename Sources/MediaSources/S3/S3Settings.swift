@@ -9,22 +9,22 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct S3Settings: Sendable, Equatable {
-    public static let defaultRegion = "us-east-1"
+package struct S3Settings: Sendable, Equatable {
+    package static let defaultRegion = "us-east-1"
 
     /// `--s3-endpoint`, `--s3-region`, `--s3-profile`.
-    public var endpoint: String?
-    public var region: String?
-    public var profile: String?
+    package var endpoint: String?
+    package var region: String?
+    package var profile: String?
 
-    public init(endpoint: String? = nil, region: String? = nil, profile: String? = nil) {
+    package init(endpoint: String? = nil, region: String? = nil, profile: String? = nil) {
         self.endpoint = endpoint
         self.region = region
         self.profile = profile
     }
 
     /// The endpoint and keys, or an error naming the setting at fault.
-    public func resolve(environment: [String: String]) throws -> S3Mount {
+    package func resolve(environment: [String: String]) throws -> S3Mount {
         let profile = AWSProfile(name: self.profile, environment: environment)
         let config = try profile.configSettings()
         let given = { (name: String) in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
@@ -48,22 +48,22 @@ public struct S3Settings: Sendable, Equatable {
 }
 
 /// The settled settings: where buckets are, and what signs for them.
-public struct S3Mount: Sendable, Equatable {
-    public var endpoint: S3Endpoint
+package struct S3Mount: Sendable, Equatable {
+    package var endpoint: S3Endpoint
     /// nil: anonymous, every request unsigned.
-    public var credentials: S3Credentials?
+    package var credentials: S3Credentials?
 
-    public init(endpoint: S3Endpoint, credentials: S3Credentials?) {
+    package init(endpoint: S3Endpoint, credentials: S3Credentials?) {
         self.endpoint = endpoint
         self.credentials = credentials
     }
 
-    public static func == (a: S3Mount, b: S3Mount) -> Bool {
+    package static func == (a: S3Mount, b: S3Mount) -> Bool {
         a.endpoint == b.endpoint && a.credentials === b.credentials
     }
 
     /// The S3 origins the buckets of these `s3://` arguments are at, once each.
-    public func origins(forArguments arguments: [String]) throws -> [S3Origin] {
+    package func origins(forArguments arguments: [String]) throws -> [S3Origin] {
         var seen: [S3Origin] = []
         for argument in arguments where S3Prefix.isS3(argument) {
             let prefix = try S3Prefix(argument: argument, endpoint: endpoint)

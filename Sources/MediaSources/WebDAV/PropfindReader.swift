@@ -13,28 +13,28 @@ import FoundationXML
 import MediaStore
 import MediaNetwork
 
-public enum PropfindReader {
+package enum PropfindReader {
     /// One <response>: its href and the properties its 2xx propstats gave.
-    public struct Response: Equatable, Sendable {
-        public var href = ""
-        public var isCollection = false
-        public var contentLength: String?
-        public var lastModified: String?
-        public var etag: String?
-        public var contentType: String?
+    package struct Response: Equatable, Sendable {
+        package var href = ""
+        package var isCollection = false
+        package var contentLength: String?
+        package var lastModified: String?
+        package var etag: String?
+        package var contentType: String?
         /// Why the entry cannot be used (a value too long, a failed status);
         /// nil when it can.
-        public var defect: String?
+        package var defect: String?
 
-        public init(href: String = "") { self.href = href }
+        package init(href: String = "") { self.href = href }
     }
 
     /// A value longer than this (an href, a size, a date) is not one.
-    public static let maxValueBytes = 8 << 10
+    package static let maxValueBytes = 8 << 10
 
     /// Calls `each` with every response of `xml`, in document order. Throws a
     /// MediaError (EIO) saying so when `xml` is not XML, or not a multistatus.
-    public static func read(_ xml: Data, each: (Response) -> Void) throws {
+    package static func read(_ xml: Data, each: (Response) -> Void) throws {
         try withoutActuallyEscaping(each) { each in
             let reader = Reader(each: each)
             // From a stream the parser takes the bytes in chunks: given the

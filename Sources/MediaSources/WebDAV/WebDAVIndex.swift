@@ -10,18 +10,18 @@ import MediaNetwork
 import MediaSupport
 import MediaStore
 
-public struct WebDAVIndex: URLListing {
+package struct WebDAVIndex: URLListing {
     /// The collection's http(s) URL, ending in `/`; `user:pass@` kept.
-    public let url: String
+    package let url: String
 
-    public init(url: String) {
+    package init(url: String) {
         self.url = url
     }
 
     /// A multistatus larger than this is refused: 64 MiB is some 250,000 entries.
-    public static let maxAnswerBytes = 64 << 20
+    package static let maxAnswerBytes = 64 << 20
     /// A size above this is hostile, as for a Content-Length.
-    public static let maxLength: Int64 = 1 << 62
+    package static let maxLength: Int64 = 1 << 62
 
     static let propfindBody = Array("""
         <?xml version="1.0" encoding="utf-8"?>
@@ -29,7 +29,7 @@ public struct WebDAVIndex: URLListing {
         <D:getetag/><D:getcontenttype/></D:prop></D:propfind>
         """.utf8)
 
-    public func list(in context: ListingContext) throws -> [Source] {
+    package func list(in context: ListingContext) throws -> [Source] {
         let request = FetchRequest(url: url, method: .propfind,
                                    headers: ["Depth: 1", "Content-Type: application/xml; charset=utf-8"],
                                    body: Self.propfindBody)
@@ -73,7 +73,7 @@ public struct WebDAVIndex: URLListing {
 
     /// The sources of a multistatus answer to a PROPFIND of `base`, in its
     /// order; throws when the answer is not a multistatus.
-    public static func parse(_ xml: Data, base: String) throws -> [Source] {
+    package static func parse(_ xml: Data, base: String) throws -> [Source] {
         guard let collection = WebDAVCollection(url: base) else {
             throw MediaError(EINVAL, "malformed collection URL '\(MediaError.redacted(base))'")
         }
@@ -153,14 +153,14 @@ public struct WebDAVIndex: URLListing {
     }
 
     /// Whether a SOURCE URL names a WebDAV collection.
-    public static func isDAV(_ url: String) -> Bool {
+    package static func isDAV(_ url: String) -> Bool {
         let scheme = MediaURL.writtenScheme(of: url)
         return scheme == "dav" || scheme == "davs"
     }
 
     /// The http(s) URL of a `dav://` or `davs://` one, its path ending in
     /// `/` unless it names a file (`isCollection` false: an archive's URL).
-    public static func httpURL(ofDAV url: String, isCollection: Bool = true) -> String {
+    package static func httpURL(ofDAV url: String, isCollection: Bool = true) -> String {
         guard let authority = MediaURL.writtenAuthority(in: url), let scheme = MediaURL.writtenScheme(of: url) else {
             return url
         }

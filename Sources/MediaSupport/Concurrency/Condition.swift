@@ -7,14 +7,14 @@
 import Glibc
 #endif
 
-public final class Condition: @unchecked Sendable {
+package final class Condition: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     /// Where it comes in the lock order (LockRank.swift); nil: unchecked.
     private let rank: LockRank?
 
-    public init(rank: LockRank? = nil) {
+    package init(rank: LockRank? = nil) {
         self.rank = rank
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
@@ -31,26 +31,26 @@ public final class Condition: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    public func lock() {
+    package func lock() {
         HeldRanks.willTake(rank)
         pthread_mutex_lock(mutex)
         HeldRanks.took(rank)
     }
 
-    public func unlock() {
+    package func unlock() {
         HeldRanks.released(rank)
         pthread_mutex_unlock(mutex)
     }
-    public func broadcast() { pthread_cond_broadcast(condition) }
-    public func signal() { pthread_cond_signal(condition) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
+    package func signal() { pthread_cond_signal(condition) }
 
     /// Waits for a signal. Call with the lock held.
-    public func wait() { pthread_cond_wait(condition, mutex) }
+    package func wait() { pthread_cond_wait(condition, mutex) }
 
     /// Waits for a signal or the deadline; false once the deadline has
     /// passed. Call with the lock held.
     @discardableResult
-    public func wait(until deadline: Deadline) -> Bool {
+    package func wait(until deadline: Deadline) -> Bool {
         let remaining = deadline.remaining
         guard remaining > 0 else { return false }
         var until = Clock.monotonicTimespec(after: remaining)
@@ -59,7 +59,7 @@ public final class Condition: @unchecked Sendable {
     }
 
     /// `body` with the lock held.
-    public func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
         lock()
         defer { unlock() }
         return try body()

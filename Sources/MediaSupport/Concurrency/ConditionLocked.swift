@@ -11,11 +11,11 @@
 // The state lives in memory of its own: as a stored property of this
 // generic class, ThreadSanitizer took the scope's accesses to it for writes
 // to the object's header, which every call reads before taking the lock.
-public final class ConditionLocked<State>: @unchecked Sendable {
+package final class ConditionLocked<State>: @unchecked Sendable {
     private let condition: Condition
     private let state: UnsafeMutablePointer<State>
 
-    public init(_ state: State, rank: LockRank? = nil) {
+    package init(_ state: State, rank: LockRank? = nil) {
         condition = Condition(rank: rank)
         self.state = UnsafeMutablePointer<State>.allocate(capacity: 1)
         self.state.initialize(to: state)
@@ -27,7 +27,7 @@ public final class ConditionLocked<State>: @unchecked Sendable {
     }
 
     /// `body` with the lock held and the state.
-    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         condition.lock()
         defer { condition.unlock() }
         return try body(&state.pointee)
@@ -35,7 +35,7 @@ public final class ConditionLocked<State>: @unchecked Sendable {
 
     /// `body` with the lock held, reaching the state and the condition
     /// through `scope`.
-    public func withScope<Result>(_ body: (borrowing Scope) throws -> Result) rethrows -> Result {
+    package func withScope<Result>(_ body: (borrowing Scope) throws -> Result) rethrows -> Result {
         condition.lock()
         defer { condition.unlock() }
         return try body(Scope(owner: self))
@@ -43,13 +43,13 @@ public final class ConditionLocked<State>: @unchecked Sendable {
 
     /// Wakes every waiter. Waiters check their state again under the lock,
     /// so a broadcast after the lock was let go wakes them all the same.
-    public func broadcast() { condition.broadcast() }
+    package func broadcast() { condition.broadcast() }
 
     /// Wakes one waiter.
-    public func signal() { condition.signal() }
+    package func signal() { condition.signal() }
 
     /// The lock held: the state, and waits on the condition.
-    public struct Scope: ~Copyable {
+    package struct Scope: ~Copyable {
         private let owner: ConditionLocked
 
         fileprivate init(owner: ConditionLocked) {
@@ -57,20 +57,20 @@ public final class ConditionLocked<State>: @unchecked Sendable {
         }
 
         /// The state; each use an access of its own, none across a wait.
-        public var state: State {
+        package var state: State {
             _read { yield owner.state.pointee }
             nonmutating _modify { yield &owner.state.pointee }
         }
 
         /// Lets go of the lock until woken, then holds it again.
-        public func wait() { owner.condition.wait() }
+        package func wait() { owner.condition.wait() }
 
         /// `wait()`, or until the deadline; false once it has passed.
         @discardableResult
-        public func wait(until deadline: Deadline) -> Bool { owner.condition.wait(until: deadline) }
+        package func wait(until deadline: Deadline) -> Bool { owner.condition.wait(until: deadline) }
 
-        public func broadcast() { owner.condition.broadcast() }
+        package func broadcast() { owner.condition.broadcast() }
 
-        public func signal() { owner.condition.signal() }
+        package func signal() { owner.condition.signal() }
     }
 }

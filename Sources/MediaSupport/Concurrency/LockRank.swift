@@ -13,46 +13,46 @@
 import Glibc
 #endif
 
-public struct LockRank: Sendable, CustomStringConvertible {
-    public let level: Int
-    public let name: String
+package struct LockRank: Sendable, CustomStringConvertible {
+    package let level: Int
+    package let name: String
     /// Two locks of this rank may nest: a VOD segment's probe sends its
     /// request while its VOD's probe holds its own `current`.
-    public let nests: Bool
+    package let nests: Bool
 
-    public init(_ level: Int, _ name: String, nests: Bool = false) {
+    package init(_ level: Int, _ name: String, nests: Bool = false) {
         self.level = level
         self.name = name
         self.nests = nests
     }
 
-    public var description: String { "\(name) (rank \(level))" }
+    package var description: String { "\(name) (rank \(level))" }
 
     // The chain, outermost first.
-    public static let passthrough = LockRank(10, "Passthrough.files")
-    public static let catalogState = LockRank(30, "Catalog.state")
-    public static let loaderFlush = LockRank(40, "FileLoader.flushLock")
-    public static let loader = LockRank(50, "FileLoader.lock")
-    public static let contentProbe = LockRank(60, "ContentProbe.current", nests: true)
-    public static let flusher = LockRank(70, "Flusher.condition")
-    public static let trashQueued = LockRank(80, "TrashWorker.queued")
+    package static let passthrough = LockRank(10, "Passthrough.files")
+    package static let catalogState = LockRank(30, "Catalog.state")
+    package static let loaderFlush = LockRank(40, "FileLoader.flushLock")
+    package static let loader = LockRank(50, "FileLoader.lock")
+    package static let contentProbe = LockRank(60, "ContentProbe.current", nests: true)
+    package static let flusher = LockRank(70, "Flusher.condition")
+    package static let trashQueued = LockRank(80, "TrashWorker.queued")
     // Leaves: nothing but the log is taken under them.
-    public static let segmented = LockRank(90, "a VOD's segmented locks")
-    public static let budget = LockRank(100, "CacheBudget.condition")
-    public static let fetcherPending = LockRank(100, "CurlFetcher.pending")
-    public static let linkEstimate = LockRank(100, "LinkEstimate.links")
-    public static let answerJournal = LockRank(100, "AnswerJournal.state")
-    public static let worker = LockRank(100, "Worker.condition")
-    public static let openDataFiles = LockRank(100, "OpenDataFiles.table")
-    public static let probeFeeder = LockRank(100, "ProbeFeeder.state")
-    public static let contentProbeProgress = LockRank(100, "ContentProbe.progress")
-    public static let readPattern = LockRank(100, "ReadPattern.core")
+    package static let segmented = LockRank(90, "a VOD's segmented locks")
+    package static let budget = LockRank(100, "CacheBudget.condition")
+    package static let fetcherPending = LockRank(100, "CurlFetcher.pending")
+    package static let linkEstimate = LockRank(100, "LinkEstimate.links")
+    package static let answerJournal = LockRank(100, "AnswerJournal.state")
+    package static let worker = LockRank(100, "Worker.condition")
+    package static let openDataFiles = LockRank(100, "OpenDataFiles.table")
+    package static let probeFeeder = LockRank(100, "ProbeFeeder.state")
+    package static let contentProbeProgress = LockRank(100, "ContentProbe.progress")
+    package static let readPattern = LockRank(100, "ReadPattern.core")
     /// Every log line may take it, under any lock.
-    public static let log = LockRank(1000, "Log.captured")
+    package static let log = LockRank(1000, "Log.captured")
 }
 
 /// The ranks a thread holds, checked as it takes another (debug builds).
-public enum HeldRanks {
+package enum HeldRanks {
     /// What a violation does: a trap by default; a test records instead.
     /// Set only by tests, before the locks it checks are taken.
     nonisolated(unsafe) public static var onViolation: @Sendable (String) -> Void = { message in
@@ -111,7 +111,7 @@ public enum HeldRanks {
     }
 
     /// The ranks this thread holds now, outermost first (debug builds; empty otherwise).
-    public static var current: [LockRank] {
+    package static var current: [LockRank] {
         #if DEBUG
         return stack.ranks
         #else

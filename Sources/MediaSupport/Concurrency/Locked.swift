@@ -6,18 +6,18 @@
 // as racing too.
 import Foundation
 
-public final class Locked<Value: Sendable>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
     /// Where it comes in the lock order (LockRank.swift); nil: unchecked.
     private let rank: LockRank?
 
-    public init(_ value: Value, rank: LockRank? = nil) {
+    package init(_ value: Value, rank: LockRank? = nil) {
         self.value = value
         self.rank = rank
     }
 
-    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         HeldRanks.willTake(rank)
         lock.lock()
         HeldRanks.took(rank)
@@ -29,7 +29,7 @@ public final class Locked<Value: Sendable>: @unchecked Sendable {
     }
 
     /// `body`'s result, or nil without waiting when another thread holds the lock.
-    public func withLockIfAvailable<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result? {
+    package func withLockIfAvailable<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result? {
         guard lock.try() else { return nil }
         HeldRanks.took(rank)
         defer {

@@ -2,16 +2,16 @@
 // clock: a probe's answer, a refresh's outcome. The first `fulfil` wins;
 // later ones are ignored, so a late answer never replaces the one a waiter
 // saw.
-public final class OneShot<Value: Sendable>: @unchecked Sendable {
+package final class OneShot<Value: Sendable>: @unchecked Sendable {
     private let condition = Condition()
     /// Guarded by `condition`.
     private var stored: Value?
 
-    public init() {}
+    package init() {}
 
     /// Gives the value and wakes every waiter; false if it was given already.
     @discardableResult
-    public func fulfil(_ value: Value) -> Bool {
+    package func fulfil(_ value: Value) -> Bool {
         condition.withLock {
             guard stored == nil else { return false }
             stored = value
@@ -21,7 +21,7 @@ public final class OneShot<Value: Sendable>: @unchecked Sendable {
     }
 
     /// The value, or nil if none came by `deadline`.
-    public func wait(until deadline: Deadline) -> Value? {
+    package func wait(until deadline: Deadline) -> Value? {
         condition.withLock {
             while stored == nil && condition.wait(until: deadline) {}
             return stored
@@ -29,7 +29,7 @@ public final class OneShot<Value: Sendable>: @unchecked Sendable {
     }
 
     /// The value if it was given, without waiting.
-    public var value: Value? {
+    package var value: Value? {
         condition.withLock { stored }
     }
 }

@@ -4,7 +4,7 @@
 // to drain and join, and none outlives the FUSE session.
 import Foundation
 
-public final class Worker: @unchecked Sendable {
+package final class Worker: @unchecked Sendable {
     private let name: String
     private let condition = Condition(rank: .worker)
     // Guarded by `condition`.
@@ -13,13 +13,13 @@ public final class Worker: @unchecked Sendable {
     private var stopping = false
     private var finished = false
 
-    public init(name: String) {
+    package init(name: String) {
         self.name = name
     }
 
     /// Queues `job`; returns false (and drops it) once the worker is stopping.
     @discardableResult
-    public func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    package func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard !stopping else { return false }
@@ -36,7 +36,7 @@ public final class Worker: @unchecked Sendable {
 
     /// Refuses new jobs, runs (`drain`) or drops the queued ones, and returns
     /// once the thread has left its loop. Safe to call more than once.
-    public func stop(drain: Bool) {
+    package func stop(drain: Bool) {
         condition.lock()
         defer { condition.unlock() }
         stopping = true

@@ -4,22 +4,22 @@
 // stopped cache writes for an hour.
 import Synchronization
 
-public final class CacheWritePause: Sendable {
+package final class CacheWritePause: Sendable {
     /// After a failed cache write, reads pass through for this long.
-    public static let seconds: Int64 = 10
+    package static let seconds: Int64 = 10
     /// Seconds on the monotonic clock until which the cache is not written.
     private let until = Atomic<Int64>(0)
     private let clock: Clock
 
-    public init(clock: Clock) {
+    package init(clock: Clock) {
         self.clock = clock
     }
 
     /// Whether arriving bytes should be written into the cache now.
-    public var isOver: Bool { until.load(ordering: .relaxed) <= now() }
+    package var isOver: Bool { until.load(ordering: .relaxed) <= now() }
 
     /// A cache write failed: say so once, then pause writes.
-    public func failed(_ error: MediaError) {
+    package func failed(_ error: MediaError) {
         let end = now() + Self.seconds
         let before = until.exchange(end, ordering: .relaxed)
         if before <= now() {

@@ -2,16 +2,16 @@
 // one atomic a class: every reader and the network thread add to them.
 import Synchronization
 
-public final class ClassBytes: Sendable {
+package final class ClassBytes: Sendable {
     private let play = Atomic<Int64>(0)
     private let scan = Atomic<Int64>(0)
 
-    public init() {}
+    package init() {}
 
-    public func add(_ count: Int64, byClass index: Int) {
+    package func add(_ count: Int64, byClass index: Int) {
         if index == 0 { play.add(count, ordering: .relaxed) } else { scan.add(count, ordering: .relaxed) }
     }
 
     /// By class index: play, then scan.
-    public var values: [Int64] { [play.load(ordering: .relaxed), scan.load(ordering: .relaxed)] }
+    package var values: [Int64] { [play.load(ordering: .relaxed), scan.load(ordering: .relaxed)] }
 }

@@ -5,9 +5,9 @@
 import Glibc
 #endif
 
-public final class Histogram: Sendable {
+package final class Histogram: Sendable {
     /// Upper bounds in seconds, ascending; +Inf is implied.
-    public let bounds: [Double]
+    package let bounds: [Double]
     private struct State {
         var counts: [Int64]
         var sum = 0.0
@@ -16,16 +16,16 @@ public final class Histogram: Sendable {
 
     /// From a quick cached read (well under a millisecond) to a stalled one
     /// near the default 30 s timeout.
-    public static let secondsBounds: [Double] = [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    package static let secondsBounds: [Double] = [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                                  1, 2.5, 5, 10, 30]
 
-    public init(bounds: [Double] = Histogram.secondsBounds) {
+    package init(bounds: [Double] = Histogram.secondsBounds) {
         self.bounds = bounds
         state = Locked(State(counts: Array(repeating: 0, count: bounds.count + 1)))
     }
 
     /// Records one value; NaN and negatives count as 0 (a clock step back).
-    public func observe(_ value: Double) {
+    package func observe(_ value: Double) {
         let value = value.isNaN || value < 0 ? 0 : value
         let index = bounds.firstIndex { value <= $0 } ?? bounds.count
         state.withLock { state in
@@ -35,22 +35,22 @@ public final class Histogram: Sendable {
     }
 
     /// Records the time since `start`, read from `clock.monotonic()`.
-    public func observe(since start: Double, on clock: Clock) {
+    package func observe(since start: Double, on clock: Clock) {
         observe(clock.monotonic() - start)
     }
 
-    public struct Snapshot: Sendable, Equatable {
+    package struct Snapshot: Sendable, Equatable {
         /// (upper bound, observations at or below it), +Inf last.
-        public var buckets: [(bound: Double, count: Int64)]
-        public var sum: Double
-        public var count: Int64 { buckets.last?.count ?? 0 }
+        package var buckets: [(bound: Double, count: Int64)]
+        package var sum: Double
+        package var count: Int64 { buckets.last?.count ?? 0 }
 
-        public static func == (a: Snapshot, b: Snapshot) -> Bool {
+        package static func == (a: Snapshot, b: Snapshot) -> Bool {
             a.sum == b.sum && a.buckets.elementsEqual(b.buckets) { $0.bound == $1.bound && $0.count == $1.count }
         }
     }
 
-    public var snapshot: Snapshot {
+    package var snapshot: Snapshot {
         let (counts, sum) = state.withLock { ($0.counts, $0.sum) }
         var running: Int64 = 0
         let buckets = zip(bounds + [.infinity], counts).map { bound, count in

@@ -2,7 +2,7 @@
 import Synchronization
 
 /// What probing costs (Statistics.probing).
-public final class ProbingCounts: Sendable {
-    public let scanReadsDelayed = Atomic<Int64>(0)
-    public let lookaheadFetches = Atomic<Int64>(0)
+package final class ProbingCounts: Sendable {
+    package let scanReadsDelayed = Atomic<Int64>(0)
+    package let lookaheadFetches = Atomic<Int64>(0)
 }

@@ -7,90 +7,90 @@ import Glibc
 #endif
 
 public final class Statistics: Sendable {
-    public let bytesFromCache = Atomic<Int64>(0)
-    public let bytesFromNetwork = Atomic<Int64>(0)
-    public let requests = Atomic<Int64>(0)
-    public let transfersInFlight = Atomic<Int64>(0)
+    package let bytesFromCache = Atomic<Int64>(0)
+    package let bytesFromNetwork = Atomic<Int64>(0)
+    package let requests = Atomic<Int64>(0)
+    package let transfersInFlight = Atomic<Int64>(0)
     /// What the kernel asked of the daemon: opens whose reads it serves
     /// from the cache itself (passthrough), and stats (getattr) rather than
     /// answering from what a lookup or readdirplus gave it.
     private let kernel = KernelCounts()
     /// Transfers started again for bytes an earlier one failed to bring.
-    public let retries = Atomic<Int64>(0)
+    package let retries = Atomic<Int64>(0)
     /// Cache entries the limits removed.
-    public let evictions = Atomic<Int64>(0)
+    package let evictions = Atomic<Int64>(0)
     /// Opens that went on with a closed handle's pattern and transfers
     /// (`--handle-grace`).
-    public let graceResumes = Atomic<Int64>(0)
+    package let graceResumes = Atomic<Int64>(0)
     /// Long transfers, held at their reader's window, that gave their
     /// connection to a read waiting for one at their origin.
-    public let transfersYielded = Atomic<Int64>(0)
+    package let transfersYielded = Atomic<Int64>(0)
     /// A library scan's reads that waited for a place at their origin
     /// while players' reads or readahead ran or waited there, and the
     /// requests the container lookahead sent (an MP4's moov, a Matroska
     /// file's Cues, a TS tail): what probing costs.
-    public let probing = ProbingCounts()
+    package let probing = ProbingCounts()
     /// File bytes received from the servers and handed to readers, by read
     /// class (MediaCache's ReadClass: 0 play, 1 scan).
-    public static let readClasses = 2
+    package static let readClasses = 2
     private let fetchedByClass = ClassBytes()
     private let servedByClass = ClassBytes()
     /// HTTP responses by status class, and hops that ended without one.
     private let responses = Locked([Int64](repeating: 0, count: ResponseClass.allCases.count))
     /// How long FUSE reads took, from the call to the bytes in the buffer,
     /// and how long learning a file's length and validators took.
-    public let timings: Timings
+    package let timings: Timings
     private let writePause: CacheWritePause
     /// After a failed cache write, reads pass through for this long.
-    public static var passThroughSeconds: Int64 { CacheWritePause.seconds }
+    package static var passThroughSeconds: Int64 { CacheWritePause.seconds }
 
-    public init(clock: Clock) {
+    package init(clock: Clock) {
         timings = Timings(clock: clock)
         writePause = CacheWritePause(clock: clock)
     }
 
     /// Whether arriving bytes should be written into the cache now.
-    public var cacheWritable: Bool { writePause.isOver }
+    package var cacheWritable: Bool { writePause.isOver }
 
     /// A cache write failed (disk full, I/O error): say so once, then serve
     /// from the network alone for a while.
-    public func cacheWriteFailed(_ error: MediaError) { writePause.failed(error) }
+    package func cacheWriteFailed(_ error: MediaError) { writePause.failed(error) }
 
     /// A file was opened for the kernel to read from the cache itself.
-    public func countKernelReadOpen() {
+    package func countKernelReadOpen() {
         kernel.readOpens.add(1, ordering: .relaxed)
     }
 
-    public func countAttributeRequest() {
+    package func countAttributeRequest() {
         kernel.attributeRequests.add(1, ordering: .relaxed)
     }
 
     /// A transfer (or probe) was started again after a failure.
-    public func countRetry() {
+    package func countRetry() {
         retries.add(1, ordering: .relaxed)
     }
 
-    public func countEvictions(_ count: Int) {
+    package func countEvictions(_ count: Int) {
         evictions.add(Int64(count), ordering: .relaxed)
     }
 
-    public func countFetched(_ count: Int64, byClass index: Int) {
+    package func countFetched(_ count: Int64, byClass index: Int) {
         fetchedByClass.add(count, byClass: index)
     }
 
-    public func countServed(_ count: Int64, byClass index: Int) {
+    package func countServed(_ count: Int64, byClass index: Int) {
         servedByClass.add(count, byClass: index)
     }
 
-    public enum ResponseClass: Int, CaseIterable, Sendable {
+    package enum ResponseClass: Int, CaseIterable, Sendable {
         case success, redirect, clientError, serverError, error
 
         /// The label Prometheus shows: "2xx" … "5xx", or "error" for a hop
         /// that got no status (connection refused, reset, timeout).
-        public var label: String { ["2xx", "3xx", "4xx", "5xx", "error"][rawValue] }
+        package var label: String { ["2xx", "3xx", "4xx", "5xx", "error"][rawValue] }
 
         /// The class of an HTTP status; a status outside 200-599 counts as an error.
-        public init(status: Int) {
+        package init(status: Int) {
             switch status {
             case 200..<300: self = .success
             case 300..<400: self = .redirect
@@ -101,31 +101,31 @@ public final class Statistics: Sendable {
         }
     }
 
-    public func countResponse(_ kind: ResponseClass) {
+    package func countResponse(_ kind: ResponseClass) {
         responses.withLock { $0[kind.rawValue] &+= 1 }
     }
 
-    public struct Snapshot: Sendable, Equatable {
-        public var bytesFromCache: Int64
-        public var bytesFromNetwork: Int64
-        public var requests: Int64
-        public var transfersInFlight: Int64
-        public var kernelReadOpens: Int64
-        public var attributeRequests: Int64 = 0
-        public var retries: Int64 = 0
-        public var evictions: Int64 = 0
-        public var graceResumes: Int64 = 0
-        public var transfersYielded: Int64 = 0
-        public var scanReadsDelayed: Int64 = 0
-        public var lookaheadFetches: Int64 = 0
+    package struct Snapshot: Sendable, Equatable {
+        package var bytesFromCache: Int64
+        package var bytesFromNetwork: Int64
+        package var requests: Int64
+        package var transfersInFlight: Int64
+        package var kernelReadOpens: Int64
+        package var attributeRequests: Int64 = 0
+        package var retries: Int64 = 0
+        package var evictions: Int64 = 0
+        package var graceResumes: Int64 = 0
+        package var transfersYielded: Int64 = 0
+        package var scanReadsDelayed: Int64 = 0
+        package var lookaheadFetches: Int64 = 0
         /// By `ResponseClass.rawValue`.
-        public var responses: [Int64] = []
+        package var responses: [Int64] = []
         /// By read class (0 play, 1 scan).
-        public var fetchedByClass: [Int64] = [0, 0]
-        public var servedByClass: [Int64] = [0, 0]
+        package var fetchedByClass: [Int64] = [0, 0]
+        package var servedByClass: [Int64] = [0, 0]
     }
 
-    public var snapshot: Snapshot {
+    package var snapshot: Snapshot {
         Snapshot(bytesFromCache: bytesFromCache.load(ordering: .relaxed),
                  bytesFromNetwork: bytesFromNetwork.load(ordering: .relaxed),
                  requests: requests.load(ordering: .relaxed),

@@ -2,11 +2,11 @@
 import Synchronization
 
 /// Histograms of waits (Statistics.timings).
-public final class Timings: Sendable {
-    public let readWait = Histogram()
-    public let probeDuration = Histogram()
+package final class Timings: Sendable {
+    package let readWait = Histogram()
+    package let probeDuration = Histogram()
     /// The mount's clock: the waits are measured on its monotonic time.
-    public let clock: Clock
+    package let clock: Clock
 
     init(clock: Clock) {
         self.clock = clock

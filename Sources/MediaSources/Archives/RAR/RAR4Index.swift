@@ -10,13 +10,13 @@ import Foundation
 import MediaStore
 import MediaNetwork
 
-public enum RAR4Index {
+package enum RAR4Index {
     /// Enough of a volume's end to hold its end block (20 bytes as rar
     /// writes it: CRC, volume number, 7 reserved).
-    public static let tailBytes: Int64 = 64
+    package static let tailBytes: Int64 = 64
     static let readAhead: Int64 = 64 << 10
 
-    public static func index(_ volumes: [ArchiveVolume]) throws -> ArchiveIndex {
+    package static func index(_ volumes: [ArchiveVolume]) throws -> ArchiveIndex {
         var walks = [RARVolumeWalk]()
         var wanted = [ArchiveExtent]()
         for (input, volume) in volumes.enumerated() {

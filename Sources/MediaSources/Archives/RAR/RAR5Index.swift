@@ -8,7 +8,7 @@ import Foundation
 import MediaStore
 import MediaNetwork
 
-public enum RAR5Index {
+package enum RAR5Index {
     /// libarchive's bound: no real header is larger.
     static let maxHeader = 2 << 20
     /// What to want past a head: a header and likely the next ones.
@@ -17,7 +17,7 @@ public enum RAR5Index {
     /// Indexes `volumes` given in any order. Throws `ArchiveRefusal` for a
     /// set that cannot be listed (encrypted headers, contradicting volumes)
     /// and MediaError, naming the volume, offset and field, for malformed bytes.
-    public static func index(_ volumes: [ArchiveVolume]) throws -> ArchiveIndex {
+    package static func index(_ volumes: [ArchiveVolume]) throws -> ArchiveIndex {
         let walks = try volumes.enumerated().map { try walk($1, input: $0) }
         return try RARVolumes.assemble(walks, names: volumes.map(\.name))
     }

@@ -8,17 +8,17 @@ import MediaSupport
 import MediaStore
 import MediaNetwork
 
-public struct RARVolumeSet: Equatable, Sendable {
+package struct RARVolumeSet: Equatable, Sendable {
     /// What the set shows as: "film" for film.part01.rar or film.rar.
-    public var folder: String
+    package var folder: String
     /// The first volume's name: the lowest part number, or the ".rar".
-    public var first: String
+    package var first: String
     /// Every name of the set, the first first, then by number.
-    public var names: [String]
+    package var names: [String]
 
     /// The sets among `names`, in the order of their first names; names in
     /// no set are left out.
-    public static func group(_ names: [String]) -> [RARVolumeSet] {
+    package static func group(_ names: [String]) -> [RARVolumeSet] {
         var parts: [String: [(number: Int, name: String)]] = [:]
         var rars: [String: String] = [:]
         var olds: [String: [(number: Int, name: String)]] = [:]
@@ -45,7 +45,7 @@ public struct RARVolumeSet: Equatable, Sendable {
     /// Whether `name` may be an archive's (it ends `.zip`, `.rar` or `.r`
     /// and two digits or more, case aside): a look at its last bytes only,
     /// before any name is grouped.
-    public static func mayNameAnArchive(_ name: String) -> Bool {
+    package static func mayNameAnArchive(_ name: String) -> Bool {
         var tail: [UInt8] = []
         for byte in name.utf8.reversed() {
             tail.append(byte | 0x20)    // ASCII letters to lower case; digits and '.' unchanged
@@ -63,23 +63,23 @@ public struct RARVolumeSet: Equatable, Sendable {
     /// numbers from 1, at the width the name has) or "film.rar", "film.r00"
     /// (`.old`: the `.rar` is number -1, then `.r` and two digits or more).
     /// The name's own case is kept in the names it makes.
-    public struct Numbering: Equatable, Sendable {
-        public enum Style: Sendable { case part, old }
-        public var base: String
-        public var style: Style
-        public var number: Int
+    package struct Numbering: Equatable, Sendable {
+        package enum Style: Sendable { case part, old }
+        package var base: String
+        package var style: Style
+        package var number: Int
         /// Digits the name's number has (0-padded to it).
-        public var width: Int
+        package var width: Int
         /// What comes between the base and the digits (".part", ".r"), and
         /// after them (".rar", ""), as the name spells them.
         var infix: String
         var suffix: String
 
         /// The first volume's number.
-        public var first: Int { style == .part ? 1 : -1 }
+        package var first: Int { style == .part ? 1 : -1 }
 
         /// The name of volume `number` of the set.
-        public func name(number: Int) -> String {
+        package func name(number: Int) -> String {
             if style == .old, number < 0 { return base + (infix == ".R" ? ".RAR" : ".rar") }
             let digits = String(number)
             return base + infix + String(repeating: "0", count: max(0, width - digits.count)) + digits + suffix
@@ -87,7 +87,7 @@ public struct RARVolumeSet: Equatable, Sendable {
     }
 
     /// How `name` numbers its set; nil when it is no RAR volume's name.
-    public static func numbering(of name: String) -> Numbering? {
+    package static func numbering(of name: String) -> Numbering? {
         let bytes = Array(name.utf8)
         func piece(_ from: Int, _ count: Int) -> String { String(decoding: bytes[from..<(from + count)], as: UTF8.self) }
         if let (base, number) = numbered(name, prefix: ".part", suffix: ".rar") {

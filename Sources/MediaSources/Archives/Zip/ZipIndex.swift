@@ -11,18 +11,18 @@ import Foundation
 import MediaStore
 import MediaNetwork
 
-public enum ZipIndex {
+package enum ZipIndex {
     /// The end record (22 bytes), its longest comment, and a ZIP64 locator
     /// (20) before it: a caller reading this much of the end reads it all.
-    public static let tailBytes: Int64 = 22 + 65_535 + 20
+    package static let tailBytes: Int64 = 22 + 65_535 + 20
     /// More entries than this is not an archive mediafs shows as a folder.
-    public static let maxEntries = 1_000_000
+    package static let maxEntries = 1_000_000
     static let maxDirectory: Int64 = 256 << 20
     /// Local headers are asked for with this much room for an extra field
     /// longer than the central one.
     static let localSlack: Int64 = 256
 
-    public static func index(_ volume: ArchiveVolume) throws -> ArchiveIndex {
+    package static func index(_ volume: ArchiveVolume) throws -> ArchiveIndex {
         var index = ArchiveIndex()
         index.volumeOrder = [0]
         let directory: ZipDirectory
