@@ -34,9 +34,22 @@ let package = Package(
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "MediaSupport", "MediaStore", "MediaNetwork",
                                                          "MediaSources", "CSystem"],
                           path: "Sources/CLI", exclude: ["README.md"]),
+        // What several test targets share: fakes, a test clock, temporary
+        // directories. A plain target, imported @testable by the tests.
+        .target(name: "MediaTestSupport", dependencies: ["MediaSupport", "MediaNetwork"], path: "Tests/MediaTestSupport"),
+        // A test target per library: its tests import that library, what it
+        // depends on, and the shared support.
+        .testTarget(name: "MediaSupportTests", dependencies: ["MediaSupport", "MediaTestSupport"]),
+        .testTarget(name: "MediaStoreTests", dependencies: ["MediaStore", "MediaSupport", "MediaTestSupport"]),
+        .testTarget(name: "MediaNetworkTests", dependencies: ["MediaNetwork", "MediaSupport", "MediaTestSupport"]),
+        .testTarget(name: "MediaSourcesTests", dependencies: ["MediaSources", "MediaStore", "MediaNetwork", "MediaSupport",
+                                                             "MediaTestSupport"]),
+        .testTarget(name: "MediaSegmentedTests", dependencies: ["MediaSegmented", "MediaSources", "MediaStore", "MediaNetwork",
+                                                               "MediaSupport", "MediaTestSupport"]),
         .testTarget(name: "MediaCacheTests", dependencies: ["MediaCache", "MediaSupport", "MediaStore", "MediaNetwork",
-                                                           "MediaSources", "MediaSegmented"]),
-        .testTarget(name: "MediaFSTests", dependencies: ["MediaFS", "MediaCache", "MediaSources", "MediaSegmented", "CFuse"]),
+                                                           "MediaSources", "MediaSegmented", "MediaTestSupport"]),
+        .testTarget(name: "MediaFSTests", dependencies: ["MediaFS", "MediaCache", "MediaSources", "MediaSegmented", "MediaSupport", "CFuse",
+                                                        "MediaTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -133,6 +133,20 @@ def check_test_targets(least=6):
     return count >= least, f"{count} test targets (at least {least})"
 
 
+def check_test_imports():
+    """Each test target's files import only modules its target depends on."""
+    package = open(path("Package.swift"), encoding="utf-8").read()
+    strays = []
+    for name, deps in re.findall(r'\.testTarget\(name: "(\w+)", dependencies: \[([^\]]*)\]', package):
+        allowed = set(re.findall(r'"(\w+)"', deps))
+        for file in swift_files(path("Tests", name), recursive=True):
+            for module in re.findall(r"^(?:@testable )?import (Media\w*|CFuse)$", open(file, encoding="utf-8").read(), re.M):
+                if module not in allowed:
+                    strays.append(f"{os.path.relpath(file, ROOT)} imports {module}")
+    return not strays, (f"test files importing beyond their target: {strays}" if strays
+                        else "every test file imports only what its target depends on")
+
+
 def check_public_below_core(most=450):
     counts = {}
     for module in LOWER_MODULES:
@@ -184,7 +198,8 @@ RULES = [
     ("bench/run.py a runner", check_bench_runner, True),
     ("docs/architecture.md at most 500 lines", check_architecture_length, True),
     ("no module re-exports another", check_no_reexports, True),
-    ("a test target per library", check_test_targets, False),
+    ("a test target per library", check_test_targets, True),
+    ("tests import only their target's modules", check_test_imports, True),
     ("narrow layers", check_public_below_core, True),
     ("no source folder over 20 files", check_folder_sizes, True),
 ]

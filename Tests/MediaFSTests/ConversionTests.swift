@@ -11,6 +11,7 @@ import XCTest
 #if canImport(Glibc)
 import Glibc
 @testable import MediaSupport
+@testable import MediaTestSupport
 #endif
 
 final class ConversionTests: XCTestCase {

@@ -6,6 +6,7 @@ import XCTest
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport
+@testable import MediaTestSupport
 
 final class MetricsTests: XCTestCase {
     func testAddressesTakeNumericHostsOrLocalhostAndAPort() {

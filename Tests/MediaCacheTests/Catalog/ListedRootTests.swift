@@ -8,6 +8,7 @@ import XCTest
 @testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
+@testable import MediaTestSupport
 #endif
 
 /// A mount of one directory source: the directory is the root, listed as

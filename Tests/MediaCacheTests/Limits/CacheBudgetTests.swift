@@ -8,6 +8,7 @@ import XCTest
 @testable import MediaSources
 @testable import MediaSegmented
 @testable import MediaSupport
+@testable import MediaTestSupport
 
 final class CacheBudgetTests: XCTestCase {
     /// The evictor's wake-ups, signalled to a test that waits for one.

@@ -11,6 +11,7 @@ import XCTest
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport
+@testable import MediaTestSupport
 
 final class LimitOrderTests: XCTestCase {
     private var base = ""

@@ -12,6 +12,7 @@ import XCTest
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport
+@testable import MediaTestSupport
 
 final class ScanBudgetTests: XCTestCase {
     private var base = ""

@@ -6,6 +6,7 @@ import XCTest
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport
+@testable import MediaTestSupport
 
 /// The one interface every kind of source implements, as the catalog uses
 /// it: a fake kind whose listing carries sizes, that refreshes or not, and

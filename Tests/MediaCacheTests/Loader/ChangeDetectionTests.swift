@@ -6,6 +6,7 @@ import XCTest
 @testable import MediaCache
 @testable import MediaNetwork
 @testable import MediaStore
+@testable import MediaTestSupport
 
 final class ChangeDetectionTests: XCTestCase {
     private let monday = "Mon, 30 Nov 2026 10:00:00 GMT", tuesday = "Tue, 01 Dec 2026 10:00:00 GMT"

@@ -5,6 +5,7 @@
 @testable import MediaSources
 @testable import MediaSegmented
 import XCTest
+@testable import MediaTestSupport
 
 final class ContainerSnifferTests: XCTestCase {
     private static let MiB: Int64 = 1 << 20

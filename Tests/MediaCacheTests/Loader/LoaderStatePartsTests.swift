@@ -7,6 +7,7 @@ import XCTest
 @testable import MediaSegmented
 @testable import MediaStore
 @testable import MediaSupport
+@testable import MediaTestSupport
 
 final class CachedBytesTests: XCTestCase {
     func testAClaim_isRefused_whileAResetIsNotCarriedOut() {

@@ -14,6 +14,7 @@ import XCTest
 @testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
+@testable import MediaTestSupport
 #endif
 
 final class LongTransferTests: XCTestCase {

@@ -9,6 +9,7 @@ import XCTest
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport
+@testable import MediaTestSupport
 
 final class PinningTests: XCTestCase {
     private var base = ""

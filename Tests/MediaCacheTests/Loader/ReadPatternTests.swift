@@ -7,6 +7,7 @@
 @testable import MediaNetwork
 @testable import MediaSupport
 import XCTest
+@testable import MediaTestSupport
 
 final class ReadPatternTests: XCTestCase {
     private static let KiB: Int64 = 1 << 10

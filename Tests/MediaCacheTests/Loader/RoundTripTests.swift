@@ -10,6 +10,7 @@ import XCTest
 @testable import MediaStore
 @testable import MediaNetwork
 @testable import MediaSupport
+@testable import MediaTestSupport
 
 final class RoundTripTests: XCTestCase {
     private var base = ""

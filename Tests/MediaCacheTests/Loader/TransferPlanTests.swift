@@ -7,6 +7,7 @@ import XCTest
 @testable import MediaNetwork
 @testable import MediaSupport
 @testable import MediaStore
+@testable import MediaTestSupport
 
 final class TransferPlanTests: XCTestCase {
     typealias Transfer = LoaderState.Transfer

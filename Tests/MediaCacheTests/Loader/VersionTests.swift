@@ -12,6 +12,7 @@ import XCTest
 @testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
+@testable import MediaTestSupport
 #endif
 
 final class VersionTests: XCTestCase {

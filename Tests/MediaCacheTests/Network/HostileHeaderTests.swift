@@ -11,6 +11,7 @@ import XCTest
 @testable import MediaSupport
 #if canImport(Glibc)
 import Glibc
+@testable import MediaTestSupport
 #endif
 
 final class HostileHeaderTests: XCTestCase {

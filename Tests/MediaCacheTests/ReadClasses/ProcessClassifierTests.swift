@@ -8,6 +8,7 @@ import XCTest
 @testable import MediaSources
 @testable import MediaSegmented
 @testable import MediaSupport
+@testable import MediaTestSupport
 
 final class ProcessClassifierTests: XCTestCase {
     /// A process table the test edits; counts the stat reads.

@@ -12,6 +12,7 @@ import Glibc
 @testable import MediaNetwork
 @testable import MediaStore
 @testable import MediaSupport
+@testable import MediaTestSupport
 #endif
 
 final class SegmentedFetcherTests: XCTestCase {
