@@ -1,5 +1,5 @@
 // A kind of source: what turns a place media lives (an HTTP index page, a
-// list file, a playlist, a WebDAV collection; S3 next) into names and URLs.
+// list file, a playlist, a WebDAV collection, an S3 prefix) into names and URLs.
 // Every kind implements this one interface, so the catalog lists, refreshes
 // and fails them all the same way and a new kind is one more file here.
 //

@@ -1,7 +1,7 @@
 // `--metrics`: one small plain HTTP/1.1 responder on its own long-lived
 // thread, answering `GET /metrics` with MetricsExposition's text. The socket
 // is bound before mounting (a bad or busy address fails the command, nothing
-// mounted); the thread starts in the daemon, after the fork, and is stopped
+// mounted); the thread starts in the daemon (spawned, never forked: decision 0024) and is stopped
 // and joined before the FUSE session ends. One connection at a time, each
 // bounded in size and time, and every answer closes it.
 #if canImport(Glibc)
