@@ -3,11 +3,11 @@
 // futex PI locks that store the owner's tid); a forked child's main thread
 // keeps its parent's cached id, so the first swift_once it contends with
 // another thread for never ends: its unlock names a thread that is gone.
-// That was the remount hang (a 100,000-entry catalog loaded on several
-// threads right after fuse_daemonize's fork: 2 of 10 remounts here). So the
-// command starts this same executable again (`posix_spawn`, a new process
-// image), in the foreground and a session of its own, and waits until it
-// says it is mounted; the daemon then lets go of the terminal.
+// That was the remount hang: a big catalog loaded on several threads right
+// after fuse_daemonize's fork (decision 0024). So the command starts this
+// same executable again (`posix_spawn`, a new process image), in the
+// foreground and a session of its own, and waits until it says it is
+// mounted; the daemon then lets go of the terminal.
 import Foundation
 #if canImport(Glibc)
 import Glibc

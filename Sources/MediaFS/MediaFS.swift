@@ -28,10 +28,7 @@ public final class MediaFS: @unchecked Sendable {
         /// origin could take them all (once the kernel sends that many,
         /// `kernelReadsAtOnce`), and then no lookup or stat of any file was
         /// answered until they timed out. libfuse starts a thread only when
-        /// none is free, so the pool grows with what waits. (At 64 the
-        /// kernel's readahead of a handle raced its own seeks more often,
-        /// so a cancelled transfer's bytes were fetched again;
-        /// `integration/test_readpath.py` guards that, and passes at 256.)
+        /// none is free, so the pool grows with what waits (decision 0023).
         public var maxThreads: UInt32 = 256
         /// Threads kept once idle: past this many, a thread ends after its
         /// request, so the hundreds a stall started do not stay for the
@@ -252,15 +249,13 @@ public final class MediaFS: @unchecked Sendable {
 
     /// Holds the kernel's window at 128 KiB (the usual default) where the
     /// system set it larger: the kernel asks for its next window as soon as
-    /// the player enters the current one, so at 1 MiB a seek and a second
-    /// of decoding fetched 1-2 MiB past where the player stopped. (1 MiB
-    /// reads cost the daemon an eighth of the calls, but cold sequential
-    /// reads measured no slower.) Best effort: only root can write it.
-    /// Called from the first getattr (a lookup before any open comes there)
-    /// and open: the kernel resets the value when it processes INIT's
-    /// reply, which any later request waits for, and sets a file's
+    /// the player enters the current one, so a larger one fetches more past
+    /// where a player seeks away (decision 0017). Best effort: only root can
+    /// write it. Called from the first getattr (a lookup before any open
+    /// comes there) and open: the kernel resets the value when it processes
+    /// INIT's reply, which any later request waits for, and sets a file's
     /// readahead up at open. Not in the open itself: it reads the mount
-    /// table and writes sysfs, 0.1-0.2 ms of a cold 4 KiB read's 1 ms.
+    /// table and writes sysfs, a cost a cold read should not pay.
     func pinKernelReadaheadOnce() {
         let first = readaheadRaised.withLock { done in
             defer { done = true }

@@ -15,8 +15,8 @@ public final class LinkEstimate: Sendable {
     package static let maxBytes: Int64 = 8 << 20
     /// Below this round trip (loopback, a LAN) the kernel's own readahead
     /// hides the wait; fetching more would only fetch bytes nobody reads.
-    /// Well above loopback's: a loaded machine's local server answered in
-    /// 2-5 ms, and random reads then fetched megabytes each.
+    /// Well above loopback's, so a loaded machine's local server, slower to
+    /// answer, stays under it (decision 0016).
     package static let minRoundTrip = 0.010
     /// Bodies shorter than this end too soon to tell the rate.
     package static let minRateSample: Int64 = 128 << 10

@@ -1,10 +1,8 @@
 // Probe answers, content info that claims no bytes (the entries of a
 // listing or a list file, stat'ed and never read), kept in one append-only
-// file, `<root>/answers`, instead of an entry directory each. Saving one
-// there cost two new inodes, about 300 µs on ext4: a cold `ls -l` of
-// 100,000 entries probed faster than the disk saved, the answers waited in
-// memory (15 MiB), and the unmount saved the rest for 13 s. An append of a
-// batch costs a few µs an answer.
+// file, `<root>/answers`, instead of an entry directory each: saving two
+// new inodes an answer fell behind the probes of a cold `ls -l` of a big
+// listing, and an append of a batch costs a few µs an answer (decision 0009).
 //
 // After a header line, each frame is `a <length> <accessed>\n` and then the
 // entry's metadata in MetaFormat, whose checksum guards it. The index maps

@@ -2,12 +2,12 @@
 // lists it at once with no request (the refresh then runs in the
 // background): `<cache-dir>/listings/<sha256(url)>`. One line an entry,
 // fields split by tabs and percent-escaped (`%`, tab, CR, LF), written and
-// read a buffer at a time: a JSON encoder held the listing of 100,000
-// names twice over, 30 MB more at the peak of a mount that takes 76 MiB in
-// all. Written whole to a temporary file and renamed, so a reader
-// finds the old listing or the new one; not synced, since a listing lost
-// in a crash costs only one request. Read back with every number bounded: a
-// damaged or hostile file is no listing (a miss), a bad entry is dropped.
+// read a buffer at a time, not by a JSON encoder, which holds the listing
+// twice over at the mount's peak (decision 0032). Written whole to a
+// temporary file and renamed, so a reader finds the old listing or the new
+// one; not synced, since a listing lost in a crash costs only one request.
+// Read back with every number bounded: a damaged or hostile file is no
+// listing (a miss), a bad entry is dropped.
 import Foundation
 import MediaSupport
 #if canImport(Glibc)

@@ -53,9 +53,8 @@ final class CatalogMaintenance: Sendable {
     }
 
     /// Whether a pass is due now for the room's sake: a scan that found no
-    /// room presses only the scan budget, and its pass must run then too (a
-    /// scan's read that missed waited for room 2 s until the next timed
-    /// pass, so 40 Jellyfin probes under a full scan budget took 25 s, not 3).
+    /// room presses only the scan budget, and its pass must run then too, or
+    /// the scan's read waits for the next timed pass (decision 0013).
     var isPressed: Bool { budget.map { $0.isPressed || $0.isScanPressed } ?? false }
 
     /// Applies the limits once now, then starts the flusher's thread. The
@@ -95,11 +94,10 @@ final class CatalogMaintenance: Sendable {
         if due || pressed { applyLimits() }
         readAgain()
         // A listing's probes free as much as they took (a request, a
-        // transfer and buffers an entry), in holes malloc keeps: 20 MiB of
-        // 190 at 100,000 entries; so do loaders turned into records. Given
-        // back here, off the network thread, and every 10,000 answers while
-        // the probes run: else the peak of a cold `ls -l` of 100,000 held
-        // 6 MiB more.
+        // transfer and buffers an entry), in holes malloc keeps; so do
+        // loaders turned into records. Given back here, off the network
+        // thread, and every 10,000 answers while the probes run, which
+        // lowers a cold `ls -l`'s peak too (decision 0025).
         let answersSinceTrim = answersSaved.withLock { count in
             count += saved
             return count

@@ -1,9 +1,8 @@
 // A probe of a listed entry that has no loader: a listing's background
 // probe, or a stat that overtook it. Byte-frugal (HEAD, as a loader's
 // listed probe), but its answer goes into the entry's record and unsaved
-// metadata, not into a loader: `ls -l` of 100,000 listed files made a
-// loader each (about 1 KiB, 100 MiB in all) only to turn it back into a
-// record seconds later. Stats of the entry wait on it; the catalog holds
+// metadata, not into a loader made only to turn back into a record seconds
+// later (decision 0008). Stats of the entry wait on it; the catalog holds
 // it (`probing`) while it runs.
 import Foundation
 import MediaSources

@@ -269,11 +269,9 @@ public struct CacheEvictor: Sendable {
             // Within the scan budget the most recently used file goes
             // first, one no handle has open: a scan walks a library in
             // the same order each time, and evicting its least recently
-            // scanned file took, at each miss of a rescan, the very file
-            // that rescan asked for next (a library twice the budget: no
-            // hit at all). This way what the first files left stays and
-            // the rescan finds about budget/library of them; a file a
-            // probe has open goes last (it may read it again at once).
+            // scanned file would take the very file a rescan asks for next
+            // (decision 0013); a file a probe has open goes last (it may
+            // read it again at once).
             for item in kept.sorted(by: Self.scanEvictionOrder) {
                 if scanNeed > 0, item.scanOnly, item.allocated > 0, evict(item) {
                     scanNeed -= item.allocated
@@ -401,9 +399,8 @@ public struct CacheEvictor: Sendable {
             }
         }
         for url in mounted.keys { index.unmounted[store.directory(forKey: url)] = nil }
-        // A dictionary keeps its buckets when emptied: a remount's first
-        // pass, before its listing was fetched, indexed all 100,000 of its
-        // entries, which the listing then took back (20 MiB left).
+        // A dictionary keeps its buckets when emptied, and a remount's first
+        // pass indexes every entry its listing then takes back (decision 0010).
         if index.unmounted.count < index.unmounted.capacity / 4 {
             index.unmounted = Dictionary(uniqueKeysWithValues: index.unmounted.map { $0 })
         }

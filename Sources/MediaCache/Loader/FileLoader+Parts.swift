@@ -1,20 +1,18 @@
 // How reads of a file made of parts fetch (a segmented VOD: its parts'
-// offsets come from the fetcher, `Fetching.partOffsets`, once known).
+// offsets come from the fetcher, `Fetching.partOffsets`, once known;
+// decision 0020).
 // - Each part is asked for on its own: a fetch that crosses a segment's
-//   start, served behind one transfer, was two requests one after the other
-//   (a 32 KiB read of an init segment and the first media segment took two
-//   round trips).
+//   start, served behind one transfer, would be two requests one after the
+//   other.
 // - A scan that reads on fetches the rest of its part, the unit an HLS
-//   client fetches whole: ffprobe read a TS VOD's first three segments in
-//   60 reads of 32 KiB, each a round trip, 7.4 s at 100 ms.
+//   client fetches whole, not a round trip a read.
 // - A reader that jumps from one part to the start of the next walks the
 //   parts: the MP4 demuxer indexing a fragmented MP4 (a moof at each
 //   segment's start, then a jump past its mdat). Its read fetches only
-//   what it asks for, and the heads of the next parts, each the size of
-//   that read, are fetched at once (at an HTTP/2 origin in one round
-//   trip; over HTTP/1 a few at a time, in the places readahead has): one
-//   round trip per fragment made the probe of 60 segments 9.5 s, and a
-//   player's link-sized fetches made its walk fetch the whole file.
+//   what it asks for (link-sized fetches would fetch the whole file), and
+//   the heads of the next parts, each the size of that read, at once, not
+//   a round trip a fragment (at an HTTP/2 origin in one round trip; over
+//   HTTP/1 a few at a time, in the places readahead has).
 import MediaNetwork
 import MediaSupport
 import MediaStore
@@ -60,9 +58,8 @@ extension FileLoader {
         guard statistics.cacheWritable, info.acceptsRanges else { return }
         // Each head is the size of this read: the MP4 demuxer reads each
         // moof with one buffer's read (32 KiB; through the page cache 9
-        // pages from the one holding the part's start). Heads twice that,
-        // 64 KiB at least, for a player fetched 6.1 MB for 4.0 MB of its
-        // first 3 s decoded, with the same requests.
+        // pages from the one holding the part's start); larger heads only
+        // fetch more for the same requests (decision 0020).
         let size = Int64(wanted.count)
         let priority: FetchRequest.Priority = pattern.readClass == .scan ? .scan : .readahead
         for next in (index + 1)..<min(index + 1 + Self.partsAhead, offsets.count - 1) {

@@ -112,9 +112,9 @@ extension FileLoader {
         }
         // A scan that reads on has its long transfer's hold let go on above,
         // never a next one ahead: the server fills the sockets' buffers past
-        // a hold, so a next transfer asked before the scan gets there sent
-        // megabytes it then stopped short of (8 MiB read in 1 MiB preads:
-        // 15 MB sent). Its next miss asks for it, a round trip every 8 MiB.
+        // a hold, so a next one asked early sends megabytes the scan may stop
+        // short of. Its next miss asks for it, a round trip every 8 MiB
+        // (decision 0014).
         if readClass == .scan && streams { return }
         if lead < info.length {
             // Only a player's readahead is a long transfer: a scan that
@@ -158,10 +158,9 @@ extension FileLoader {
     /// Stops the transfers a handle started that no read waits on, unless
     /// `offset` will soon be reached by one or it is nearly done: less left
     /// than `cancelTolerance`, or than one round trip of the link carries,
-    /// which the server has sent already when the stop reaches it. Stopping
-    /// those saved nothing, and another handle's read of those bytes then
-    /// fetched them a second time (seen in CI: a 1 MiB link-sized fetch
-    /// stopped, then 112 KiB of it asked for again).
+    /// which the server has sent already when the stop reaches it: stopping
+    /// those saves nothing, and another handle's read of those bytes would
+    /// fetch them a second time (decision 0016).
     func cancelTransfers(of owner: ObjectIdentifier, except offset: Int64?, in state: inout LoaderState) {
         guard state.fetches.transfers.values.contains(where: { $0.owner == owner && !$0.cancelled }) else { return }
         let inFlight = max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)

@@ -95,10 +95,9 @@ extension FileLoader {
             // An archive member's first read asks for what a lookup asks of
             // a plain file (its size came from the index, so none did): a
             // demuxer's probe reads a few hundred KiB from the start, in
-            // windows that would each cost a round trip (a stored mkv's
-            // ffprobe through a 100 ms link: 5 rounds and 0.58 s, not 2 and
-            // 0.23 s). A scan's or a player's alike: the plain file beside it
-            // gets those bytes at its lookup whichever reads it.
+            // windows that would each cost a round trip. A scan's or a
+            // player's alike: the plain file beside it gets those bytes at
+            // its lookup whichever reads it (decision 0016).
             var holesOwner = owner
             if wanted.lowerBound == 0, scope.state.bytes.present.isEmpty,
                context.segmented?.isArchiveMember(source.url) == true {
@@ -112,8 +111,7 @@ extension FileLoader {
             // A scan's read at an MP4's first sample, after its moov: the
             // demuxer's stream analysis reads on through the samples from
             // here, so the long transfer starts with this read, not with the
-            // one after it (a listed mp4's Jellyfin probe through a 100 ms
-            // link: 4 round trips, the third for its 48 bytes alone; now 3).
+            // one after it, a round trip sooner (decision 0015).
             var streams = pattern.streams
             if !streams, pattern.readClass == .scan, !pattern.readsAhead,
                let first = scope.state.lookahead.firstSample, first <= wanted.lowerBound,

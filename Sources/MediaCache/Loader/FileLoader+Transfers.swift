@@ -151,8 +151,7 @@ extension FileLoader {
             // The rate as soon as the body can tell it, not at its end: a
             // reader that streams past a file's first fetch asks for its next
             // bytes while that fetch still runs, and only a measured link
-            // sizes that ask (a stored film's first read of 512 KiB: the
-            // read past it went out alone, 128 KiB, one request more).
+            // sizes that ask (decision 0016).
             if current.limit == nil, !current.rateTold, let head = current.head,
                chunk.upperBound - head.position >= LinkEstimate.minRateSample {
                 state.fetches.rateTold(id)

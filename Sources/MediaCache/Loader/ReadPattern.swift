@@ -24,23 +24,19 @@ public final class ReadPattern: Sendable {
     public static let largeRead: Int64 = 32 << 10
 
     /// A link-sized fetch of a fresh streak (after a seek, at the start)
-    /// reaches this far at most, and more only as the streak grows: a round
-    /// trip of a fast link, or of a local server slow to answer, came to
-    /// 8 MiB fetched for a 32 KiB read. The bench's links (625 KB, 1 MB a
-    /// round trip) fit under it whole.
+    /// reaches this far at most, and more only as the streak grows: a fast
+    /// link's round trip, or a slow local server's, is megabytes fetched for
+    /// one small read (decision 0016).
     public static let linkStart: Int64 = 1 << 20
 
-    /// A scan's handle has no readahead, so a demuxer reading on (ffprobe
-    /// of an MPEG-TS reads its head 32 KiB at a time) cost a round trip a
-    /// read: 141 GETs and 15 s through a 100 ms link for 4.6 MB. A scan
-    /// that reads on fetches, with a read that misses, that read and half
-    /// of what its run has read past it, up to `scanWindowMax`: log1.5
-    /// round trips, and at most a third of what it fetched is not read.
+    /// A scan's handle has no readahead, so a demuxer reading on would pay a
+    /// round trip a read. A scan that reads on fetches, with a read that
+    /// misses, that read and half of what its run has read past it, up to
+    /// `scanWindowMax`: log1.5 round trips, and at most a third of what it
+    /// fetched is not read (decision 0014).
     public static let scanWindowMax: Int64 = 8 << 20
     /// The least a scan's long transfer asks for: ffprobe reads a few
-    /// hundred KiB past a file's head (Jellyfin's probe of the bench's
-    /// 8 Mbit/s Matroska clips: 340-410 KiB from the start; of its mp4s,
-    /// about 1 MB past the moov).
+    /// hundred KiB past a file's head (decision 0014).
     public static let scanPieceMin: Int64 = 512 << 10
     /// Where a long transfer from `start` ends: a player's at the end of the
     /// file; a scan's of an MPEG-TS `scanWindowMax` on (a TS has no index:
@@ -48,20 +44,9 @@ public final class ReadPattern: Sendable {
     /// other scan's `scanPiece` on (its run so far and its read again),
     /// between `scanPieceMin` and `scanWindowMax`; then a new one at its
     /// next miss. A held transfer's server fills the sockets' buffers past
-    /// the hold whatever is read (megabytes on loopback, 4 MiB in the link
-    /// emulator) and a scan stops reading soon, so what a stop leaves sent
-    /// for nothing is the rest of its last piece:
-    /// - to the end of the file, a scanner's 8 MiB read cost 16 MB sent;
-    /// - in 8 MiB pieces, a Jellyfin probe of a Matroska clip that read
-    ///   342 KiB had 4.1 MB sent;
-    /// - in pieces of four windows (its read four times and twice its run:
-    ///   each end three times as far as the last): the bench's 200-file scan had 1.83× what it read sent (256
-    ///   KiB least pieces: 3.07× for its mkvs, which then read just past
-    ///   their first piece);
-    /// - in pieces of its run and its read (`scanPiece`: each end about
-    ///   twice as far as the last), a stop leaves unread at most what it
-    ///   read, or the least piece; a scan that reads far asks
-    ///   log2(8 MiB / 512 KiB) times more.
+    /// the hold whatever is read, and a scan stops reading soon: in pieces
+    /// of its run and its read a stop leaves sent for nothing at most what
+    /// it read, or the least piece (decision 0014).
     static func longTransferEnd(from start: Int64, piece: Int64, readClass: ReadClass,
                                 container: ContainerSniffer.Container?, length: Int64) -> Int64 {
         guard readClass == .scan else { return length }
@@ -181,8 +166,7 @@ public final class ReadPattern: Sendable {
         /// stream, whose fetches may be long ones (not a single large read,
         /// which a random reader's reads can each be). A scan that reads on,
         /// exactly, streams too: its fetch is one long transfer held half its
-        /// run ahead (`scanWindow`), not a request a window: ffprobe reading
-        /// a TS's head 32 KiB at a time took 8 round trips for 7 MB.
+        /// run ahead (`scanWindow`), not a request a window (decision 0014).
         var streams: Bool {
             readClass == .play ? streakReads > 1 : !readsAhead && contiguousReads > 1
         }

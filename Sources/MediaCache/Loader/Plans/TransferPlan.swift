@@ -58,9 +58,8 @@ enum TransferPlan {
     /// only keeps bytes on their way, so any transfer whose range holds
     /// the lead will do. Except a long one: it runs to the file's end, and
     /// brings a lead only when its position or hold is near (`covers`).
-    /// One far behind (a player that read the head, then sought to 80 MiB)
-    /// was let go on to the seek: 87 MiB and 15 s at 50 Mbit/s before the
-    /// seek's bytes, not 5 MiB and 2 s.
+    /// One far behind is not let go on to a seek past it: the seek's bytes
+    /// would wait behind every byte between (decision 0014).
     static func bringing(_ lead: Int64, transfers: [TransferID: Transfer],
                          covers: (Transfer, Int64) -> Bool) -> (id: TransferID, transfer: Transfer)? {
         transfers.first(where: {
