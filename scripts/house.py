@@ -39,7 +39,8 @@ def code(file):
 def folder_edges(module):
     """Folder -> folder -> the top-level types of the second named in the first."""
     base = path("Sources", module)
-    folders = {d: swift_files(os.path.join(base, d)) for d in sorted(os.listdir(base))
+    # A folder's subfolders (Loader/State, Loader/Plans) are part of it.
+    folders = {d: swift_files(os.path.join(base, d), recursive=True) for d in sorted(os.listdir(base))
                if os.path.isdir(os.path.join(base, d))}
     owner = {}
     for folder, files in folders.items():

@@ -6,7 +6,7 @@
 // each file's exact length after its link's date; that length is taken, so
 // a listing of 10,000 files is one request, not 10,001. It carries no
 // validator: the file's first answer names its version (see
-// `FileLoader.confirming`), and a length that no longer holds is a change.
+// `ChangeDetection.confirmation`), and a length that no longer holds is a change.
 import Foundation
 import MediaSupport
 import MediaStore

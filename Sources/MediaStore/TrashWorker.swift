@@ -21,8 +21,8 @@ package final class TrashWorker: Sendable {
     }
 
     /// Asks for trash to be emptied soon. The thread starts on the first
-    /// request, not at init: the store is made before fuse_daemonize forks,
-    /// and a fork keeps only the calling thread. After `stop`, empties at once
+    /// request, not at init: a store made only to be read (`mediafs cache`)
+    /// starts no thread. After `stop`, empties at once
     /// in the caller, so nothing is left behind and no thread is started.
     package func request() {
         let accepted = queued.withLock { queued -> Bool in

@@ -5,7 +5,9 @@
 // that new bytes take (`CacheBudget`, which wakes the flusher when it is
 // pressed).
 //
-// Shares the catalog's `state`; calls loaders (flush, idleRecord) without it.
+// Shares the catalog's `state`; flushes loaders without it, and turns an idle
+// one into a record under it (`CatalogState.retireIfIdle`, which asks the
+// loader's `idleRecord`: catalog → loader).
 import CSystem
 import Foundation
 import MediaStore

@@ -4,7 +4,7 @@
 // write found no room under the limits. It owns only the timing; what a
 // pass does is CatalogMaintenance's.
 //
-// Lock: `condition` guards `stopped` and `running`; a pass runs without it.
+// Lock: `state` guards `stopped` and `running`; a pass runs without it.
 import Foundation
 import MediaSupport
 

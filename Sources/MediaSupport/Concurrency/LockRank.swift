@@ -34,11 +34,11 @@ package struct LockRank: Sendable, CustomStringConvertible {
     package static let loaderFlush = LockRank(40, "FileLoader.flushLock")
     package static let loader = LockRank(50, "FileLoader.lock")
     package static let contentProbe = LockRank(60, "ContentProbe.current", nests: true)
-    package static let flusher = LockRank(70, "Flusher.condition")
+    package static let flusher = LockRank(70, "Flusher.state")
     package static let trashQueued = LockRank(80, "TrashWorker.queued")
     // Leaves: nothing but the log is taken under them.
     package static let segmented = LockRank(90, "a VOD's segmented locks")
-    package static let budget = LockRank(100, "CacheBudget.condition")
+    package static let budget = LockRank(100, "CacheBudget.state")
     package static let fetcherPending = LockRank(100, "CurlFetcher.pending")
     package static let linkEstimate = LockRank(100, "LinkEstimate.links")
     package static let answerJournal = LockRank(100, "AnswerJournal.state")

@@ -137,7 +137,7 @@ struct LoaderState {
     }
 
     /// A version known by its length alone takes the validators of the
-    /// server's first answer (FileLoader.confirming).
+    /// server's first answer (ChangeDetection.confirmation).
     mutating func confirmVersion(_ named: ContentInfo) {
         version.confirmed(named)
         dirty = true

@@ -66,7 +66,7 @@ struct VersionState {
     }
 
     /// A version known by its length alone took its first answer's
-    /// validators (`FileLoader.confirming`): the same version, named.
+    /// validators (`ChangeDetection.confirmation`): the same version, named.
     mutating func confirmed(_ named: ContentInfo) { info = named }
 
     /// The remote file changed to `fresh`: a new generation. Returns it.
