@@ -76,6 +76,9 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
     /// Whether it honours allowances, as CurlFetcher does (a chunk that
     /// crosses one is delivered whole, as libcurl's write piece is).
     private var holds = false
+    /// Chunks a cancelled transfer still hands over: what libcurl had read
+    /// before the cancel reached the network thread.
+    private var lateChunks = 0
 
     init(chunkSize: Int64 = 64 << 10) {
         self.chunkSize = chunkSize
@@ -112,6 +115,11 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
 
     func update(_ url: String, _ change: (inout Resource) -> Void) {
         locked { change(&resources[url]!) }
+    }
+
+    /// After a cancel, each transfer hands over `count` chunks more.
+    func setLateChunks(_ count: Int) {
+        locked { lateChunks = count }
     }
 
     /// Sleep before each chunk: a slow server.
@@ -269,12 +277,13 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
             return finish(id, delegate, MediaError(ECANCELED, "stopped by the cache"))
         }
         var position = send.lowerBound
+        var late: Int?  // chunks left to hand over, once cancelled
         while position < send.upperBound {
-            guard waitForTurn(id, at: position) else {
-                return finish(id, delegate, MediaError(ECANCELED, "cancelled"))
-            }
-            switch waitForAllowance(id) {
-            case .cancelled: return finish(id, delegate, MediaError(ECANCELED, "cancelled"))
+            switch waitForTurn(id, at: position) ? waitForAllowance(id) : .cancelled {
+            case .cancelled:
+                late = late ?? locked { shuttingDown ? 0 : lateChunks }
+                guard late! > 0 else { return finish(id, delegate, MediaError(ECANCELED, "cancelled")) }
+                late! -= 1
             case .yielded: return finish(id, delegate, MediaError(FetchError.yielded, "gave its connection to a waiting read"))
             case .go: break
             }

@@ -52,7 +52,12 @@ extension FileLoader {
 
     func stopAllTransfers(_ state: inout LoaderState, exceptWaitedOn: Bool = false) {
         state.fetches.countStop()
-        for (id, transfer) in state.fetches.transfers where !transfer.cancelled {
+        for (id, transfer) in state.fetches.transfers where transfer.takesBytes {
+            // One its reader stopped is asked once; from here on it keeps nothing.
+            if transfer.cancelled {
+                state.fetches.cancel(id)
+                continue
+            }
             if exceptWaitedOn, state.fetches.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
             state.fetches.cancel(id)
             fetcher.cancel(id)

@@ -55,7 +55,7 @@ extension FileLoader {
     func stopLookahead(in state: inout LoaderState) {
         for (id, transfer) in state.fetches.transfers where transfer.owner == lookaheadOwner && !transfer.cancelled {
             if state.fetches.isWaitedOn(transfer.position..<max(transfer.position + 1, transfer.end)) { continue }
-            state.fetches.cancel(id)
+            state.fetches.stop(id)
             fetcher.cancel(id)
             Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (lookahead, no handle open)")
         }

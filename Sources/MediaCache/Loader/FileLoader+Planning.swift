@@ -170,7 +170,7 @@ extension FileLoader {
             // end of the file, held or not.
             if !transfer.isLong && transfer.end - transfer.position < inFlight { continue }
             if state.fetches.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
-            state.fetches.cancel(id)
+            state.fetches.stop(id)
             fetcher.cancel(id)
             Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (was to reach \(transfer.end))")
         }

@@ -139,7 +139,7 @@ extension FileLoader {
             state.bytes.endWriting(by: id)
             // A purge may have cancelled the transfer during the pwrite: its
             // bytes are then neither claimed nor handed out.
-            guard let current = state.fetches.transfers[id], !current.cancelled else { return false }
+            guard let current = state.fetches.transfers[id], current.takesBytes else { return false }
             for (key, wait) in state.fetches.waits where wait.range.overlaps(chunk) {
                 let overlap = wait.range.clamped(to: chunk)
                 let from = bytes.baseAddress! + Int(overlap.lowerBound - position)
@@ -172,7 +172,7 @@ extension FileLoader {
     /// readers) and that file's version; nil when the transfer is stopped.
     private func reserveChunk(of id: TransferID, count wanted: Int,
                               in state: inout LoaderState) -> (chunk: Range<Int64>, file: DataFile?, version: Int)? {
-        guard let transfer = state.fetches.transfers[id], !transfer.cancelled else { return nil }
+        guard let transfer = state.fetches.transfers[id], transfer.takesBytes else { return nil }
         let position = transfer.position
         let count = Int(min(Int64(wanted), transfer.end - position))
         let chunk = position..<(position + Int64(count))

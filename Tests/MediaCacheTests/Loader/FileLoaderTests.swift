@@ -318,6 +318,33 @@ final class FileLoaderTests: XCTestCase {
         }
     }
 
+    /// Bytes a transfer hands over after its reader's seek stopped it, before
+    /// the stop reached the network thread, are the file's: kept, so the
+    /// next read of them asks the server for nothing (seen as bytes sent
+    /// twice in a stress run of test_readpath).
+    func testFarSeek_keepsTheBytesThatArriveBeforeTheStopLands() throws {
+        let source = addContent(count: 16 << 20)
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        try growReadahead(loader, pattern: pattern, source: source)
+        let held = fetcher.transfersWaitingAtHold
+        fetcher.setLateChunks(2)
+        _ = try read(loader, at: 14 << 20, count: 128 << 10, pattern: pattern)
+        XCTAssertTrue(fetcher.waitUntil { f in held.allSatisfy { f.record($0)!.finished } })
+        let stopped = held.intersection(fetcher.cancelled).map { fetcher.record($0)! }
+        XCTAssertFalse(stopped.isEmpty, "held \(held), cancelled \(fetcher.cancelled)")
+        fetcher.release()
+        let requests = fetcher.requestCount
+        for record in stopped {
+            let late = 2 * fetcher.chunkSize
+            XCTAssertGreaterThanOrEqual(record.delivered, late)
+            let from = (record.body.lowerBound + record.delivered - late)
+            XCTAssertEqual(try read(loader, at: from, count: Int(late), pattern: ReadPattern()),
+                           Self.expected(source, from, Int(late)))
+        }
+        XCTAssertEqual(fetcher.requestCount, requests, "bytes handed over after the stop were fetched again")
+    }
+
     func testRelease_cancelsReadaheadNoOneWaitsOn() throws {
         let source = addContent(count: 16 << 20)
         let loader = makeLoader()

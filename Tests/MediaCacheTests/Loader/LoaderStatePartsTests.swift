@@ -77,6 +77,24 @@ final class TransferBookTests: XCTestCase {
         XCTAssertFalse(book.isWaitedOn(0..<4))
     }
 
+    /// A reader's stop keeps what the transfer still hands over; a purge's
+    /// or a change's stop keeps nothing, even of one a reader stopped first.
+    func testStops_keepArrivalsOnlyUntilTheCacheStopsTheTransfer() {
+        var book = TransferBook(clock: .system)
+        let transfer = LoaderState.Transfer(end: 100, position: 0, owner: ObjectIdentifier(self), priority: .read)
+        book.add(1, transfer)
+        book.add(2, transfer)
+        book.add(3, transfer)
+        book.stop(1)
+        book.cancel(2)
+        book.stop(3)
+        book.cancel(3)
+        XCTAssertEqual([1, 2, 3].map { book.transfers[$0]!.cancelled }, [true, true, true])
+        XCTAssertEqual([1, 2, 3].map { book.transfers[$0]!.takesBytes }, [true, false, false])
+        book.stop(2)
+        XCTAssertFalse(book.transfers[2]!.takesBytes, "a reader's stop after the cache's keeps nothing")
+    }
+
     func testLastError_isTimedOnItsClock() {
         let clock = TestClock()
         var book = TransferBook(clock: clock.clock)

@@ -22,6 +22,11 @@ struct LoaderState {
         var owner: ObjectIdentifier
         /// Asked to stop: no read should count on it any more.
         var cancelled = false
+        /// Stopped by its reader's seek or close, not by a purge or a
+        /// change: its bytes are still the file's, so those the network
+        /// thread hands over before the stop reaches it are kept (a fast
+        /// server has sent them; dropped, a later read asks again).
+        var keepsArrivals = false
         var priority: FetchRequest.Priority
         /// Room under the cache limits reserved for its bytes, not yet used.
         var reserved: Int64 = 0
@@ -48,6 +53,8 @@ struct LoaderState {
         var reach: Int64 { min(end, limit ?? end) }
         /// Held short of its end (or to be): it runs on only as let go.
         var isLong: Bool { (limit ?? end) < end }
+        /// Whether a body chunk it hands over is written and claimed.
+        var takesBytes: Bool { !cancelled || keepsArrivals }
     }
 
     enum ProbeState {

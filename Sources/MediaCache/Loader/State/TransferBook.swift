@@ -83,8 +83,21 @@ struct TransferBook {
 
     mutating func remove(_ id: TransferID) -> LoaderState.Transfer? { transfers.removeValue(forKey: id) }
 
-    /// Asked to stop: no read counts on it any more.
-    mutating func cancel(_ id: TransferID) { transfers[id]?.cancelled = true }
+    /// Asked to stop: no read counts on it any more, and nothing it still
+    /// hands over is kept (a purge, a change, the file leaving the mount).
+    mutating func cancel(_ id: TransferID) {
+        transfers[id]?.cancelled = true
+        transfers[id]?.keepsArrivals = false
+    }
+
+    /// Asked to stop by its reader (a seek, a close): no read counts on it
+    /// any more, but what it hands over until the stop reaches the network
+    /// thread is kept.
+    mutating func stop(_ id: TransferID) {
+        guard transfers[id]?.cancelled == false else { return }
+        transfers[id]!.cancelled = true
+        transfers[id]!.keepsArrivals = true
+    }
 
     /// It will bring no byte past `end`.
     mutating func cut(_ id: TransferID, at end: Int64) {
