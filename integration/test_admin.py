@@ -32,7 +32,7 @@ PREFIX = harness.XATTR_PREFIX
 FILE_READABLE = ["url", "content_type", "etag", "last_modified", "size",
                  "cached_bytes", "cached_ranges", "complete", "state"]
 FILE_WRITABLE = ["purge", "preload", "pin"]
-ROOT_ATTRS = ["stats", "sources", "purge", "add", "remove"]
+ROOT_ATTRS = ["stats", "sources", "readers", "purge", "add", "remove"]
 STATS_KEYS = {"entries", "cached_bytes", "bytes_from_cache", "bytes_from_network",
               "requests", "transfers_in_flight", "kernel_read_opens",
               "attribute_requests"}

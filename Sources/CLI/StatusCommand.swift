@@ -1,12 +1,14 @@
-// `mediafs status MOUNTPOINT [--json] [--watch]`: per file the cached share,
-// state, pin and rate, and totals (with a warning when pinned files alone
-// exceed the cache limit), all read from the mount's xattrs.
+// `mediafs status MOUNTPOINT [--json] [--watch] [--readers]`: per file the
+// cached share, state, pin and rate, and totals (with a warning when pinned
+// files alone exceed the cache limit); with --readers, who reads what
+// instead: each process and file, its class, bytes read and fetched. All
+// read from the mount's xattrs.
 import Foundation
 import MediaCache
 import MediaSupport
 
 struct StatusCommand {
-    static let usage = "usage: mediafs status MOUNTPOINT [--json] [--watch]"
+    static let usage = "usage: mediafs status MOUNTPOINT [--json] [--watch] [--readers]"
     static let barWidth = 20
     static let watchInterval = 1.0
 
@@ -22,6 +24,7 @@ struct StatusCommand {
     var mountpoint = ""
     var json = false
     var watch = false
+    var readers = false
 
     init(arguments: [String]) throws {
         var positional: [String] = []
@@ -29,6 +32,7 @@ struct StatusCommand {
             switch argument {
             case "--json": json = true
             case "--watch": watch = true
+            case "--readers": readers = true
             default:
                 if argument.hasPrefix("-") { throw UsageError("unknown option '\(argument)'\n\(Self.usage)") }
                 positional.append(argument)
@@ -57,6 +61,12 @@ struct StatusCommand {
     func run() throws {
         var previous: [String: Int64] = [:]
         repeat {
+            if readers {
+                if watch && !json { print("\u{1B}[H\u{1B}[2J", terminator: "") }
+                print(try json ? readersJSONText() : readersTable())
+                if watch { Thread.sleep(forTimeInterval: Self.watchInterval) }
+                continue
+            }
             let rows = try rows()
             if json {
                 print(try jsonText(rows))
@@ -79,9 +89,52 @@ struct StatusCommand {
         }
         let stats = try JSONSerialization.jsonObject(with: Data(Xattr.get(mountpoint, "stats").utf8))
         let sources = (try? Xattr.get(mountpoint, "sources")).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) }
-        let object: [String: Any] = ["mountpoint": mountpoint, "files": files, "totals": stats, "sources": sources ?? []]
+        let object: [String: Any] = ["mountpoint": mountpoint, "files": files, "totals": stats, "sources": sources ?? [],
+                                     "readers": try readerObjects()]
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The root's `readers` as JSON objects (an older daemon has none).
+    func readerObjects() throws -> [[String: Any]] {
+        try Xattr.requireMount(mountpoint)
+        guard let text = try? Xattr.get(mountpoint, "readers") else { return [] }
+        return (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]) ?? []
+    }
+
+    func readersJSONText() throws -> String {
+        let object: [String: Any] = ["mountpoint": mountpoint, "readers": try readerObjects()]
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// A line per reader and file (live first), its command line under it.
+    func readersTable() throws -> String {
+        let format = DateFormatter()
+        format.dateFormat = "HH:mm:ss"
+        func number(_ object: [String: Any], _ key: String) -> Int64 { (object[key] as? NSNumber)?.int64Value ?? 0 }
+        func time(_ object: [String: Any], _ key: String) -> String? {
+            (object[key] as? NSNumber).map { format.string(from: Date(timeIntervalSince1970: $0.doubleValue)) }
+        }
+        func pad(_ text: String, _ width: Int) -> String {
+            text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+        }
+        let readers = try readerObjects()
+        var lines = [pad("PID", 8) + pad("PROCESS", 16) + pad("CLASS", 6) + pad("READ", 11) + pad("FETCHED", 11)
+                     + pad("RATE", 13) + pad("SINCE", 9) + "FILE"]
+        for reader in readers {
+            let ended = time(reader, "ended").map { "  (ended \($0))" } ?? ""
+            lines.append(pad("\(number(reader, "pid"))", 8) + pad(reader["process"] as? String ?? "", 16)
+                         + pad(reader["class"] as? String ?? "", 6) + pad(Self.human(number(reader, "bytes_read")), 11)
+                         + pad(Self.human(number(reader, "bytes_fetched")), 11)
+                         + pad(Self.human(number(reader, "bytes_per_second")) + "/s", 13)
+                         + pad(time(reader, "since") ?? "", 9) + (reader["file"] as? String ?? "") + ended)
+            let parent = (reader["parent"] as? String).flatMap { $0.isEmpty ? nil : " (parent \($0))" } ?? ""
+            lines.append(String(repeating: " ", count: 8) + (reader["arguments"] as? String ?? "") + parent)
+        }
+        lines.append("\(readers.filter { $0["ended"] is NSNull || $0["ended"] == nil }.count) reading, "
+                     + "\(readers.count) listed")
+        return lines.joined(separator: "\n")
     }
 
     func table(_ rows: [Row], previous: [String: Int64]?) -> String {

@@ -256,7 +256,7 @@ func makeOperations() -> fuse_operations {
         if let mode = file.mode, adapter().passthrough?.close(mode, of: file.loader) == true, let path {
             adapter().invalidate([pathString(path)])
         }
-        file.loader.release(file.pattern)
+        adapter().catalog.release(file.pattern, of: file.loader)
         OpenFile.release(info!.pointee.fh)
         return 0
     }

@@ -12,7 +12,7 @@ public enum AdminAttributes {
     public static let fileReadable = ["url", "content_type", "etag", "last_modified", "size",
                                       "cached_bytes", "cached_ranges", "complete", "state"]
     public static let fileWritable = ["purge", "preload", "pin"]
-    public static let rootReadable = ["stats", "sources"]
+    public static let rootReadable = ["stats", "sources", "readers"]
     public static let rootWritable = ["purge", "add", "remove"]
     /// On a listed directory, the root too when a directory source is it.
     public static let directoryWritable = ["refresh"]
@@ -81,6 +81,7 @@ public enum AdminAttributes {
         switch try key(name) {
         case "stats": return catalog.statsJSON()
         case "sources": return catalog.sourcesJSON()
+        case "readers": return catalog.readersJSON()
         case "purge", "add", "remove": return ""
         case "refresh" where catalog.rootListingURL != nil: return ""
         default: throw MediaError(ENODATA, "no attribute \(name)")

@@ -34,6 +34,18 @@ public struct MetricsExposition: Sendable {
             out.sample("mediafs_class_served_bytes_total{class=\"\(readClass.label)\"}",
                        counters.servedByClass[readClass.rawValue])
         }
+        let readers = catalog.readers.totals().sorted { $0.key < $1.key }
+        out.header("mediafs_reader_read_bytes_total", .counter,
+                   "Bytes reads returned, by read class and process name (at most "
+                   + "\(ReaderBook.maxNames) names, the rest as \"other\").")
+        for (key, totals) in readers {
+            out.sample("mediafs_reader_read_bytes_total{\(Self.readerLabels(key))}", totals.read)
+        }
+        out.header("mediafs_reader_fetched_bytes_total", .counter,
+                   "File bytes received from the servers for reads, by read class and process name.")
+        for (key, totals) in readers {
+            out.sample("mediafs_reader_fetched_bytes_total{\(Self.readerLabels(key))}", totals.fetched)
+        }
         out.metric("mediafs_grace_resumes_total", .counter,
                    "Opens that went on with a closed handle's readahead (--handle-grace).", counters.graceResumes)
         out.metric("mediafs_transfers_yielded_total", .counter,
@@ -81,6 +93,27 @@ public struct MetricsExposition: Sendable {
                       "How long learning a file's length and validators took (HEAD, or GET bytes=0-0).",
                       statistics.timings.probeDuration.snapshot)
         return out.text
+    }
+
+    /// `class="…",process="…"` of a ReaderBook total's key (`class/name`).
+    static func readerLabels(_ key: String) -> String {
+        let (readClass, name) = key.firstIndex(of: "/").map { (key[..<$0], key[key.index(after: $0)...]) }
+            ?? (Substring(key), "")
+        return "class=\"\(labelValue(readClass))\",process=\"\(labelValue(name))\""
+    }
+
+    /// A label value as the text format escapes it: backslash, quote, newline.
+    static func labelValue(_ text: Substring) -> String {
+        var out = ""
+        for character in text {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(character)
+            }
+        }
+        return out
     }
 
     enum Kind: String { case counter, gauge, histogram }

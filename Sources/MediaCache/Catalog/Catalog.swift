@@ -75,6 +75,8 @@ public final class Catalog: Sendable {
     typealias Directory = CatalogState.Directory
 
     public let statistics: Statistics
+    /// Who reads what: an account per process and file (status --readers).
+    public let readers: ReaderBook
     public let store: CacheStore
     /// Every request the mount makes: a VOD's (an archive member's) URL is
     /// served from its parts, any other goes to the fetcher beneath.
@@ -111,6 +113,7 @@ public final class Catalog: Sendable {
                      "only one directory source can be the mount root")
         let statistics = statistics ?? Statistics(clock: settings.clock)
         self.statistics = statistics
+        readers = ReaderBook(clock: settings.clock)
         self.store = store
         self.fetcher = SegmentedFetcher(clock: settings.clock, base: fetcher, vods: sources.compactMap(\.vod), store: store)
         self.settings = settings

@@ -71,7 +71,9 @@ extension Catalog {
             // the page-cache decision's below, whatever this wait.
             loader.awaitKernelForgot(timeout: Self.invalidationWait)
         }
-        let pattern = ReadPattern(reader)
+        let pattern = ReadPattern(reader, account: reader.process.map {
+            readers.opened(by: $0, as: reader.readClass, file: path)
+        })
         let served: Opened.Served
         if kernelReads(loader) {
             loader.attach(pattern, throughPageCache: false)
@@ -89,5 +91,12 @@ extension Catalog {
         }
         opened(path)
         return Opened(loader: loader, pattern: pattern, served: served)
+    }
+
+    /// A handle closed: its loader lets go of what it alone asked for, and
+    /// its reader's account counts one handle fewer.
+    public func release(_ pattern: ReadPattern, of loader: FileLoader) {
+        loader.release(pattern)
+        if let account = pattern.account { readers.closed(account) }
     }
 }

@@ -23,6 +23,7 @@ extension FileLoader {
     public func attach(_ pattern: ReadPattern, throughPageCache: Bool = true) -> PageCacheUse {
         lock.withLock { state in
             if state.handles.opened() == 1 { startLookahead(in: &state) }
+            state.handles.account(pattern, open: true)
             let generation = state.version.generation
             pattern.generation = generation
             guard throughPageCache else { return .keep }
@@ -53,6 +54,7 @@ extension FileLoader {
                 pattern.inPageCache = false
             }
             if state.handles.closed() == 0 { stopLookahead(in: &state) }
+            state.handles.account(pattern, open: false)
             endLingering(&state, all: false)
             state.handles.removeFresh(ObjectIdentifier(pattern))
             _ = state.fetches.takeYielded(by: ObjectIdentifier(pattern))

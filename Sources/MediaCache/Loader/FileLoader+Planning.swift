@@ -223,7 +223,7 @@ extension FileLoader {
         countTransferStarted()
         state.fetches.add(id, Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
                                        askedAt: now(), ifRange: validator != nil, readClass: readClass,
-                                       limit: limit, start: start))
+                                       limit: limit, start: start, account: state.handles.accounts[owner]))
         if let limit {
             Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1), held at \(limit)")
         } else {

@@ -43,6 +43,7 @@ extension FileLoader {
             statistics.bytesFromCache.add(Int64(part.count), ordering: .relaxed)
         }
         statistics.countServed(Int64(target.count), byClass: pattern.readClass.rawValue)
+        pattern.account?.countRead(Int64(target.count))
         return target.count
     }
 

@@ -182,6 +182,7 @@ extension FileLoader {
         var file = state.bytes.isFreeing(chunk) ? nil : openFiles.touch(ObjectIdentifier(self))
         let readClass = transfer.readClass
         statistics.countFetched(Int64(count), byClass: readClass.rawValue)
+        transfer.account?.countFetched(Int64(count))
         if file != nil, let budget {
             if transfer.reserved >= Int64(count) {
                 state.fetches.useReserved(Int64(count), of: id)

@@ -62,14 +62,19 @@ public final class ReadPattern: Sendable {
     public let readsAhead: Bool
     private let core: Locked<Core>
 
-    public init(readClass: ReadClass = .play, readsAhead: Bool? = nil) {
+    /// Where its reads, and the transfers they start, are counted: its
+    /// process's account of the file (nil: a handle of no known process).
+    public let account: ReaderAccount?
+
+    public init(readClass: ReadClass = .play, readsAhead: Bool? = nil, account: ReaderAccount? = nil) {
         self.readClass = readClass
         self.readsAhead = readsAhead ?? (readClass == .play)
+        self.account = account
         core = Locked(Core(readClass: readClass, readsAhead: self.readsAhead), rank: .readPattern)
     }
 
-    public convenience init(_ reader: Reader) {
-        self.init(readClass: reader.readClass, readsAhead: reader.readsAhead)
+    public convenience init(_ reader: Reader, account: ReaderAccount? = nil) {
+        self.init(readClass: reader.readClass, readsAhead: reader.readsAhead, account: account)
     }
 
     /// The content version the handle was opened on; its reads fail once

@@ -5,7 +5,8 @@
 // chapter-image extractions Jellyfin and Emby run as plain ffmpeg, beside
 // the ffmpeg that streams to a viewer); else `play`. Once per open;
 // the answer is kept per process with its start time, so a pid the kernel
-// hands to a new process is classified again, never inherited.
+// hands to a new process is classified again, never inherited. The answer
+// names the process too (ReaderProcess), read classes on or off.
 import MediaSupport
 
 public final class ProcessClassifier: Sendable {
@@ -54,13 +55,18 @@ public final class ProcessClassifier: Sendable {
         reader(thread: thread).readClass
     }
 
-    /// The class of that process and whether it reads on like a player.
+    /// The class of that process, whether it reads on like a player, and
+    /// who it is (with read classes off too: every reader is attributed).
     public func reader(thread: Int32) -> Reader {
-        guard classifies, thread > 0 else { return .player }
+        guard thread > 0 else { return .player }
         let pid = table.process(ofThread: thread) ?? thread
         guard let stat = table.stat(of: pid) else { return .player }
         if let hit = known.withLock({ $0[pid] }), hit.startTime == stat.startTime { return hit.reader }
-        let found = walk(from: pid, stat: stat)
+        let arguments = table.arguments(of: pid)
+        let process = ReaderProcess(pid: pid, startTime: stat.startTime, name: table.name(of: pid) ?? "",
+                                    arguments: ReaderProcess.shortForm(arguments ?? []),
+                                    parentName: stat.parent > 0 ? table.name(of: stat.parent) ?? "" : "")
+        let found = (classifies ? walk(from: pid, stat: stat, arguments: arguments) : .player).of(process)
         known.withLock { table in
             if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
             table[pid] = Known(startTime: stat.startTime, reader: found)
@@ -69,7 +75,7 @@ public final class ProcessClassifier: Sendable {
     }
 
     /// The process and up to `maxAncestors` of its ancestors, nearest first.
-    private func walk(from pid: Int32, stat: ProcessStat) -> Reader {
+    private func walk(from pid: Int32, stat: ProcessStat, arguments: [String]?) -> Reader {
         var current = pid
         var parent = stat.parent
         for step in 0...Self.maxAncestors {
@@ -79,7 +85,7 @@ public final class ProcessClassifier: Sendable {
             guard let next = table.stat(of: current) else { break }
             parent = next.parent
         }
-        if let arguments = table.arguments(of: pid), Self.extractsOneFrame(arguments) { return .frameExtraction }
+        if let arguments, Self.extractsOneFrame(arguments) { return .frameExtraction }
         return .player
     }
 

@@ -6,14 +6,24 @@
 // it reads a few megabytes in a row, which at one round trip per 32 KiB
 // read would take it ten seconds a file on a far link; so it keeps the
 // kernel's readahead and a link-sized first fetch, while its bytes live in
-// the scan budget and wait behind players'.
+// the scan budget and wait behind players'. And the process itself, so
+// its reads are counted as its own.
 public struct Reader: Sendable, Equatable {
     public var readClass: ReadClass
     public var readsAhead: Bool
+    /// The process, when /proc told it: whose account the open's reads and
+    /// fetches count in (ReaderBook).
+    public var process: ReaderProcess?
 
-    public init(readClass: ReadClass, readsAhead: Bool) {
+    public init(readClass: ReadClass, readsAhead: Bool, process: ReaderProcess? = nil) {
         self.readClass = readClass
         self.readsAhead = readsAhead
+        self.process = process
+    }
+
+    /// The same class, of `process`.
+    func of(_ process: ReaderProcess?) -> Reader {
+        Reader(readClass: readClass, readsAhead: readsAhead, process: process)
     }
 
     public static let player = Reader(readClass: .play, readsAhead: true)

@@ -345,6 +345,35 @@ final class FileLoaderTests: XCTestCase {
         XCTAssertEqual(fetcher.requestCount, requests, "bytes handed over after the stop were fetched again")
     }
 
+    /// Each handle's reads, and the bytes of the transfers they start,
+    /// count in its reader's account; a cached byte read again is read,
+    /// not fetched.
+    func testReadsAndTheirFetches_countInTheReadersAccount() throws {
+        let source = addContent(count: 16 << 20)
+        let loader = makeLoader()
+        let book = ReaderBook()
+        let process = { (pid: Int32) in ReaderProcess(pid: pid, startTime: 1, name: "r\(pid)", arguments: "", parentName: "") }
+        let a = ReadPattern(.player, account: book.opened(by: process(1), as: .play, file: "/v"))
+        let b = ReadPattern(.scanner, account: book.opened(by: process(2), as: .scan, file: "/v"))
+        loader.attach(a)
+        loader.attach(b, throughPageCache: false)
+        XCTAssertEqual(try read(loader, at: 4 << 20, count: 100_000, pattern: a), Self.expected(source, 4 << 20, 100_000))
+        XCTAssertEqual(try read(loader, at: 12 << 20, count: 5_000, pattern: b), Self.expected(source, 12 << 20, 5_000))
+        XCTAssertEqual(try read(loader, at: 4 << 20, count: 1_000, pattern: b), Self.expected(source, 4 << 20, 1_000))
+        XCTAssertTrue(fetcher.waitUntil { $0.gets.allSatisfy(\.finished) })
+        func delivered(_ range: Range<Int64>) -> Int64 {
+            fetcher.gets.filter { range.contains($0.range!.lowerBound) }.reduce(0) { $0 + $1.delivered }
+        }
+        XCTAssertEqual(a.account?.bytesRead, 100_000)
+        XCTAssertEqual(b.account?.bytesRead, 6_000)
+        XCTAssertEqual(a.account?.bytesFetched, delivered((4 << 20)..<(8 << 20)))
+        XCTAssertEqual(b.account?.bytesFetched, delivered((12 << 20)..<(16 << 20)), "b's read of a's bytes fetched nothing")
+        XCTAssertGreaterThanOrEqual(a.account!.bytesFetched, 100_000)
+        XCTAssertGreaterThanOrEqual(b.account!.bytesFetched, 5_000)
+        loader.release(a)
+        loader.release(b)
+    }
+
     func testRelease_cancelsReadaheadNoOneWaitsOn() throws {
         let source = addContent(count: 16 << 20)
         let loader = makeLoader()

@@ -60,15 +60,34 @@ final class ProcessClassifierTests: XCTestCase {
         XCTAssertEqual(classifier.classify(thread: 43), .scan, "-frames:v 1")
         XCTAssertEqual(classifier.classify(thread: 44), .play, "a hundred frames are a clip")
         XCTAssertEqual(classifier.classify(thread: 45), .play, "an option with no value")
-        XCTAssertEqual(classifier.reader(thread: 41), .frameExtraction, "a scan's bytes that read ahead")
-        XCTAssertEqual(classifier.reader(thread: 42), .player)
+        XCTAssertEqual(classifier.reader(thread: 41).of(nil), .frameExtraction, "a scan's bytes that read ahead")
+        XCTAssertEqual(classifier.reader(thread: 42).of(nil), .player)
         table.set(46, "ffprobe", start: 2)
         table.arguments[46] = ["ffprobe", "-read_intervals", "%+#1", "-frames", "1", "/m/a.mkv"]
-        XCTAssertEqual(classifier.reader(thread: 46), .scanner, "a scanner by name reads only what it asks")
+        XCTAssertEqual(classifier.reader(thread: 46).of(nil), .scanner, "a scanner by name reads only what it asks")
         XCTAssertEqual(ProcessClassifier(scanners: [], table: table).classify(thread: 41), .play,
                        "read classes off: no scans at all")
         // The real /proc: this test runner's own arguments are read.
         XCTAssertEqual(ProcFileSystem().arguments(of: getpid())?.first?.isEmpty, false)
+    }
+
+    /// Every reader is named, read classes on or off: its pid, start time,
+    /// name, short command line and parent's name; nothing for a process
+    /// that is gone.
+    func testTheReaderNamesItsProcess_readClassesOnOrOff() {
+        let table = FakeTable()
+        table.set(50, "jellyfin", start: 1)
+        table.set(51, "ffmpeg", parent: 50, start: 7)
+        table.threads[52] = 51
+        table.arguments[51] = ["/usr/lib/jellyfin-ffmpeg/ffmpeg", "-i", "file:/m/a.mkv", "-f", "null", "-"]
+        let expected = ReaderProcess(pid: 51, startTime: 7, name: "ffmpeg", arguments: "ffmpeg -i file:/m/a.mkv -f null -",
+                                     parentName: "jellyfin")
+        for scanners in [ProcessClassifier.defaultScanners, []] {
+            let reader = ProcessClassifier(scanners: scanners, table: table).reader(thread: 52)
+            XCTAssertEqual(reader.process, expected, "scanners \(scanners)")
+            XCTAssertEqual(reader.readClass, .play)
+        }
+        XCTAssertNil(ProcessClassifier(table: table).reader(thread: 999).process)
     }
 
     func testKnownScannersAreScansAndEverythingElsePlays() {

@@ -16,6 +16,9 @@ struct HandleBook {
     /// Handles open on the file (FUSE opens, until their release): the
     /// lookahead fetches only for a file that is being read.
     private(set) var openHandles = 0
+    /// The reader accounts of open handles, by handle: a transfer a
+    /// handle's read starts counts its bytes in the handle's account.
+    private(set) var accounts: [ObjectIdentifier: ReaderAccount] = [:]
     /// Open handles that read through the kernel's page cache, by the
     /// generation they opened: while one of an older generation is open, a
     /// new handle bypasses the page cache (direct I/O), so the old handle
@@ -37,6 +40,12 @@ struct HandleBook {
     mutating func opened() -> Int {
         openHandles += 1
         return openHandles
+    }
+
+    /// A handle's account, counted in from its attach to its release.
+    mutating func account(_ pattern: ReadPattern, open: Bool) {
+        guard let account = pattern.account else { return }
+        accounts[ObjectIdentifier(pattern)] = open ? account : nil
     }
 
     /// A handle released; returns how many are open now.

@@ -48,6 +48,9 @@ struct LoaderState {
         /// a transfer of one range that runs to its end.
         var limit: Int64?
         var start: Int64 = 0
+        /// The account of the reader whose read started it: its bytes count
+        /// as that process's fetches (nil: the loader's own, a preload's).
+        var account: ReaderAccount?
 
         /// Where it will stop for now: its limit, else its end.
         var reach: Int64 { min(end, limit ?? end) }
