@@ -27,10 +27,12 @@ struct MountCommand {
     /// Whether a listing's RAR sets and ZIP files are folders of their members.
     var archives = true
     var scanners = ProcessClassifier.defaultScanners
+    /// `--reader-class`, in the order given: asked before the default rules.
+    var readerRules: [ReaderRule] = []
 
     static let usage = """
         usage: mediafs mount [OPTIONS] SOURCE... MOUNTPOINT
-               mediafs status MOUNTPOINT [--json] [--watch]
+               mediafs status MOUNTPOINT [--json] [--watch] [--readers]
                mediafs purge PATH...
                mediafs preload [--bytes N] PATH...
                mediafs pin|unpin PATH...
@@ -115,6 +117,14 @@ struct MountCommand {
                                process asking for one frame, -vframes 1); a
                                leading '=' replaces that list ('=' alone: no
                                scans)
+          --reader-class 'NAME [WORD...]=CLASS'  processes named NAME ('*': any)
+                               whose arguments hold each WORD read as CLASS
+                               (play, scan or background), before the default
+                               rules; 'parent:NAME=CLASS' by the parent's name
+          --background-bwlimit RATE  background jobs download at most RATE
+                               bytes per second (default: what players leave)
+          --background-daily SIZE  background jobs fetch at most SIZE a day
+                               (UTC); then their reads of uncached bytes fail
           --handle-grace DURATION  how long a closed player's handle keeps its
                                readahead and running transfers for an open
                                that reads on where it stopped (default 5s;
@@ -154,6 +164,9 @@ struct MountCommand {
             case "--metrics": try setMetrics(inline ?? value(option))
             case "--scanners": try setScanners(inline ?? value(option))
             case "--handle-grace": try setHandleGrace(inline ?? value(option))
+            case "--reader-class": try addReaderRule(inline ?? value(option))
+            case "--background-bwlimit": try setBackgroundBandwidthLimit(inline ?? value(option))
+            case "--background-daily": try setBackgroundDaily(inline ?? value(option))
             case "-o":
                 for key in try value(option).split(separator: ",") { try mountOption(String(key)) }
             case "--timeout": try setTimeout(inline ?? value(option))
@@ -210,6 +223,10 @@ struct MountCommand {
             try setHandleGrace(value ?? "")
         case "scanners":
             try setScanners((value ?? "").replacingOccurrences(of: ":", with: ","))
+        case "background_bwlimit", "background-bwlimit":
+            try setBackgroundBandwidthLimit(value ?? "")
+        case "background_daily", "background-daily":
+            try setBackgroundDaily(value ?? "")
         case "timeout":
             try setTimeout(value ?? "")
         case "preload_next", "preload-next":
@@ -288,6 +305,30 @@ struct MountCommand {
                              + "such as 8M, not '\(text)'")
         }
         reads.bandwidthLimit = rate
+    }
+
+    private mutating func setBackgroundBandwidthLimit(_ text: String) throws {
+        guard let rate = Units.bytes(text), BandwidthLimit(bytesPerSecond: rate) != nil else {
+            throw UsageError("--background-bwlimit needs a rate of at least \(BandwidthLimit.minRate / 1024)K per "
+                             + "second such as 2M, not '\(text)'")
+        }
+        reads.backgroundBandwidthLimit = rate
+    }
+
+    private mutating func setBackgroundDaily(_ text: String) throws {
+        guard let bytes = Units.bytes(text), bytes > 0, Limits.isLength(bytes) else {
+            throw UsageError("--background-daily needs a size such as 20G, not '\(text)'")
+        }
+        reads.backgroundDaily = bytes
+    }
+
+    private mutating func addReaderRule(_ text: String) throws {
+        switch ReaderRule.parse(text) {
+        case .success(let rule): readerRules.append(rule)
+        case .failure(let error):
+            throw UsageError("--reader-class needs 'NAME [WORD...]=CLASS' or 'parent:NAME=CLASS' "
+                             + "(CLASS: play, scan or background), not '\(text)': \(error.message)")
+        }
     }
 
     private mutating func setMetrics(_ text: String) throws {
@@ -390,8 +431,10 @@ struct MountCommand {
         settings.clock = clock
         settings.timeout = reads.timeout
         settings.maxAttempts = reads.retries + 1
-        settings.readClasses = !scanners.isEmpty
+        settings.readClasses = !scanners.isEmpty || !readerRules.isEmpty
         settings.handleGrace = reads.handleGrace
+        settings.backgroundDaily = reads.backgroundDaily.map { BackgroundAllowance(bytesPerDay: $0, store: store,
+                                                                                    clock: clock) }
         var options = MediaFS.Options(mountpoint: mountpoint.hasPrefix("/") ? mountpoint
                                       : FileManager.default.currentDirectoryPath + "/" + mountpoint)
         // Resolved now: once mounted, resolving it would ask the mount itself.
@@ -407,8 +450,10 @@ struct MountCommand {
         options.fuseOptions = daemon.fuseOptions
         options.passthrough = daemon.passthrough
         options.scanners = scanners
+        options.readerRules = readerRules
         let limits = cache.limits
         let bandwidthLimit = reads.bandwidthLimit
+        let backgroundBandwidthLimit = reads.backgroundBandwidthLimit
         // Bound now, so an address in use fails before anything is mounted.
         options.metrics = try metrics.map { address in
             if !address.isLoopback {
@@ -427,7 +472,8 @@ struct MountCommand {
         let sourceIsRoot = Source.isMountRoot(arguments: sources, parsed: parsed)
         let fs = MediaFS(options: options, clock: clock) {
             let network = CurlFetcher(clock: clock, options: http, statistics: statistics,
-                                      limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
+                                      limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)),
+                                      backgroundLimit: backgroundBandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
             // The catalog serves segmented VODs' files from their segments'
             // URLs over it: the arguments' now, those listings find once found.
             return Catalog(sources: parsed, sourceIsRoot: sourceIsRoot, store: store, fetcher: network,

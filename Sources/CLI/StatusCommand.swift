@@ -173,13 +173,17 @@ struct StatusCommand {
         }
     }
 
-    /// Bytes fetched and served for players and for library scans.
+    /// Bytes fetched and served for players, library scans and background jobs.
     func classLine() -> String? {
         guard let text = try? Xattr.get(mountpoint, "stats"),
               let stats = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
         func value(_ key: String) -> Int64 { (stats[key] as? NSNumber)?.int64Value ?? 0 }
         return "play: \(Self.human(value("play_bytes_fetched"))) fetched, \(Self.human(value("play_bytes_served"))) read; "
-            + "scan: \(Self.human(value("scan_bytes_fetched"))) fetched, \(Self.human(value("scan_bytes_served"))) read"
+            + "scan: \(Self.human(value("scan_bytes_fetched"))) fetched, \(Self.human(value("scan_bytes_served"))) read; "
+            + "background: \(Self.human(value("background_bytes_fetched"))) fetched, "
+            + "\(Self.human(value("background_bytes_served"))) read"
+            + (stats["background_daily_limit"] == nil ? "" : " (\(Self.human(value("background_daily_used"))) of "
+               + "\(Self.human(value("background_daily_limit"))) today)")
     }
 
     /// What the mount's stats say when pinned files alone exceed the cache limit.

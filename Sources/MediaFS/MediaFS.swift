@@ -42,6 +42,8 @@ public final class MediaFS: @unchecked Sendable {
         /// `--scanners`: the process names whose opens are library scans
         /// (none: every open is a player's).
         public var scanners = ProcessClassifier.defaultScanners
+        /// `--reader-class`: the user's rules, asked before the defaults.
+        public var readerRules: [ReaderRule] = []
 
         public init(mountpoint: String) {
             self.mountpoint = mountpoint
@@ -95,7 +97,7 @@ public final class MediaFS: @unchecked Sendable {
         self.options = options
         self.clock = clock
         mountedAt = time_t(clock.wall())
-        classifier = ProcessClassifier(scanners: options.scanners)
+        classifier = ProcessClassifier(scanners: options.scanners, rules: options.readerRules)
         self.makeCatalog = makeCatalog
     }
 

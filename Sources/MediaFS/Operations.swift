@@ -245,7 +245,7 @@ func makeOperations() -> fuse_operations {
                 // A failing server is logged once per file (its first
                 // failure), not once per read the kernel retries.
                 let line = "read of \(file.loader.source.displayURL) at \(offset): \(error.message)"
-                if file.loader.claimFailureLog() { Log.error(line) } else { Log.debug(line) }
+                if !error.logged && file.loader.claimFailureLog() { Log.error(line) } else { Log.debug(line) }
                 throw error
             }
         }

@@ -72,18 +72,21 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
     private let options: HTTPOptions
     /// Counts responses by status class; nil in tests that do not look.
     package let statistics: Statistics?
-    /// Touched only by the network thread.
+    /// Touched only by the network thread: `--bwlimit`, and
+    /// `--background-bwlimit` (background jobs' transfers pass both).
     private let limit: BandwidthLimit?
+    private let backgroundLimit: BandwidthLimit?
     /// The mount's clock: the bandwidth limit's refills and the holds of
     /// transfers are timed on its monotonic time.
     private let clock: Clock
 
     package init(clock: Clock, options: HTTPOptions = HTTPOptions(), statistics: Statistics? = nil,
-                limit: BandwidthLimit? = nil) {
+                limit: BandwidthLimit? = nil, backgroundLimit: BandwidthLimit? = nil) {
         self.clock = clock
         self.options = options
         self.statistics = statistics
         self.limit = limit
+        self.backgroundLimit = backgroundLimit
         CurlFetcher.globalInit
         multi = curl_multi_init()!
         // No CURLMOPT_MAX_HOST_CONNECTIONS: libcurl would count by host name
@@ -125,7 +128,8 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
             let id = state.nextID
             state.nextID += 1
             state.starts.append(CurlTransfer(id: id, request: request, delegate: delegate, options: options,
-                                             clock: clock, statistics: statistics, limit: limit))
+                                             clock: clock, statistics: statistics, limit: limit,
+                                             backgroundLimit: backgroundLimit))
             return id
         }
         wake()
@@ -297,7 +301,8 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
         }
     }
 
-    /// Preload runs only while no read-priority transfer does: it pauses
+    /// Preload and background jobs' transfers run only while no
+    /// read-priority transfer does: they pause
     /// the moment one starts and resumes when none is left. A paused
     /// preload that a reader joined (promoted) resumes at once: left
     /// paused, its reader would wait for bytes that never come.
@@ -305,7 +310,7 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
         // A held transfer moves nothing: it does not keep preload waiting.
         let reading = active.values.contains { $0.priority == .read && $0.heldSince == nil }
         for transfer in active.values {
-            transfer.yielding = reading && transfer.priority == .preload
+            transfer.yielding = reading && (transfer.priority == .preload || transfer.priority == .background)
             transfer.applyPause()
         }
     }
@@ -314,14 +319,22 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
     /// earned, and resumes paused transfers it now covers, most urgent
     /// first (a resumed one takes its share at once, in `curl_easy_pause`).
     private func resumeThrottled() {
-        guard let limit else { return }
-        limit.refill(now: clock.monotonic(), running: movingPriorities)
+        guard limit != nil || backgroundLimit != nil else { return }
+        let now = clock.monotonic()
+        let moving = movingPriorities
+        limit?.refill(now: now, running: moving)
+        backgroundLimit?.refill(now: now, running: moving.intersection([.background]))
         let paused = active.values.filter { $0.throttled && !$0.yielding }
         for transfer in paused.sorted(by: { ($0.priority, $0.id) < ($1.priority, $1.id) })
-        where limit.mayResume(transfer.priority) {
+        where limits(of: transfer.priority).allSatisfy({ $0.mayResume(transfer.priority) }) {
             transfer.throttled = false
             transfer.applyPause()
         }
+    }
+
+    /// The buckets a transfer of `priority` draws from.
+    private func limits(of priority: FetchRequest.Priority) -> [BandwidthLimit] {
+        [limit, priority == .background ? backgroundLimit : nil].compactMap { $0 }
     }
 
     /// Priorities of the transfers that move bytes (a held one does not:
@@ -333,8 +346,10 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
     /// How long the thread may sleep: until the next share is due for a
     /// throttled transfer; else libcurl's sockets and wake-ups say when.
     private func pollTimeout() -> Int32 {
-        guard let limit else { return 1000 }
-        let waits = active.values.filter { $0.throttled && !$0.yielding }.map { limit.wait(for: $0.priority) }
+        guard limit != nil || backgroundLimit != nil else { return 1000 }
+        let waits = active.values.filter { $0.throttled && !$0.yielding }.map { transfer in
+            limits(of: transfer.priority).map { $0.wait(for: transfer.priority) }.max() ?? 0
+        }
         guard let soonest = waits.min() else { return 1000 }
         return Int32(min(max((soonest * 1000).rounded(.up), 1), 1000))
     }
@@ -378,6 +393,7 @@ package final class CurlTransfer: @unchecked Sendable {
     private var counted = false
     private let statistics: Statistics?
     private let limit: BandwidthLimit?
+    private let backgroundLimit: BandwidthLimit?
     package let request: FetchRequest
     /// The request's origin, parsed once on the network thread: admission,
     /// multiplexing and held transfers ask for it at each step, and a
@@ -394,13 +410,15 @@ package final class CurlTransfer: @unchecked Sendable {
     private var buffers = ReceiveBuffers()
 
     package init(id: TransferID, request: FetchRequest, delegate: TransferDelegate, options: HTTPOptions,
-                clock: Clock, statistics: Statistics? = nil, limit: BandwidthLimit? = nil) {
+                clock: Clock, statistics: Statistics? = nil, limit: BandwidthLimit? = nil,
+                backgroundLimit: BandwidthLimit? = nil) {
         self.id = id
         self.request = request
         self.delegate = delegate
         self.options = options
         self.statistics = statistics
         self.limit = limit
+        self.backgroundLimit = backgroundLimit
         priority = request.priority
         pause = TransferPause(allowance: request.allowance ?? Int64.max, clock: clock)
     }
@@ -485,9 +503,16 @@ package final class CurlTransfer: @unchecked Sendable {
     /// Whether the bandwidth limit refuses `count` more bytes now; then
     /// libcurl keeps them and the transfer stays paused until resumed.
     /// A redirect's or a Digest challenge's body passes: it is not the file's, and is dropped.
+    /// A background job's transfer draws from its own bucket first, then the
+    /// mount's (refused there, what it took of its own is spent: it runs
+    /// slower than its limit, never faster).
     private func mustWait(for count: Int) -> Bool {
-        guard let limit, headDelivered || hop?.isPassedOn != true else { return false }
-        if limit.take(count, priority: priority) { return false }
+        guard headDelivered || hop?.isPassedOn != true else { return false }
+        if priority == .background, let backgroundLimit, !backgroundLimit.take(count, priority: priority) {
+            pause.throttle()
+            return true
+        }
+        guard let limit, !limit.take(count, priority: priority) else { return false }
         pause.throttle()
         return true
     }

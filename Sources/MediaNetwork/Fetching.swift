@@ -17,7 +17,9 @@ public struct FetchRequest: Sendable {
     /// background probes, a reader soon, a library scan's reader now
     /// (behind playback and its readahead), or nobody yet.
     public enum Priority: Int, Sendable, Comparable, CaseIterable {
-        case read = 0, probe, readahead, scan, preload
+        /// `background`: a job no one watches (ReadClass.background): after
+        /// scans and preload for a place, paused while a read runs.
+        case read = 0, probe, readahead, scan, preload, background
         public static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
     }
 

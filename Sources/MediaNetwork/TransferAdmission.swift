@@ -98,7 +98,7 @@ package final class TransferAdmission {
         }
     }
 
-    private static let backgroundPriorities: [Priority] = [.probe, .readahead, .scan, .preload]
+    private static let backgroundPriorities: [Priority] = [.probe, .readahead, .scan, .preload, .background]
 
     private var entries: [TransferID: Entry] = [:]
     private var origins: [HTTPOrigin?: Origin] = [:]
@@ -383,8 +383,9 @@ package final class TransferAdmission {
 
     private func hasRoomUnderCap(_ priority: Priority, multiplexed: Bool) -> Bool {
         if priority == .probe { return runningByPriority[Priority.probe.rawValue] < maxProbes }
-        // A scan's reader waits on it: only its origin's places bound it.
-        if priority == .scan { return true }
+        // A scan's reader waits on it, and a background job's: only their
+        // origin's places bound them (its reserve left to reads).
+        if priority == .scan || priority == .background { return true }
         if multiplexed { return runningMultiplexedBackground < maxMultiplexedBackground }
         let background = runningByPriority[Priority.readahead.rawValue] + runningByPriority[Priority.preload.rawValue]
         return background < maxBackground

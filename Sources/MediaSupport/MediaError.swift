@@ -8,10 +8,14 @@ import Glibc
 public struct MediaError: Error, CustomStringConvertible, Sendable {
     package let errno: Int32
     package let message: String
+    /// Its one log line was written where it arose (a budget's refusal,
+    /// once per process and file): the FUSE layer logs it no more.
+    package let logged: Bool
 
-    package init(_ errno: Int32, _ message: String) {
+    package init(_ errno: Int32, _ message: String, logged: Bool = false) {
         self.errno = errno
         self.message = message
+        self.logged = logged
     }
 
     public var description: String { message }

@@ -24,7 +24,8 @@ public struct MetricsExposition: Sendable {
         out.metric("mediafs_network_received_bytes_total", .counter,
                    "File bytes received from the servers (response bodies).", counters.bytesFromNetwork)
         out.header("mediafs_class_fetched_bytes_total", .counter,
-                   "File bytes received from the servers by read class (play: players; scan: library scans and lookups).")
+                   "File bytes received from the servers by read class (play: players; scan: library scans and lookups; "
+                   + "background: jobs no one watches).")
         for readClass in ReadClass.allCases {
             out.sample("mediafs_class_fetched_bytes_total{class=\"\(readClass.label)\"}",
                        counters.fetchedByClass[readClass.rawValue])
@@ -45,6 +46,12 @@ public struct MetricsExposition: Sendable {
                    "File bytes received from the servers for reads, by read class and process name.")
         for (key, totals) in readers {
             out.sample("mediafs_reader_fetched_bytes_total{\(Self.readerLabels(key))}", totals.fetched)
+        }
+        if let allowance = catalog.settings.backgroundDaily {
+            out.metric("mediafs_background_daily_used_bytes", .gauge,
+                       "Bytes background jobs fetched today (UTC), against --background-daily.", allowance.usedToday)
+            out.metric("mediafs_background_daily_limit_bytes", .gauge,
+                       "What background jobs may fetch a day (--background-daily).", allowance.bytesPerDay)
         }
         out.metric("mediafs_grace_resumes_total", .counter,
                    "Opens that went on with a closed handle's readahead (--handle-grace).", counters.graceResumes)

@@ -187,8 +187,11 @@ public final class Catalog: Sendable {
     public func start(onChange: ChangeHandler? = nil) {
         changeHandler.withLock { $0 = onChange }
         let (listingService, recordProber) = (self.listingService, self.recordProber)
-        maintenance.start(readAgain: { listingService.readSavedAgainIfDue() },
-                          probesDrained: { recordProber.feeder.takeDrained() })
+        let allowance = settings.backgroundDaily
+        maintenance.start(readAgain: {
+            listingService.readSavedAgainIfDue()
+            allowance?.save()
+        }, probesDrained: { recordProber.feeder.takeDrained() })
     }
 
     /// Stops and joins the background threads, ends the network, and
@@ -201,6 +204,7 @@ public final class Catalog: Sendable {
         fetcher.shutdown()
         maintenance.flushAll()
         maintenance.saveUnsaved(until: .distantFuture)
+        settings.backgroundDaily?.save()
         store.stop()
     }
 
@@ -482,6 +486,10 @@ public final class Catalog: Sendable {
                           scanBytesFetched: counters.fetchedByClass[ReadClass.scan.rawValue],
                           playBytesServed: counters.servedByClass[ReadClass.play.rawValue],
                           scanBytesServed: counters.servedByClass[ReadClass.scan.rawValue],
+                          backgroundBytesFetched: counters.fetchedByClass[ReadClass.background.rawValue],
+                          backgroundBytesServed: counters.servedByClass[ReadClass.background.rawValue],
+                          backgroundDailyUsed: settings.backgroundDaily?.usedToday,
+                          backgroundDailyLimit: settings.backgroundDaily?.bytesPerDay,
                           graceResumes: counters.graceResumes, transfersYielded: counters.transfersYielded,
                           scanReadsDelayed: counters.scanReadsDelayed, lookaheadRequests: counters.lookaheadFetches,
                           limitPasses: Int64(maintenance.budget?.counts.passes ?? 0),
@@ -513,6 +521,9 @@ public final class Catalog: Sendable {
         /// By read class: bytes received for its reads (a lookup's first
         /// bytes count as a scan's) and bytes its reads returned.
         var playBytesFetched, scanBytesFetched, playBytesServed, scanBytesServed: Int64
+        var backgroundBytesFetched, backgroundBytesServed: Int64
+        /// `--background-daily`: background bytes fetched today (UTC) and the cap; absent without one.
+        var backgroundDailyUsed, backgroundDailyLimit: Int64?
         /// Opens that went on with a closed handle's pattern and transfers.
         var graceResumes: Int64
         /// Held long transfers that gave their connection to a waiting read.

@@ -72,7 +72,7 @@ extension Catalog {
             loader.awaitKernelForgot(timeout: Self.invalidationWait)
         }
         let pattern = ReadPattern(reader, account: reader.process.map {
-            readers.opened(by: $0, as: reader.readClass, file: path)
+            readers.opened(by: $0, as: reader.readClass, file: path, rule: reader.rule)
         })
         let served: Opened.Served
         if kernelReads(loader) {

@@ -67,7 +67,7 @@ public final class CacheBudget: Sendable {
     /// Marks the pressure (once per pass) and says whether to wake the
     /// evictor: a scan's shortage presses the scan budget alone.
     private static func press(_ state: inout State, short: Bool, _ readClass: ReadClass) -> Bool {
-        if readClass == .scan {
+        if !readClass.plays {
             guard !state.scanPressed, short || state.scanRoom < state.scanLowWater else { return false }
             state.scanPressed = true
             return true
@@ -79,7 +79,7 @@ public final class CacheBudget: Sendable {
 
     /// The room bytes of `readClass` may take.
     private static func room(_ state: State, _ readClass: ReadClass) -> Int64 {
-        readClass == .scan ? min(state.room, state.scanRoom) : state.room
+        !readClass.plays ? min(state.room, state.scanRoom) : state.room
     }
 
     /// Reserves room for up to `count` bytes; returns how much it got.
@@ -88,7 +88,7 @@ public final class CacheBudget: Sendable {
             let got = max(min(count, Self.room(state, readClass)), 0)
             state.room -= got
             state.committed += got
-            if readClass == .scan {
+            if !readClass.plays {
                 state.scanRoom -= got
                 state.scanCommitted += got
             }
@@ -103,7 +103,7 @@ public final class CacheBudget: Sendable {
         locked { state in
             state.committed -= count
             state.written &+= count
-            if readClass == .scan {
+            if !readClass.plays {
                 state.scanCommitted -= count
                 state.scanWritten &+= count
             }
@@ -116,7 +116,7 @@ public final class CacheBudget: Sendable {
         locked { state in
             state.committed -= count
             state.room = state.room.addingSaturating(count)
-            if readClass == .scan {
+            if !readClass.plays {
                 state.scanCommitted -= count
                 state.scanRoom = state.scanRoom.addingSaturating(count)
             }
@@ -130,7 +130,7 @@ public final class CacheBudget: Sendable {
             if fits {
                 state.room -= count
                 state.written &+= count
-                if readClass == .scan {
+                if !readClass.plays {
                     state.scanRoom -= count
                     state.scanWritten &+= count
                 }
@@ -151,7 +151,7 @@ public final class CacheBudget: Sendable {
             guard state.mayOverdraw || !short else { return (false, Self.press(&state, short: true, readClass)) }
             state.room -= count
             state.written &+= count
-            if readClass == .scan {
+            if !readClass.plays {
                 state.scanRoom -= count
                 state.scanWritten &+= count
             }

@@ -18,7 +18,7 @@ extension FileLoader {
         guard state.handles.openHandles > 0, let info = state.version.info, info.acceptsRanges, statistics.cacheWritable,
               let (ranges, container) = state.lookahead.takePlan() else { return }
         let readClass: ReadClass = state.use.scanOnly ? .scan : .play
-        let priority: FetchRequest.Priority = readClass == .scan ? .scan : .readahead
+        let priority: FetchRequest.Priority = readClass.aheadPriority
         var asked: [Range<Int64>] = []
         for range in ranges {
             // From the page that holds its start: a player's handle reads

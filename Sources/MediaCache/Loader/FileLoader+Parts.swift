@@ -61,7 +61,7 @@ extension FileLoader {
         // pages from the one holding the part's start); larger heads only
         // fetch more for the same requests (decision 0020).
         let size = Int64(wanted.count)
-        let priority: FetchRequest.Priority = pattern.readClass == .scan ? .scan : .readahead
+        let priority: FetchRequest.Priority = pattern.readClass.aheadPriority
         for next in (index + 1)..<min(index + 1 + Self.partsAhead, offsets.count - 1) {
             // The page cache's reads begin at the page that holds the start.
             let start = pattern.inPageCache ? offsets[next] / Self.page * Self.page : offsets[next]
@@ -81,7 +81,7 @@ extension FileLoader {
     func partWindows(_ wanted: Range<Int64>, window: Int64, pattern: ReadPattern) -> (fetch: Int64, ahead: Int64) {
         guard let offsets = fetcher.partOffsets(of: source.url), offsets.count > 2 else { return (window, window) }
         if pattern.partStep == .walk { return (0, 0) }
-        guard pattern.readClass == .scan, !pattern.readsAhead, pattern.partStep == .contiguous, !wanted.isEmpty
+        guard !pattern.readClass.plays, !pattern.readsAhead, pattern.partStep == .contiguous, !wanted.isEmpty
         else { return (window, window) }
         // The rest of the part, never into the next: nothing reads ahead.
         let index = Self.part(containing: wanted.upperBound - 1, in: offsets)

@@ -36,6 +36,9 @@ extension FileLoader {
                 case .start:
                     break
                 }
+                if readClass == .background, let allowance = settings.backgroundDaily, allowance.exhausted {
+                    throw backgroundRefusal(allowance, owner: owner, in: state)
+                }
                 switch state.fetches.refusal(at: now(), believeMissingFor: settings.probeRetryAfter) {
                 case .fail(let errno, let message)?: throw MediaError(errno, "\(source.displayURL): \(message)")
                 case .wait?: return
@@ -63,6 +66,19 @@ extension FileLoader {
                 attempts.asked.insert(start..<point)
             }
         }
+    }
+
+    /// EIO for a background read past `--background-daily`, logged once
+    /// per process and file (a job retries; its log would not end).
+    private func backgroundRefusal(_ allowance: BackgroundAllowance, owner: ObjectIdentifier,
+                                   in state: borrowing LoaderState) -> MediaError {
+        let account = state.handles.accounts[owner]
+        let message = "background bytes of today used up (\(allowance.usedToday) of --background-daily "
+            + "\(allowance.bytesPerDay)): only cached bytes are served to background jobs until tomorrow (UTC)"
+        if account?.firstRefusal() ?? false {
+            Log.info("\(account!.process.name) (pid \(account!.process.pid)) reading \(source.displayURL): \(message)")
+        }
+        return MediaError(EIO, "\(source.displayURL): \(message)", logged: true)
     }
 
     /// Keeps at least half a window of bytes present or on their way past
@@ -115,13 +131,13 @@ extension FileLoader {
         // a hold, so a next one asked early sends megabytes the scan may stop
         // short of. Its next miss asks for it, a round trip every 8 MiB
         // (decision 0014).
-        if readClass == .scan && streams { return }
+        if !readClass.plays && streams { return }
         if lead < info.length {
             // Only a player's readahead is a long transfer: a scan that
             // streams returned above, and a thumbnail's runs are short.
             let long = readClass == .play && holdsTransfers(info)
             _ = startPartTransfers(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
-                                   owner: owner, info: info, priority: readClass == .scan ? .scan : .readahead,
+                                   owner: owner, info: info, priority: readClass.aheadPriority,
                                    readClass: readClass, in: &state)
         }
     }

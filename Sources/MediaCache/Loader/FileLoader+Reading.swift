@@ -114,7 +114,7 @@ extension FileLoader {
             // here, so the long transfer starts with this read, not with the
             // one after it, a round trip sooner (decision 0015).
             var streams = pattern.streams
-            if !streams, pattern.readClass == .scan, !pattern.readsAhead,
+            if !streams, !pattern.readClass.plays, !pattern.readsAhead,
                let first = scope.state.lookahead.firstSample, first <= wanted.lowerBound,
                wanted.lowerBound < first + Self.page {
                 streams = true
@@ -214,7 +214,7 @@ extension FileLoader {
         notePartStep(wanted, after: previousEnd, pattern: pattern, info: info, in: &state)
         state.accessed(at: wallNow())
         state.bytes.noteRead(at: wanted.lowerBound)
-        if state.use.scanOnly && pattern.readClass == .scan { state.bytes.noteScanRead(wanted) }
+        if state.use.scanOnly && !pattern.readClass.plays { state.bytes.noteScanRead(wanted) }
         // A player's read makes the whole entry a player's.
         if pattern.readClass == .play { state.played() }
         guard state.bytes.present.contains(wanted) else { return nil }

@@ -183,6 +183,7 @@ extension FileLoader {
         let readClass = transfer.readClass
         statistics.countFetched(Int64(count), byClass: readClass.rawValue)
         transfer.account?.countFetched(Int64(count))
+        if readClass == .background { settings.backgroundDaily?.charge(Int64(count)) }
         if file != nil, let budget {
             if transfer.reserved >= Int64(count) {
                 state.fetches.useReserved(Int64(count), of: id)

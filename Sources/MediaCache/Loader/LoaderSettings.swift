@@ -44,6 +44,8 @@ public struct LoaderSettings: Sendable {
     /// pattern and its running transfers for an open that reads on where
     /// it stopped (0: a close stops them at once).
     public var handleGrace: Double = 0
+    /// `--background-daily`: what background jobs may fetch a day (nil: no cap).
+    public var backgroundDaily: BackgroundAllowance?
 
     public init() {}
 }

@@ -49,7 +49,7 @@ public final class ReadPattern: Sendable {
     /// it read, or the least piece (decision 0014).
     static func longTransferEnd(from start: Int64, piece: Int64, readClass: ReadClass,
                                 container: ContainerSniffer.Container?, length: Int64) -> Int64 {
-        guard readClass == .scan else { return length }
+        guard !readClass.plays else { return length }
         let piece = container == .mpegTS ? scanWindowMax : max(min(piece, scanWindowMax), scanPieceMin)
         return start > length - piece ? length : start + piece
     }
@@ -193,7 +193,7 @@ public final class ReadPattern: Sendable {
         }
 
         private var scanWindow: Int64 {
-            guard readClass == .scan, contiguousReads > 1 else { return 0 }
+            guard !readClass.plays, contiguousReads > 1 else { return 0 }
             // Measured from the read's start: the read, and half the run past it.
             return min(lastReadSize + contiguousBytes / 2, ReadPattern.scanWindowMax)
         }
@@ -259,7 +259,7 @@ public final class ReadPattern: Sendable {
         }
 
         private mutating func updateWindow() {
-            window = streakBytes < ReadPattern.streakBeforeReadahead || readClass == .scan
+            window = streakBytes < ReadPattern.streakBeforeReadahead || !readClass.plays
                 ? 0 : min(streakBytes / 2, ReadPattern.maxWindow)
         }
     }

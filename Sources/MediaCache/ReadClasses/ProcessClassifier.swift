@@ -29,16 +29,21 @@ public final class ProcessClassifier: Sendable {
 
     /// Names cut as the kernel cuts them.
     private let scanners: Set<String>
+    /// The user's rules, then the defaults: the first that matches names the class.
+    private let rules: [ReaderRule]
     private let table: ProcessTable
     private let known = Locked<[Int32: Known]>([:])
 
-    public init(scanners: [String] = ProcessClassifier.defaultScanners, table: ProcessTable = ProcFileSystem()) {
+    public init(scanners: [String] = ProcessClassifier.defaultScanners, rules: [ReaderRule] = [],
+                table: ProcessTable = ProcFileSystem()) {
         self.scanners = Set(scanners.map { Self.comm($0) })
+        self.rules = rules + (scanners.isEmpty && rules.isEmpty ? [] : ReaderRule.defaults)
         self.table = table
     }
 
-    /// Whether any name makes a scan: none turns read classes off.
-    public var classifies: Bool { !scanners.isEmpty }
+    /// Whether any name or rule makes a class other than play: none turns
+    /// read classes off.
+    public var classifies: Bool { !scanners.isEmpty || !rules.isEmpty }
 
     static func comm(_ name: String) -> String {
         var cut = ""
@@ -66,7 +71,7 @@ public final class ProcessClassifier: Sendable {
         let process = ReaderProcess(pid: pid, startTime: stat.startTime, name: table.name(of: pid) ?? "",
                                     arguments: ReaderProcess.shortForm(arguments ?? []),
                                     parentName: stat.parent > 0 ? table.name(of: stat.parent) ?? "" : "")
-        let found = (classifies ? walk(from: pid, stat: stat, arguments: arguments) : .player).of(process)
+        let found = (classifies ? classify(process, stat: stat, arguments: arguments ?? []) : .player).of(process)
         known.withLock { table in
             if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
             table[pid] = Known(startTime: stat.startTime, reader: found)
@@ -74,8 +79,18 @@ public final class ProcessClassifier: Sendable {
         return found
     }
 
+    /// The first rule that names the process, else its name's or its
+    /// ancestors' (a scan), else its arguments' (one frame: a scan).
+    private func classify(_ process: ReaderProcess, stat: ProcessStat, arguments: [String]) -> Reader {
+        if let rule = rules.first(where: { $0.matches(name: process.name, parent: process.parentName,
+                                                      arguments: arguments) }) {
+            return Reader(ruled: rule)
+        }
+        return walk(from: process.pid, stat: stat, arguments: arguments)
+    }
+
     /// The process and up to `maxAncestors` of its ancestors, nearest first.
-    private func walk(from pid: Int32, stat: ProcessStat, arguments: [String]?) -> Reader {
+    private func walk(from pid: Int32, stat: ProcessStat, arguments: [String]) -> Reader {
         var current = pid
         var parent = stat.parent
         for step in 0...Self.maxAncestors {
@@ -85,7 +100,7 @@ public final class ProcessClassifier: Sendable {
             guard let next = table.stat(of: current) else { break }
             parent = next.parent
         }
-        if let arguments, Self.extractsOneFrame(arguments) { return .frameExtraction }
+        if Self.extractsOneFrame(arguments) { return .frameExtraction }
         return .player
     }
 

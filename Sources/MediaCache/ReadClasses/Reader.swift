@@ -14,6 +14,8 @@ public struct Reader: Sendable, Equatable {
     /// The process, when /proc told it: whose account the open's reads and
     /// fetches count in (ReaderBook).
     public var process: ReaderProcess?
+    /// The rule that named its class, when one did (the log says it).
+    public var rule: String?
 
     public init(readClass: ReadClass, readsAhead: Bool, process: ReaderProcess? = nil) {
         self.readClass = readClass
@@ -23,7 +25,16 @@ public struct Reader: Sendable, Equatable {
 
     /// The same class, of `process`.
     func of(_ process: ReaderProcess?) -> Reader {
-        Reader(readClass: readClass, readsAhead: readsAhead, process: process)
+        var reader = self
+        reader.process = process
+        return reader
+    }
+
+    /// What a rule's class makes of a reader: a player reads ahead; a scan
+    /// or a background job gets what it asks for, and the runs it reads on.
+    init(ruled rule: ReaderRule) {
+        self.init(readClass: rule.readClass, readsAhead: rule.readClass.plays)
+        self.rule = rule.reason
     }
 
     public static let player = Reader(readClass: .play, readsAhead: true)

@@ -11,18 +11,22 @@ public final class ReaderAccount: Sendable {
     public let file: String
     /// Wall time of its first open.
     public let since: Double
+    /// The rule that named its class (nil: by name, arguments, or none).
+    public let rule: String?
 
     private let read = Atomic<Int64>(0)
     private let fetched = Atomic<Int64>(0)
     private let handles = Atomic<Int>(0)
+    private let refused = Atomic<Bool>(false)
     /// Wall time of its last close (while no handle is open), else 0.
     private let ended = Atomic<UInt64>(0)
 
-    init(process: ReaderProcess, readClass: ReadClass, file: String, since: Double) {
+    init(process: ReaderProcess, readClass: ReadClass, file: String, since: Double, rule: String? = nil) {
         self.process = process
         self.readClass = readClass
         self.file = file
         self.since = since
+        self.rule = rule
     }
 
     public var bytesRead: Int64 { read.load(ordering: .relaxed) }
@@ -38,11 +42,24 @@ public final class ReaderAccount: Sendable {
     /// Bytes a transfer its reads started brought from the network.
     public func countFetched(_ count: Int64) { fetched.add(count, ordering: .relaxed) }
 
+    /// True the first time a read of its was refused for a budget: the
+    /// log says so once per process and file.
+    public func firstRefusal() -> Bool {
+        !refused.exchange(true, ordering: .relaxed)
+    }
+
     func opened() { handles.add(1, ordering: .relaxed) }
 
-    func closed(at now: Double) {
+    /// Returns whether that was its last handle.
+    func closed(at now: Double) -> Bool {
         ended.store(now.bitPattern, ordering: .relaxed)
-        handles.subtract(1, ordering: .relaxed)
+        return handles.subtract(1, ordering: .relaxed).newValue == 0
+    }
+
+    /// Who it is and what it reads, for the log.
+    var described: String {
+        "\(process.name) (pid \(process.pid)" + (process.parentName.isEmpty ? "" : ", parent \(process.parentName)")
+            + ") reading \(file)"
     }
 
     /// Bytes read a second over its life: to its last close, or to `now`.

@@ -37,26 +37,36 @@ public final class ReaderBook: Sendable {
         self.clock = clock
     }
 
-    /// The account of `process` reading `file` as `readClass`, its open
-    /// handles one more.
-    public func opened(by process: ReaderProcess, as readClass: ReadClass, file: String) -> ReaderAccount {
+    /// The account of `process` reading `file` as `readClass` (`rule`:
+    /// the rule that said so), its open handles one more. A background
+    /// job's first open is logged, with the rule.
+    public func opened(by process: ReaderProcess, as readClass: ReadClass, file: String,
+                       rule: String? = nil) -> ReaderAccount {
         let now = clock.wall()
-        return state.withLock { state in
+        let (account, new) = state.withLock { state in
             let key = Key(process: process, file: file)
             let account = state.accounts[key] ?? ReaderAccount(process: process, readClass: readClass, file: file,
-                                                                since: now)
+                                                                since: now, rule: rule)
             account.opened()
-            if state.accounts[key] == nil {
+            let new = state.accounts[key] == nil
+            if new {
                 prune(&state, now: now, making: 1)
                 state.accounts[key] = account
             }
-            return account
+            return (account, new)
         }
+        if new && readClass == .background {
+            Log.info("background reader: \(account.described) (\(rule ?? "by name"))")
+        }
+        return account
     }
 
-    /// One of the account's handles closed.
+    /// One of the account's handles closed; a background job's last close
+    /// is logged with what it cost.
     public func closed(_ account: ReaderAccount) {
-        account.closed(at: clock.wall())
+        guard account.closed(at: clock.wall()), account.readClass == .background else { return }
+        Log.info("background reader ended: \(account.described): read \(account.bytesRead) bytes, "
+                 + "fetched \(account.bytesFetched)")
     }
 
     /// Live readers first (by bytes read), then ended ones (latest first).

@@ -121,8 +121,8 @@ public final class Statistics: Sendable {
         /// By `ResponseClass.rawValue`.
         package var responses: [Int64] = []
         /// By read class (0 play, 1 scan).
-        package var fetchedByClass: [Int64] = [0, 0]
-        package var servedByClass: [Int64] = [0, 0]
+        package var fetchedByClass = [Int64](repeating: 0, count: ClassBytes.classes)
+        package var servedByClass = [Int64](repeating: 0, count: ClassBytes.classes)
     }
 
     package var snapshot: Snapshot {

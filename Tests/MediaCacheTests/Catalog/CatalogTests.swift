@@ -57,7 +57,8 @@ final class CatalogTests: XCTestCase {
                        ["entries", "cached_bytes", "cache_max_size", "pinned_bytes", "pinned_over_limit",
                         "bytes_from_cache", "bytes_from_network", "requests", "transfers_in_flight",
                         "kernel_read_opens", "attribute_requests", "open_handles", "play_bytes_fetched", "scan_bytes_fetched",
-                        "play_bytes_served", "scan_bytes_served", "grace_resumes", "transfers_yielded",
+                        "play_bytes_served", "scan_bytes_served", "background_bytes_fetched",
+                        "background_bytes_served", "grace_resumes", "transfers_yielded",
                         "scan_reads_delayed", "lookahead_requests", "limit_passes",
                         "room_waits_unanswered"])
         XCTAssertEqual(object?["entries"] as? Int, 1)

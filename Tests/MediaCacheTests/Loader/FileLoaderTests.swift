@@ -374,6 +374,34 @@ final class FileLoaderTests: XCTestCase {
         loader.release(b)
     }
 
+    /// `--background-daily` used up: a background job's read of uncached
+    /// bytes fails at once (EIO, no request), its read of cached bytes and
+    /// a player's read of anything are served; only its bytes are charged.
+    func testABackgroundJobPastItsDailyBytes_isServedOnlyWhatIsCached() throws {
+        let source = addContent(count: 4 << 20)
+        var settings = self.settings
+        let allowance = BackgroundAllowance(bytesPerDay: 300_000, store: nil)
+        settings.backgroundDaily = allowance
+        let loader = makeLoader(settings: settings)
+        let player = ReadPattern(readClass: .play)
+        let job = ReadPattern(readClass: .background)
+        XCTAssertEqual(try read(loader, at: 0, count: 100_000, pattern: player), Self.expected(source, 0, 100_000))
+        XCTAssertEqual(allowance.usedToday, 0, "a player's bytes are not charged")
+        XCTAssertEqual(try read(loader, at: 1 << 20, count: 400_000, pattern: job), Self.expected(source, 1 << 20, 400_000))
+        XCTAssertTrue(fetcher.waitUntil { $0.gets.allSatisfy(\.finished) })
+        XCTAssertGreaterThanOrEqual(allowance.usedToday, 400_000)
+        XCTAssertTrue(allowance.exhausted)
+        let requests = fetcher.requestCount
+        XCTAssertThrowsError(try read(loader, at: 3 << 20, count: 4096, pattern: job)) { error in
+            XCTAssertEqual((error as? MediaError)?.errno, EIO)
+        }
+        XCTAssertEqual(fetcher.requestCount, requests, "refused without a request")
+        XCTAssertEqual(try read(loader, at: 1 << 20, count: 4096, pattern: job), Self.expected(source, 1 << 20, 4096),
+                       "cached bytes are still served")
+        XCTAssertEqual(try read(loader, at: 3 << 20, count: 4096, pattern: player), Self.expected(source, 3 << 20, 4096),
+                       "a player is never limited")
+    }
+
     func testRelease_cancelsReadaheadNoOneWaitsOn() throws {
         let source = addContent(count: 16 << 20)
         let loader = makeLoader()

@@ -1,0 +1,39 @@
+// `--background-daily`: charged as bytes arrive, used up at its size, a new
+// UTC day from 0, and the count kept in the cache directory across a remount.
+import XCTest
+@testable import MediaCache
+@testable import MediaStore
+@testable import MediaSupport
+@testable import MediaTestSupport
+
+final class BackgroundAllowanceTests: XCTestCase {
+    func testChargedUntilUsedUp_thenANewDayStartsFromNothing() {
+        let clock = TestClock()
+        let allowance = BackgroundAllowance(bytesPerDay: 100, store: nil, clock: clock.clock)
+        allowance.charge(60)
+        XCTAssertFalse(allowance.exhausted)
+        allowance.charge(60)
+        XCTAssertTrue(allowance.exhausted)
+        XCTAssertEqual(allowance.usedToday, 120, "what running transfers brought is counted, not cut")
+        clock.advance(86_400)
+        XCTAssertEqual(allowance.usedToday, 0)
+        XCTAssertFalse(allowance.exhausted)
+    }
+
+    func testTheCountOfTodaySurvivesARemount_notOfAnotherDay() throws {
+        let dir = try TemporaryDirectory.make("allowance")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try CacheStore(root: dir)
+        let clock = TestClock()
+        let first = BackgroundAllowance(bytesPerDay: 1000, store: store, clock: clock.clock)
+        first.charge(700)
+        first.save()
+        XCTAssertEqual(BackgroundAllowance(bytesPerDay: 1000, store: store, clock: clock.clock).usedToday, 700)
+        clock.advance(86_400)
+        XCTAssertEqual(BackgroundAllowance(bytesPerDay: 1000, store: store, clock: clock.clock).usedToday, 0)
+        // A damaged file counts from 0, with a warning, never a crash.
+        try "mediafs-background-use 1 x 99999999999999999999\n".write(toFile: dir + "/background-use",
+                                                                          atomically: true, encoding: .utf8)
+        XCTAssertNil(store.loadBackgroundUse())
+    }
+}
