@@ -87,8 +87,10 @@ extension FileLoader {
     /// its budget, at a scan's place in the network's queue.
     func readAhead(from offset: Int64, window: Int64, owner: ObjectIdentifier, readClass: ReadClass, streams: Bool,
                    info: ContentInfo, in state: inout LoaderState) {
-        // Bytes read ahead while the cache cannot be written would be lost.
-        guard window > 0, offset < info.length, statistics.cacheWritable, info.acceptsRanges else { return }
+        // Bytes read ahead while the cache cannot be written would be lost;
+        // a background job past its day's bytes gets only what is cached.
+        guard window > 0, offset < info.length, statistics.cacheWritable, info.acceptsRanges,
+              readClass != .background || settings.backgroundDaily?.exhausted != true else { return }
         // A long transfer of this stream (its hold at or past the read,
         // within a window) is let go on to a window past the read, in steps
         // of a quarter window, at most 256 KiB: one message to the network
