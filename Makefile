@@ -41,15 +41,9 @@ PYTEST := python3 -m pytest -p no:cacheprovider
 INTEGRATION = $(PYTEST) -n $(JOBS) --dist loadgroup -m "not alone" --durations=15 $(PYTEST_ARGS) integration/ \
 	&& { $(PYTEST) -m alone --durations=5 $(PYTEST_ARGS) integration/; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]; }
 
-# The release build runs beside the TSan build and the unit tests (its log
-# shown after them): each build has serial stretches the other fills, which
-# took the two builds from 181 s one after the other to 157 s (decision 0039).
 test: deps archive-fixtures house
-	@mkdir -p $(BUILD_DIR)
-	$(MAKE) build > $(BUILD_DIR)/release-build.log 2>&1 & release=$$!; \
-	$(MAKE) tsan; tsan=$$?; \
-	wait $$release; built=$$?; echo "== release build (exit $$built):"; cat $(BUILD_DIR)/release-build.log; \
-	[ $$tsan -eq 0 ] && [ $$built -eq 0 ]
+	$(MAKE) build
+	$(MAKE) tsan
 	$(INTEGRATION)
 
 # The house rules no compiler checks (no cycle among the core's folders,
