@@ -14,6 +14,9 @@ let package = Package(
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
+        // The admin listener's HTTP server (status page, metrics).
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
         // The layers below the core, each a module of its own, so the
         // compiler keeps them from reaching up into it.
         .target(name: "MediaSupport", dependencies: ["CCurl"], exclude: ["README.md"]),
@@ -27,7 +30,7 @@ let package = Package(
         .target(name: "MediaSegmented", dependencies: ["MediaSupport", "MediaStore", "MediaNetwork", "MediaSources"],
                 exclude: ["README.md"]),
         .target(name: "MediaCache", dependencies: ["MediaSupport", "MediaStore", "MediaNetwork", "MediaSources", "MediaSegmented",
-                                                   "CCurl", "CSystem"],
+                                                   "CCurl", "CSystem", "CMicroHTTPD"],
                 exclude: ["README.md", "Catalog/README.md", "Loader/README.md",
                           "Limits/README.md", "Admin/README.md", "ReadClasses/README.md"]),
         .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache", "MediaStore", "MediaSupport"], exclude: ["README.md"]),

@@ -18,6 +18,7 @@ SCENARIOS = {
     "sources": ("sources", "run"),          # WebDAV and S3 sources
     "hls": ("hls", "run"),                  # an HLS VOD behind the link emulator
     "mediaserver": ("mediaserver", "run"),  # a player beside a library scan
+    "background": ("background", "run"),    # a player beside background jobs, their budgets
     "archives": ("archives", "run"),        # a film in RAR volumes and a ZIP
 }
 NAMES = tuple(SCENARIOS)

@@ -139,8 +139,8 @@ def test_other_paths_get_404(mount, srv):
     port = free_port()
     mount_one(mount, srv, "a.bin", data_of(1000, 5), extra=["--metrics", f"127.0.0.1:{port}"])
     try:
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
-        raise AssertionError("/ answered 200")
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics/more", timeout=5)
+        raise AssertionError("/metrics/more answered 200")
     except urllib.error.HTTPError as e:
         assert e.code == 404
 

@@ -447,6 +447,42 @@ def test_netrc_supplies_credentials(mount, srv, tmp_path, monkeypatch):
     assert SECRET not in m.stderr()
 
 
+def test_a_password_in_a_url_is_never_on_a_command_line(mount, srv, mediafs_bin, tmp_path):
+    """`ps` shows `user:****@` for the foreground mount and for a spawned
+    daemon (which gets the real arguments through a pipe), and both still
+    send the real password."""
+    srv.add("p.bin", data_of(100 * KiB, 65))
+    url = f"http://alice:{SECRET}@127.0.0.1:{srv.port}/p.bin"
+    masked = f"http://alice:{'*' * len(SECRET)}@127.0.0.1:{srv.port}/p.bin"
+    m = mount(url, extra=MOUNT_ARGS)
+    shown = harness.cmdline(m.pid)
+    assert masked in shown and not any(SECRET in a for a in shown), shown
+    assert read_whole(m.path("p.bin")) == srv.data("p.bin")
+    mountpoint = tmp_path / "daemon-mnt"
+    mountpoint.mkdir()
+    log = tmp_path / "daemon.out"
+    with open(log, "wb") as out:
+        started = subprocess.run([str(mediafs_bin), "mount", "--cache-dir", str(tmp_path / "daemon-cache"),
+                                  *MOUNT_ARGS, url, str(mountpoint)], stdin=subprocess.DEVNULL, stdout=out,
+                                 stderr=out, timeout=60)
+    daemons = harness.mediafs_pids(with_arg=str(mountpoint))
+    try:
+        assert started.returncode == 0, log.read_text()
+        assert len(daemons) == 1, daemons
+        shown = harness.cmdline(daemons[0])
+        assert masked in shown and not any(SECRET in a for a in shown), shown
+        srv.clear_log()
+        assert read_whole(mountpoint / "p.bin") == srv.data("p.bin")
+        recs = srv.wait_idle(WAIT)
+        assert recs and all(r.headers.get("Authorization") == basic("alice", SECRET) for r in recs), \
+            [r.headers for r in recs]
+    finally:
+        harness.fusermount_unmount(mountpoint)
+        harness.wait_pids_gone(daemons)
+        for pid in daemons:
+            harness.stop_pid(pid, timeout=0)
+
+
 def test_userinfo_in_url_is_basic_auth_and_never_shown(mount, srv):
     srv.add("u.bin", data_of(200 * KiB, 64))
     srv.add("missing-later.bin", b"x")

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # What mediafs links against, serves its tests with, and probes media with.
-PROJECT_PACKAGES=(fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev nginx-light ffmpeg attr
+PROJECT_PACKAGES=(fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev nginx-light ffmpeg attr
                   pkg-config ca-certificates)
 # What the proxy, TLS and cache-tier tests need besides: openssl makes the
 # private CA's certificate. nginx-light already has the ssl and slice modules.
@@ -12,6 +12,8 @@ PROJECT_PACKAGES+=(openssl)
 # The WebDAV tests' first real server: Apache httpd with mod_dav, started by
 # the tests with a config of their own (the packaged service is not used).
 PROJECT_PACKAGES+=(apache2)
+# The status page's test loads it in a real headless browser.
+PROJECT_PACKAGES+=(chromium)
 # The archive tests check the members' bytes against what unar extracts.
 PROJECT_PACKAGES+=(unar)
 # What the Swift toolchain in /opt/swift needs to compile and link on Debian 12.

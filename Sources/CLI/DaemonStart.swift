@@ -76,15 +76,49 @@ enum DaemonStart {
 
         var environment = ProcessInfo.processInfo.environment
         environment[readyVariable] = String(writing)
+        // Passwords in URLs: the daemon's command line shows them masked,
+        // and it reads the real arguments from a pipe (ProgramArguments).
+        let shown = ProgramArguments.shown(arguments)
+        var secrets: (read: Int32, write: Int32)?
+        if shown != arguments {
+            var ends: [Int32] = [-1, -1]
+            guard pipe(&ends) == 0 else {
+                Log.error("cannot start the daemon: pipe: \(String(cString: strerror(errno)))")
+                close(writing)
+                return 1
+            }
+            _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+            posix_spawn_file_actions_adddup2(&actions, ends[0], ends[0])
+            environment[ProgramArguments.pipeVariable] = String(ends[0])
+            secrets = (ends[0], ends[1])
+        }
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         let executable = "/proc/self/exe"
-        let argv = ([CommandLine.arguments.first ?? "mediafs"] + arguments).map { strdup($0) } + [nil]
+        let argv = ([CommandLine.arguments.first ?? "mediafs"] + shown).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
 
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         close(writing)
+        if let secrets {
+            close(secrets.read)
+            if spawned == 0 {
+                // A daemon that died before reading must not take this process with SIGPIPE.
+                signal(SIGPIPE, SIG_IGN)
+                var bytes: [UInt8] = arguments.flatMap { Array($0.utf8) + [UInt8(0)] }
+                var sent = 0
+                while sent < bytes.count {
+                    let count = bytes[sent...].withUnsafeMutableBytes { write(secrets.write, $0.baseAddress, $0.count) }
+                    if count < 0 && errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    sent += count
+                }
+                bytes.removeAll()
+            }
+            close(secrets.write)
+        }
         guard spawned == 0 else {
             Log.error("cannot start the daemon: \(String(cString: strerror(spawned)))")
             return 1

@@ -129,8 +129,9 @@ struct MountCommand {
                                readahead and running transfers for an open
                                that reads on where it stopped (default 5s;
                                0: a close stops them)
-          --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics,
-                               e.g. 127.0.0.1:9101 (loopback: this machine only)
+          --metrics ADDR:PORT  serve a status page at http://ADDR:PORT/ and Prometheus
+                               metrics at /metrics, e.g. 127.0.0.1:9101
+                               (loopback: this machine only)
           -d, --debug          log every request
           -h, --help           show this help
           -V, --version        show the version
@@ -402,7 +403,7 @@ struct MountCommand {
         if !daemon.foreground && readyDescriptor == nil {
             let absolute = mountpoint.hasPrefix("/") ? mountpoint
                 : FileManager.default.currentDirectoryPath + "/" + mountpoint
-            exit(DaemonStart.spawnAndWait(arguments: Array(CommandLine.arguments.dropFirst()),
+            exit(DaemonStart.spawnAndWait(arguments: ProgramArguments.all,
                                           mountpoint: absolute, timeout: reads.timeout))
         }
         Self.raiseDescriptorLimit()
@@ -459,8 +460,8 @@ struct MountCommand {
             if !address.isLoopback {
                 Log.warning("--metrics \(address) is reachable from other machines; 127.0.0.1 keeps it local")
             }
-            return try MetricsServer(address: address, exposition: MetricsExposition(
-                cacheLimit: limits.maxSize, bandwidthLimit: bandwidthLimit), clock: clock)
+            return try AdminListener(address: address, exposition: MetricsExposition(
+                cacheLimit: limits.maxSize, bandwidthLimit: bandwidthLimit))
         }
         let statistics = Statistics(clock: clock)
         let preloadNext = self.preloadNext

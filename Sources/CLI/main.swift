@@ -11,7 +11,10 @@ func fail(_ message: String, status: Int32) -> Never {
     exit(status)
 }
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+// The real arguments first (a daemon's come from a pipe), then no
+// password in a URL left on this process's command line.
+let arguments = ProgramArguments.all
+ProgramArguments.maskOwnCommandLine()
 do {
     switch arguments.first {
     case "mount": try MountCommand(arguments: Array(arguments.dropFirst())).run()

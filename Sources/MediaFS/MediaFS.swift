@@ -37,8 +37,9 @@ public final class MediaFS: @unchecked Sendable {
         /// Let the kernel read complete files from the cache itself (FUSE
         /// passthrough) where it and the privileges allow.
         public var passthrough = true
-        /// `--metrics`: bound before mounting, served from the daemon.
-        public var metrics: MetricsServer?
+        /// `--metrics`: the status page and metrics' listener, bound before
+        /// mounting, served from the daemon.
+        public var metrics: AdminListener?
         /// `--scanners`: the process names whose opens are library scans
         /// (none: every open is a player's).
         public var scanners = ProcessClassifier.defaultScanners

@@ -3,6 +3,7 @@
 // whether a read's failure is the one to log, and the failures a VOD's key
 // arriving forgets.
 import Foundation
+import MediaSupport
 
 extension FileLoader {
     public func status() -> FileStatus {
@@ -17,8 +18,12 @@ extension FileLoader {
             } else {
                 shown = .idle
             }
+            var inFlight = ByteRangeSet()
+            for transfer in state.fetches.transfers.values where !transfer.cancelled && transfer.position < transfer.reach {
+                inFlight.insert(transfer.position..<transfer.reach)
+            }
             return FileStatus(url: source.url, info: state.version.info, present: state.bytes.present, state: shown,
-                              pinned: state.use.pinned)
+                              pinned: state.use.pinned, inFlight: inFlight, openHandles: state.handles.openHandles)
         }
     }
 

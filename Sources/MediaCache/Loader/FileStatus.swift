@@ -13,6 +13,11 @@ public struct FileStatus: Sendable, Equatable {
     public var present: ByteRangeSet
     public var state: State
     public var pinned = false
+    /// Bytes its transfers are fetching now: from where each will write
+    /// next to where it stops for now (the status page draws them).
+    public var inFlight = ByteRangeSet()
+    /// Its handles open now.
+    public var openHandles = 0
 
     public var cachedBytes: Int64 { present.byteCount }
     public var isComplete: Bool { info.map { present.contains(0..<$0.length) } ?? false }
