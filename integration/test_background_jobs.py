@@ -135,8 +135,8 @@ def test_jellyfins_jobs_through_the_mount_each_read_as_its_class(mount, srv, jel
 
 
 def test_a_daily_budget_stops_background_fetches_only_and_survives_a_remount(mount, srv, jellyfin, film):
-    """--background-daily 1M: a loudness job over a 4 MiB film stops
-    fetching once 1 MiB (and what its running transfer had left) came,
+    """--background-daily 1M: a loudness job over a 4 MiB film fetches
+    no more than 1 MiB (a read whose bytes would pass it fails at once),
     and fails; a player reads the whole film at the same time and after;
     the day's count is the same after a remount."""
     files = {"film.mkv": film, "other.mkv": film[::-1]}
@@ -148,9 +148,14 @@ def test_a_daily_budget_stops_background_fetches_only_and_survives_a_remount(mou
     assert s["background_daily_limit"] == MiB, s
     background = s["background_bytes_fetched"]
     sent = sum(r.bytes_sent for r in srv.requests if r.method == "GET")
-    # The rest is the mount's own (the container lookahead's tail), no job's.
-    assert s["play_bytes_fetched"] + s["scan_bytes_fetched"] + background == sent, (s, sent)
-    assert MiB <= background <= MiB + 8 * MiB and background < len(film), s
+    # The rest is the mount's own (the container lookahead's tail), no job's;
+    # the server also sent what the sockets held when the job's held stream
+    # was dropped at the day's end (received by no one: counted by no one).
+    received = s["play_bytes_fetched"] + s["scan_bytes_fetched"] + background
+    assert received <= sent <= received + MiB, (s, sent)
+    # Never past the cap (bytes on their way count when asked for), and
+    # near it: the job read until its next read no longer fit.
+    assert MiB - 512 * 1024 <= background <= MiB, s
     assert s["background_daily_used"] == background, s
     assert "background bytes of today used up" in m.stderr(), m.stderr()
     assert m.stderr().count("background bytes of today used up") == 1, "logged once per process and file"

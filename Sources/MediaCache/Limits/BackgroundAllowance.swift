@@ -1,9 +1,13 @@
 // `--background-daily SIZE`: the network bytes background jobs may fetch
-// in a UTC day. Fetched bytes of the class are charged as they arrive (so
-// transfers already running when it runs out finish: the overshoot is at
-// most what they had left); once used up, a background read of bytes not
-// in the cache fails at once (FileLoader+Planning), cached bytes are still
-// served, and players and scans are never charged. The count survives a
+// in a UTC day. A background transfer counts its bytes against the day's
+// when it starts (`commit`), so a read is admitted only if its bytes fit
+// beside those fetched and those on their way: jobs reading at once cannot
+// pass the cap together (the kernel's readahead reads are megabytes each).
+// Fetched bytes are charged as they arrive, taking the place of what was
+// committed for them; what a transfer never brought is given back at its
+// end. A background read that does not fit fails at once (EIO,
+// FileLoader+Planning), cached bytes are still served, and players and
+// scans are never charged. The count survives a
 // remount: kept in the cache directory by each flusher pass and at stop.
 import MediaStore
 import MediaSupport
@@ -15,6 +19,15 @@ public final class BackgroundAllowance: Sendable {
         var day: Int64
         var used: Int64
         var saved: Int64?
+        /// Bytes running background transfers will bring, counted already.
+        var committed: Int64 = 0
+
+        /// Today's, a new day starting from 0 fetched.
+        mutating func roll(to today: Int64) {
+            guard day != today else { return }
+            day = today
+            used = 0
+        }
     }
 
     private let state: Locked<State>
@@ -40,18 +53,38 @@ public final class BackgroundAllowance: Sendable {
         return state.withLock { $0.day == today ? $0.used : 0 }
     }
 
-    /// Whether today's bytes are used up.
-    public var exhausted: Bool { usedToday >= bytesPerDay }
+    /// Whether today's bytes are used up, or all on their way.
+    public var exhausted: Bool { !admits(1) }
 
-    /// Background bytes that arrived.
-    func charge(_ count: Int64) {
+    /// Whether `count` more bytes fit beside those fetched today and those
+    /// running transfers will bring.
+    func admits(_ count: Int64) -> Bool {
+        let today = Self.day(clock.wall())
+        return state.withLock { state in
+            state.roll(to: today)
+            return state.used.addingSaturating(state.committed).addingSaturating(count) <= bytesPerDay
+        }
+    }
+
+    /// A background transfer of `count` bytes starts: they count now.
+    func commit(_ count: Int64) {
+        state.withLock { $0.committed = $0.committed.addingSaturating(max(count, 0)) }
+    }
+
+    /// A transfer ended with `count` committed bytes it never brought.
+    func uncommit(_ count: Int64) {
+        guard count > 0 else { return }
+        state.withLock { $0.committed = max($0.committed - count, 0) }
+    }
+
+    /// Background bytes that arrived, `committed` of them counted when
+    /// their transfer started.
+    func charge(_ count: Int64, committed: Int64 = 0) {
         let today = Self.day(clock.wall())
         state.withLock { state in
-            if state.day != today {
-                state.day = today
-                state.used = 0
-            }
+            state.roll(to: today)
             state.used = state.used.addingSaturating(count)
+            state.committed = max(state.committed - committed, 0)
         }
     }
 

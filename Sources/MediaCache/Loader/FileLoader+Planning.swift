@@ -27,7 +27,16 @@ extension FileLoader {
                         state.fetches.promote(id, to: priority)
                         fetcher.promote(id, to: priority)
                     }
-                    if let letGoTo { extendHold(id, to: letGoTo, mustReach: hole.upperBound, in: &state) }
+                    if let letGoTo {
+                        // A background read that lets a held stream go on
+                        // takes those bytes of the day's, or fails.
+                        if readClass == .background, let allowance = settings.backgroundDaily,
+                           let limit = state.fetches.transfers[id]?.limit,
+                           case let more = min(letGoTo, hole.upperBound) - limit, more > 0, !allowance.admits(more) {
+                            throw backgroundRefusal(allowance, needs: more, owner: owner, in: state)
+                        }
+                        extendHold(id, to: letGoTo, mustReach: hole.upperBound, in: &state)
+                    }
                     point = max(state.fetches.transfers[id]!.reach, point + 1)
                     continue
                 case .followStream(let next):
@@ -36,8 +45,9 @@ extension FileLoader {
                 case .start:
                     break
                 }
-                if readClass == .background, let allowance = settings.backgroundDaily, allowance.exhausted {
-                    throw backgroundRefusal(allowance, owner: owner, in: state)
+                if readClass == .background, let allowance = settings.backgroundDaily,
+                   !allowance.admits(hole.upperBound - point) {
+                    throw backgroundRefusal(allowance, needs: hole.upperBound - point, owner: owner, in: state)
                 }
                 switch state.fetches.refusal(at: now(), believeMissingFor: settings.probeRetryAfter) {
                 case .fail(let errno, let message)?: throw MediaError(errno, "\(source.displayURL): \(message)")
@@ -70,11 +80,12 @@ extension FileLoader {
 
     /// EIO for a background read past `--background-daily`, logged once
     /// per process and file (a job retries; its log would not end).
-    private func backgroundRefusal(_ allowance: BackgroundAllowance, owner: ObjectIdentifier,
+    private func backgroundRefusal(_ allowance: BackgroundAllowance, needs: Int64, owner: ObjectIdentifier,
                                    in state: borrowing LoaderState) -> MediaError {
         let account = state.handles.accounts[owner]
-        let message = "background bytes of today used up (\(allowance.usedToday) of --background-daily "
-            + "\(allowance.bytesPerDay)): only cached bytes are served to background jobs until tomorrow (UTC)"
+        let message = "background bytes of today used up (\(allowance.usedToday) fetched of --background-daily "
+            + "\(allowance.bytesPerDay), the rest on its way or short of this read's \(needs)): only cached bytes are "
+            + "served to background jobs until tomorrow (UTC)"
         if account?.firstRefusal() ?? false {
             Log.info("\(account!.process.name) (pid \(account!.process.pid)) reading \(source.displayURL): \(message)")
         }
@@ -158,11 +169,22 @@ extension FileLoader {
         guard let transfer = state.fetches.transfers[id], !transfer.cancelled, let limit = transfer.limit else { return }
         var target = min(wanted, transfer.end)
         guard target > limit else { return }
+        // A background stream goes on past the day's bytes only as far as
+        // a read waits (requestHoles admitted it); its extension counts now.
+        let allowance = transfer.readClass == .background ? settings.backgroundDaily : nil
+        if let allowance, !allowance.admits(target - limit) {
+            target = min(target, mustReach)
+            guard target > limit else { return }
+        }
         if let budget {
             let more = budget.reserve(upTo: target - limit, for: transfer.readClass)
             state.fetches.reserve(more, for: id)
             target = max(limit + more, min(target, mustReach))
             guard target > limit else { return }
+        }
+        if let allowance {
+            allowance.commit(target - limit)
+            state.fetches.commit(target - limit, for: id)
         }
         state.fetches.hold(id, at: target)
         fetcher.allow(id, through: target - transfer.start)
@@ -239,9 +261,17 @@ extension FileLoader {
         request.allowance = limit.map { $0 - start }
         let id = fetcher.start(request, delegate: self)
         countTransferStarted()
+        // A background transfer's bytes count against the day from now
+        // (BackgroundAllowance): jobs reading at once cannot pass it together.
+        var committed: Int64 = 0
+        if readClass == .background, let allowance = settings.backgroundDaily {
+            committed = (limit ?? end) - start
+            allowance.commit(committed)
+        }
         state.fetches.add(id, Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
                                        askedAt: now(), ifRange: validator != nil, readClass: readClass,
-                                       limit: limit, start: start, account: state.handles.accounts[owner]))
+                                       limit: limit, start: start, account: state.handles.accounts[owner],
+                                       committed: committed))
         if let limit {
             Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1), held at \(limit)")
         } else {

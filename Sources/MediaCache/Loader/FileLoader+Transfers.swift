@@ -183,7 +183,9 @@ extension FileLoader {
         let readClass = transfer.readClass
         statistics.countFetched(Int64(count), byClass: readClass.rawValue)
         transfer.account?.countFetched(Int64(count))
-        if readClass == .background { settings.backgroundDaily?.charge(Int64(count)) }
+        if readClass == .background {
+            settings.backgroundDaily?.charge(Int64(count), committed: state.fetches.useCommitted(Int64(count), of: id))
+        }
         if file != nil, let budget {
             if transfer.reserved >= Int64(count) {
                 state.fetches.useReserved(Int64(count), of: id)
@@ -225,6 +227,7 @@ extension FileLoader {
             guard let transfer = state.fetches.remove(id) else { return }
             statistics.transfersInFlight.add(-1, ordering: .relaxed)
             budget?.release(transfer.reserved, for: transfer.readClass)
+            settings.backgroundDaily?.uncommit(transfer.committed)
             // Stopped by a seek, a close or a purge: says nothing of the server.
             if transfer.cancelled { return }
             // A long transfer gave its connection up, or held too long: its

@@ -36,4 +36,24 @@ final class BackgroundAllowanceTests: XCTestCase {
                                                                           atomically: true, encoding: .utf8)
         XCTAssertNil(store.loadBackgroundUse())
     }
+
+    /// What running background transfers will bring counts before it
+    /// arrives: the allowance's own rule, so jobs reading at once (each
+    /// asking megabytes through the kernel's readahead) cannot pass the cap
+    /// together; what a transfer never brought is given back.
+    func testBackgroundBytesOnTheirWay_countAgainstTheDayUntilTheyArriveOrTheirTransferEnds() {
+        let allowance = BackgroundAllowance(bytesPerDay: 1_000, store: nil)
+        XCTAssertTrue(allowance.admits(600))
+        allowance.commit(600)
+        XCTAssertFalse(allowance.admits(600), "600 on their way and 600 more pass 1,000")
+        XCTAssertTrue(allowance.admits(400))
+        allowance.charge(250, committed: 250)
+        XCTAssertEqual(allowance.usedToday, 250)
+        XCTAssertFalse(allowance.admits(401))
+        allowance.uncommit(350)  // its transfer ended early
+        XCTAssertTrue(allowance.admits(750))
+        XCTAssertFalse(allowance.admits(751))
+        allowance.charge(750)
+        XCTAssertTrue(allowance.exhausted)
+    }
 }

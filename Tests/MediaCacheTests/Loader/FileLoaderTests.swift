@@ -374,9 +374,10 @@ final class FileLoaderTests: XCTestCase {
         loader.release(b)
     }
 
-    /// `--background-daily` used up: a background job's read of uncached
-    /// bytes fails at once (EIO, no request), its read of cached bytes and
-    /// a player's read of anything are served; only its bytes are charged.
+    /// `--background-daily`: a background job's read is admitted only if
+    /// its bytes fit beside today's; one that does not fails at once (EIO,
+    /// no request), its read of cached bytes and a player's read of
+    /// anything are served; only its bytes are charged, never past the cap.
     func testABackgroundJobPastItsDailyBytes_isServedOnlyWhatIsCached() throws {
         let source = addContent(count: 4 << 20)
         var settings = self.settings
@@ -387,18 +388,22 @@ final class FileLoaderTests: XCTestCase {
         let job = ReadPattern(readClass: .background)
         XCTAssertEqual(try read(loader, at: 0, count: 100_000, pattern: player), Self.expected(source, 0, 100_000))
         XCTAssertEqual(allowance.usedToday, 0, "a player's bytes are not charged")
-        XCTAssertEqual(try read(loader, at: 1 << 20, count: 400_000, pattern: job), Self.expected(source, 1 << 20, 400_000))
+        XCTAssertEqual(try read(loader, at: 1 << 20, count: 250_000, pattern: job), Self.expected(source, 1 << 20, 250_000))
         XCTAssertTrue(fetcher.waitUntil { $0.gets.allSatisfy(\.finished) })
-        XCTAssertGreaterThanOrEqual(allowance.usedToday, 400_000)
-        XCTAssertTrue(allowance.exhausted)
+        XCTAssertEqual(allowance.usedToday, 250_000)
+        XCTAssertFalse(allowance.exhausted)
         let requests = fetcher.requestCount
-        XCTAssertThrowsError(try read(loader, at: 3 << 20, count: 4096, pattern: job)) { error in
-            XCTAssertEqual((error as? MediaError)?.errno, EIO)
+        XCTAssertThrowsError(try read(loader, at: 3 << 20, count: 100_000, pattern: job), "50,000 B left, 100,000 asked") {
+            XCTAssertEqual(($0 as? MediaError)?.errno, EIO)
         }
         XCTAssertEqual(fetcher.requestCount, requests, "refused without a request")
+        XCTAssertEqual(try read(loader, at: 3 << 20, count: 40_000, pattern: job), Self.expected(source, 3 << 20, 40_000),
+                       "a read that fits is served")
+        XCTAssertTrue(fetcher.waitUntil { $0.gets.allSatisfy(\.finished) })
+        XCTAssertEqual(allowance.usedToday, 290_000, "charged what arrived, never past the cap")
         XCTAssertEqual(try read(loader, at: 1 << 20, count: 4096, pattern: job), Self.expected(source, 1 << 20, 4096),
                        "cached bytes are still served")
-        XCTAssertEqual(try read(loader, at: 3 << 20, count: 4096, pattern: player), Self.expected(source, 3 << 20, 4096),
+        XCTAssertEqual(try read(loader, at: 2 << 20, count: 4096, pattern: player), Self.expected(source, 2 << 20, 4096),
                        "a player is never limited")
     }
 

@@ -51,6 +51,9 @@ struct LoaderState {
         /// The account of the reader whose read started it: its bytes count
         /// as that process's fetches (nil: the loader's own, a preload's).
         var account: ReaderAccount?
+        /// Of `--background-daily`: bytes counted against the day when it
+        /// started and not arrived yet (a background transfer's).
+        var committed: Int64 = 0
 
         /// Where it will stop for now: its limit, else its end.
         var reach: Int64 { min(end, limit ?? end) }

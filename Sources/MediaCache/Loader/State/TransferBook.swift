@@ -113,10 +113,22 @@ struct TransferBook {
 
     mutating func reserve(_ bytes: Int64, for id: TransferID) { transfers[id]?.reserved += bytes }
 
+    /// `bytes` more of it count against `--background-daily` from now.
+    mutating func commit(_ bytes: Int64, for id: TransferID) { transfers[id]?.committed += bytes }
+
     /// `bytes` of its reserved room were used (all of it: nil).
     mutating func useReserved(_ bytes: Int64?, of id: TransferID) {
         guard let reserved = transfers[id]?.reserved else { return }
         transfers[id]!.reserved = bytes.map { reserved - $0 } ?? 0
+    }
+
+    /// `count` bytes of it arrived: how many of them were committed
+    /// against `--background-daily` when it started.
+    mutating func useCommitted(_ count: Int64, of id: TransferID) -> Int64 {
+        guard let committed = transfers[id]?.committed, committed > 0 else { return 0 }
+        let used = min(committed, count)
+        transfers[id]!.committed = committed - used
+        return used
     }
 
     /// Its body reached `position`.
