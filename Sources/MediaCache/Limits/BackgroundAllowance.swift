@@ -58,11 +58,14 @@ public final class BackgroundAllowance: Sendable {
 
     /// Whether `count` more bytes fit beside those fetched today and those
     /// running transfers will bring.
-    func admits(_ count: Int64) -> Bool {
+    func admits(_ count: Int64) -> Bool { count <= room }
+
+    /// Bytes that still fit today beside those fetched and on their way.
+    var room: Int64 {
         let today = Self.day(clock.wall())
         return state.withLock { state in
             state.roll(to: today)
-            return state.used.addingSaturating(state.committed).addingSaturating(count) <= bytesPerDay
+            return max(bytesPerDay - state.used.addingSaturating(state.committed), 0)
         }
     }
 

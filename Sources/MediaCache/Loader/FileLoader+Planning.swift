@@ -234,6 +234,19 @@ extension FileLoader {
         }
         var limit = hold.map { min(max($0, start), end) }
         if limit == end { limit = nil }
+        // Under --background-daily a background transfer asks the server
+        // for no more than it counts against the day: a held stream's range
+        // runs on, and the server sends into the sockets what no read takes.
+        if readClass == .background, let allowance = settings.backgroundDaily {
+            if let held = limit {
+                end = held
+                limit = nil
+            }
+            // Past what the day has left, only the bytes a read waits on
+            // (requestHoles admitted them): readahead stops at the cap.
+            end = max(min(end, start.addingSaturating(allowance.room)), min(end, mustReach))
+            guard end > start else { return start }
+        }
         // Room under the cache limits: a read fetches its bytes whatever
         // (those that do not fit pass uncached); readahead and preload
         // fetch only what will be kept.
