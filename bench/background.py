@@ -267,8 +267,16 @@ class BackgroundBench:
                     fig["readers"] = json.loads(os.getxattr(mnt.mp, "user.mediafs.readers"))
                 if "t" in exhausted:
                     fig["exhausted_at"] = exhausted["t"]
-                    # How soon each job still running when the day's bytes ran out ended.
-                    fig["eio_s"] = [at - exhausted["t"] for rc, at in jobs.ends.values() if at >= exhausted["t"]]
+                if jobs and "--background-daily" in extra:
+                    # How soon each job ended after its last byte came: a read that no longer fits the
+                    # day fails at once (EIO), so a job must not wait on one. Its last byte: the end of
+                    # nginx's last answer for its file.
+                    last = {}
+                    for e in job_e:
+                        last[e["uri"]] = max(last.get(e["uri"], 0), e["msec"])
+                    fig["eio_s"] = [jobs.ends[pid][1] - last[f"/{DIR}/job-{k}.mkv"]
+                                    for pid, k in zip(jobs.pids, JOBS)
+                                    if pid in jobs.ends and f"/{DIR}/job-{k}.mkv" in last]
             if "--background-daily" in extra:
                 # The count after a remount: the same cache, nothing read.
                 with self.mount(tool, cache, key + "-again", extra, base) as again:
@@ -378,9 +386,9 @@ class BackgroundBench:
             out[f"--background-daily {DAILY}: the jobs' bytes at nginx ≤ {DAILY} + one window ({rig.human(WINDOW)})"] = (
                 f"{sent} B", sent <= DAILY_BYTES + WINDOW)
             eio = f.get("eio_s")
-            out[f"--background-daily {DAILY}: each job running when it ran out ends ≤ {GOAL_EIO_S} s after"] = (
-                f"{', '.join(f'{x:.2f} s' for x in eio)}" if eio else "the budget never ran out",
-                bool(eio) and max(eio) <= GOAL_EIO_S)
+            out[f"--background-daily {DAILY}: each job ends ≤ {GOAL_EIO_S} s after its last byte came (EIO, no wait)"] = (
+                f"{', '.join(f'{x:.2f} s' for x in eio)}" if eio else "no job ended on its own",
+                bool(eio) and len(eio) == len(JOBS) and max(eio) <= GOAL_EIO_S)
             used = f.get("stats", {}).get("background_daily_used")
             again = f.get("daily_after_remount")
             out["--background-daily: the day's count the same after a remount"] = (

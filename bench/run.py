@@ -304,6 +304,7 @@ class Runner(Bench):
             "sources": self.part_json("sources"),
             "hls": self.part_json("hls"),
             "mediaserver": self.part_json("mediaserver"),
+            "background": self.part_json("background"),
             "archives": self.part_json("archives"),
             "notes": self.notes,
             "errors": self.errors,
