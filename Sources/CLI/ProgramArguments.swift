@@ -29,8 +29,8 @@ enum ProgramArguments {
         var bytes = Array(argument.utf8)
         var changed = false
         var searchFrom = 0
-        while let scheme = firstIndex(of: Array("://".utf8), in: bytes, from: searchFrom) {
-            let start = scheme + 3
+        while let scheme = bytes[searchFrom...].firstRange(of: Array("://".utf8)) {
+            let start = scheme.upperBound
             var end = start
             while end < bytes.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"),
                                         UInt8(ascii: " ")].contains(bytes[end]) {
@@ -89,15 +89,5 @@ enum ProgramArguments {
         return bytes.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
             String(decoding: $0, as: UTF8.self)
         }
-    }
-
-    private static func firstIndex(of needle: [UInt8], in bytes: [UInt8], from: Int) -> Int? {
-        guard needle.count <= bytes.count else { return nil }
-        var i = from
-        while i + needle.count <= bytes.count {
-            if bytes[i..<(i + needle.count)].elementsEqual(needle) { return i }
-            i += 1
-        }
-        return nil
     }
 }
