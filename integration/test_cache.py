@@ -13,6 +13,7 @@ hanging the suite, nothing here measures speed.
 import errno
 import functools
 import hashlib
+import json
 import os
 import random
 import re
@@ -537,6 +538,63 @@ def test_full_disk_passes_reads_through(mount, servers, tmp_path):
         m = mount(srv.url("big.bin"), cache_dir=cache, extra=["--cache-min-free", "0"])
         mounts.append(m)
         assert read_all(m.path("big.bin")) == (len(data), sha(data))
+        assert m.unmount() == 0
+    finally:
+        for m in mounts:
+            try:
+                m.unmount()
+            except Exception:
+                pass
+        if subprocess.run(["umount", str(fs)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(fs)], capture_output=True)
+
+
+def test_a_disk_with_no_room_streams_reads_through_once_without_churn(mount, servers, tmp_path):
+    """A cache on a 48 MiB disk with the default --cache-min-free (1 GiB):
+    there is never room. Reads pass through uncached, each byte fetched
+    once, with one warning naming the figures; no eviction pass per read
+    (it once wrote each read's bytes, then evicted them: 1.1 MB/s). The
+    daemon is gone right after the unmount, so a remount on the same cache
+    never finds it "in use"."""
+    srv = servers()
+    data = data_of(64 * MiB, 611)
+    fs = tmp_path / "small"
+    fs.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs", str(fs)], check=True)
+    mounts = []
+    try:
+        cache = fs / "cache"
+        m = mount_files(mount, srv, {"big.bin": data}, cache_dir=cache)
+        mounts.append(m)
+        assert read_all(m.path("big.bin")) == (len(data), sha(data)), "a read through a cache with no room is wrong"
+        sent = srv.bytes_sent("big.bin")
+        # Each byte once: a byte written, evicted and asked again shows here.
+        # (The first 512 KiB came with the lookup, before the log was cleared.)
+        assert sent <= len(data) + MiB, f"{sent} bytes sent for a {len(data)}-byte file read once"
+        err = m.stderr()
+        assert err.count("reads pass through uncached") == 1, err
+        assert "48.0 MiB free" in err or "47." in err, f"the warning names the disk's free space:\n{err}"
+        assert "--cache-min-free 1.0 GiB" in err, err
+        assert "to keep the cache within its limit" not in err, f"an eviction pass per read:\n{err}"
+        assert int(xget(m.path("big.bin"), "cached_bytes")) == 0
+        stats = json.loads(xget(m.mountpoint, "stats"))
+        assert stats["cache_no_room"] is True and stats["cache_min_free"] == 1 << 30, stats
+        status = mediafs("status", str(m.mountpoint))
+        assert "reads pass through uncached" in status.stdout, status.stdout
+        # Read again: fetched again (nothing could be kept), right again.
+        srv.clear_log()
+        expect_bytes(read_range(m.path("big.bin"), 40 * MiB, MiB), data[40 * MiB:41 * MiB], "a range read again")
+        pid = m.pid
+        assert m.unmount() == 0
+        assert not harness.pid_alive(pid)
+        # The same cache at once, with room now (--cache-min-free 0): no
+        # "in use", and the bytes are cached again.
+        m = mount_files(mount, srv, {"big.bin": data}, cache_dir=cache, extra=["--cache-min-free", "0"])
+        mounts.append(m)
+        expect_bytes(read_range(m.path("big.bin"), 0, 8 * MiB), data[:8 * MiB], "the first 8 MiB with room")
+        assert int(xget(m.path("big.bin"), "cached_bytes")) >= 8 * MiB
+        assert "reads pass through uncached" not in m.stderr()
+        assert json.loads(xget(m.mountpoint, "stats"))["cache_no_room"] is False
         assert m.unmount() == 0
     finally:
         for m in mounts:

@@ -76,6 +76,7 @@ struct StatusCommand {
                 if let classes = classLine() { print(classes) }
                 for line in sourceLines() { print(line) }
                 if let warning = pinnedWarning() { print(warning) }
+                if let warning = noRoomWarning() { print(warning) }
             }
             previous = Dictionary(uniqueKeysWithValues: rows.map { ($0.name, $0.cached) })
             if watch { Thread.sleep(forTimeInterval: Self.watchInterval) }
@@ -197,11 +198,16 @@ struct StatusCommand {
             + "nothing else is kept, new bytes pass uncached"
     }
 
-    static func human(_ bytes: Int64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
+    /// What the mount's stats say when the cache's disk leaves no room.
+    func noRoomWarning() -> String? {
+        guard let text = try? Xattr.get(mountpoint, "stats"),
+              let stats = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              stats["cache_no_room"] as? Bool == true,
+              let free = (stats["cache_free_bytes"] as? NSNumber)?.int64Value,
+              let minimum = (stats["cache_min_free"] as? NSNumber)?.int64Value else { return nil }
+        return "warning: the cache's disk has \(Self.human(free)) free, less than --cache-min-free \(Self.human(minimum)) "
+            + "leaves room for: reads pass through uncached"
     }
+
+    static func human(_ bytes: Int64) -> String { Units.describe(bytes) }
 }

@@ -2,6 +2,8 @@
 // xattrs accept them. Binary multiples: K is 1024. Sizes past
 // Limits.maxLength and durations past Limits.maxDuration are refused.
 
+import Foundation
+
 package enum Units {
     /// Bytes from a count with an optional K/M/G/T suffix (an optional
     /// trailing B or iB is accepted too: "4MiB").
@@ -31,5 +33,14 @@ package enum Units {
         }
         guard let value = Double(body), value >= 0, value * multiplier <= Limits.maxDuration else { return nil }
         return value * multiplier
+    }
+
+    /// A byte count as people read it: "512 B", "1.5 MiB".
+    package static func describe(_ bytes: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while abs(value) >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
     }
 }

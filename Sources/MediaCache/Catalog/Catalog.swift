@@ -478,7 +478,9 @@ public final class Catalog: Sendable {
         let openHandles = loaders.reduce(0) { $0 + Int64($1.openHandles) }
         let stats = Stats(entries: Int64(usage.entries), cachedBytes: usage.cachedBytes,
                           cacheMaxSize: maintenance.evictor?.limits.maxSize ?? 0, pinnedBytes: eviction.pinnedBytes,
-                          pinnedOverLimit: eviction.pinnedOverLimit, bytesFromCache: counters.bytesFromCache,
+                          pinnedOverLimit: eviction.pinnedOverLimit, cacheNoRoom: eviction.noDiskRoom,
+                          cacheFreeBytes: eviction.freeBytes, cacheMinFree: maintenance.evictor?.limits.minFree,
+                          bytesFromCache: counters.bytesFromCache,
                           bytesFromNetwork: counters.bytesFromNetwork, requests: counters.requests,
                           transfersInFlight: counters.transfersInFlight, kernelReadOpens: counters.kernelReadOpens,
                           attributeRequests: counters.attributeRequests, openHandles: openHandles,
@@ -514,6 +516,11 @@ public final class Catalog: Sendable {
     private struct Stats: Encodable {
         var entries, cachedBytes, cacheMaxSize, pinnedBytes: Int64
         var pinnedOverLimit: Bool
+        /// The disk leaves no room under `--cache-min-free`: reads pass
+        /// through uncached. With the disk's free bytes at the last pass and
+        /// the limit (absent without limits).
+        var cacheNoRoom: Bool
+        var cacheFreeBytes, cacheMinFree: Int64?
         var bytesFromCache, bytesFromNetwork, requests, transfersInFlight, kernelReadOpens, attributeRequests: Int64
         /// Handles of the mount's files open now, as far as the daemon has
         /// heard: the kernel sends a close's release after close(2) returns.

@@ -194,15 +194,29 @@ final class CatalogMaintenance: Sendable {
     }
 
     /// Keeps the last pass's report, and says once when pinned bytes alone
-    /// come to exceed the size limit, and once when they fit again.
+    /// come to exceed the size limit, or the disk leaves no room, and once
+    /// when they fit again.
     private func noteEviction(_ report: CacheEvictor.Report) {
-        let was = state.withLock { $0.noteEviction(report) }.pinnedOverLimit
-        guard was != report.pinnedOverLimit, let limit = evictor?.limits.maxSize else { return }
-        if report.pinnedOverLimit {
-            Log.warning("pinned files take \(report.pinnedBytes) bytes, more than the cache limit of \(limit): "
-                        + "every unpinned byte is evicted and new bytes pass uncached; unpin some files")
-        } else {
-            Log.info("pinned files fit under the cache limit again (\(report.pinnedBytes) of \(limit) bytes)")
+        let was = state.withLock { $0.noteEviction(report) }
+        guard let limits = evictor?.limits else { return }
+        if was.pinnedOverLimit != report.pinnedOverLimit {
+            if report.pinnedOverLimit {
+                Log.warning("pinned files take \(report.pinnedBytes) bytes, more than the cache limit of \(limits.maxSize): "
+                            + "every unpinned byte is evicted and new bytes pass uncached; unpin some files")
+            } else {
+                Log.info("pinned files fit under the cache limit again (\(report.pinnedBytes) of \(limits.maxSize) bytes)")
+            }
+        }
+        if was.noDiskRoom != report.noDiskRoom {
+            let free = report.freeBytes.map { Units.describe($0) } ?? "an unknown amount"
+            if report.noDiskRoom {
+                Log.warning("the cache's disk has \(free) free, less than --cache-min-free \(Units.describe(limits.minFree)) "
+                            + "leaves room for: reads pass through uncached, at network speed, until room returns "
+                            + "(a lower --cache-min-free, or --cache-dir on a disk with room, would cache them)")
+            } else {
+                Log.info("the cache's disk has room again (\(free) free, --cache-min-free "
+                         + "\(Units.describe(limits.minFree))): new bytes are cached again")
+            }
         }
     }
 }

@@ -11,6 +11,12 @@
 // The evictor is woken when the room runs low, so it frees older bytes
 // before writes find none.
 //
+// When the limits leave no room however much is evicted (a disk with less
+// free than `--cache-min-free`, pinned files over the size limit), the
+// cache passes bytes through: nothing is reserved, taken or overdrawn, no
+// read waits for a pass and none wakes one; the timed passes still measure,
+// so caching resumes by itself when room returns (decision 0046).
+//
 // The evictor measures the room on each pass; bytes reserved, or written
 // while it measured, are taken off, so a measurement can only err low.
 //
@@ -42,9 +48,8 @@ public final class CacheBudget: Sendable {
         var scanPressed = false
         /// Measurements so far: a reader waits for one pass at most.
         var passes = 0
-        /// Whether the last pass could free bytes for an overdraft: not
-        /// while pinned bytes alone fill the limit (new bytes pass uncached).
-        var mayOverdraw = true
+        /// The last pass found no room to make: new bytes pass uncached.
+        var passesThrough = false
         /// Reads whose wait for room ended at its deadline with no pass:
         /// each held a read for nothing (`counts`).
         var unansweredWaits = 0
@@ -67,6 +72,8 @@ public final class CacheBudget: Sendable {
     /// Marks the pressure (once per pass) and says whether to wake the
     /// evictor: a scan's shortage presses the scan budget alone.
     private static func press(_ state: inout State, short: Bool, _ readClass: ReadClass) -> Bool {
+        // No pass can make room: the timed one looks for it coming back.
+        if state.passesThrough { return false }
         if !readClass.plays {
             guard !state.scanPressed, short || state.scanRoom < state.scanLowWater else { return false }
             state.scanPressed = true
@@ -143,12 +150,12 @@ public final class CacheBudget: Sendable {
 
     /// Takes room for bytes a read waits on, past what is left if need be
     /// (the room goes below zero), and wakes the evictor when it ran low.
-    /// False (nothing taken) while pinned bytes alone fill the limit.
+    /// False (nothing taken) while the cache passes bytes through.
     @discardableResult
     func overdraw(_ count: Int64, for readClass: ReadClass = .play) -> Bool {
         let (taken, wake) = locked { state -> (Bool, Bool) in
             let short = Self.room(state, readClass) < count
-            guard state.mayOverdraw || !short else { return (false, Self.press(&state, short: true, readClass)) }
+            guard !state.passesThrough || !short else { return (false, Self.press(&state, short: true, readClass)) }
             state.room -= count
             state.written &+= count
             if !readClass.plays {
@@ -166,10 +173,13 @@ public final class CacheBudget: Sendable {
     /// older bytes first. Returns whether they fit.
     @discardableResult
     func awaitRoom(_ count: Int64, until deadline: Deadline, for readClass: ReadClass = .play) -> Bool {
-        let started: (wake: Bool, pass: Int)? = locked { state in
-            guard Self.room(state, readClass) < count else { return nil }
+        let started: (wake: Bool, pass: Int)?? = locked { state in
+            guard Self.room(state, readClass) < count else { return .some(nil) }
+            // No pass would make room: the read goes on, uncached, at once.
+            if state.passesThrough { return nil }
             return (Self.press(&state, short: true, readClass), state.passes)
         }
+        guard let started else { return false }
         guard let (wake, pass) = started else { return true }
         if wake { onPressure() }
         return state.withScope { scope in
@@ -184,6 +194,9 @@ public final class CacheBudget: Sendable {
     /// Passes measured so far, and reads whose wait for room no pass
     /// answered (the evictor was not run: a bug, or a stopping mount).
     public var counts: (passes: Int, unansweredWaits: Int) { locked { ($0.passes, $0.unansweredWaits) } }
+
+    /// Whether new bytes pass uncached, with no pass run for them.
+    public var passesThrough: Bool { locked { $0.passesThrough } }
 
     /// Whether the room ran low since the last measurement.
     public var isPressed: Bool { locked { $0.pressed } }
@@ -200,11 +213,11 @@ public final class CacheBudget: Sendable {
     /// The evictor measured `room` (bytes free under every limit on disk),
     /// having started at `mark`; it wants to be woken when less than
     /// `lowWater` is left. `scan`: the same of the scan budget (nil: scans
-    /// take any room).
+    /// take any room). `passesThrough`: no pass can make room now.
     public func measured(room: Int64, since mark: Int64, lowWater: Int64,
-                         scan: (room: Int64, since: Int64, lowWater: Int64)? = nil, mayOverdraw: Bool = true) {
+                         scan: (room: Int64, since: Int64, lowWater: Int64)? = nil, passesThrough: Bool = false) {
         locked { state in
-            state.mayOverdraw = mayOverdraw
+            state.passesThrough = passesThrough
             state.room = max(room - state.committed - (state.written &- mark), 0)
             state.lowWater = lowWater
             state.pressed = false

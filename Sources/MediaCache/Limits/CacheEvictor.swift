@@ -64,6 +64,14 @@ public struct CacheEvictor: Sendable {
         /// Pinned entries alone take more than the size limit: everything
         /// else is gone, and new bytes pass uncached.
         public var pinnedOverLimit = false
+        /// The disk leaves no useful room under `--cache-min-free` even with
+        /// every unpinned byte gone (`minUsefulRoom`): new bytes pass
+        /// uncached, with no eviction pass per read (decision 0046).
+        public var noDiskRoom = false
+        /// Bytes free on the cache's disk after the pass (nil: unknown).
+        public var freeBytes: Int64?
+        /// Whether new bytes pass uncached: nothing may be written.
+        public var passesThrough: Bool { pinnedOverLimit || noDiskRoom }
     }
 
     private struct Item {
@@ -155,6 +163,11 @@ public struct CacheEvictor: Sendable {
     /// half of this), so writes go on while it works: an eighth of the size
     /// limit, at most 64 MiB.
     public var headroom: Int64 { min(limits.maxSize / 8, 64 << 20) }
+
+    /// Less room than this on the disk, with every unpinned byte gone, is
+    /// no room: caching there would write each read's bytes and evict them
+    /// at the next read (a few transfers' worth; less for a small cache).
+    public var minUsefulRoom: Int64 { min(headroom, 16 << 20) }
 
     /// The same for the scan budget: a quarter of it, at most 16 MiB.
     public var scanHeadroom: Int64 { min(limits.scanLimit / 4, 16 << 20) }
@@ -319,13 +332,19 @@ public struct CacheEvictor: Sendable {
         report.usedBytes = used
         report.pinnedBytes = survivors.reduce(Int64(0)) { $0.addingSaturating($1.pinned ? $1.allocated : 0) }
         report.pinnedOverLimit = report.pinnedBytes > limits.maxSize
+        let freed = report.freedBytes
+        let freeAfter = free.addingSaturating(freed)
+        report.freeBytes = free == Int64.max ? nil : freeAfter
+        // What the disk would leave if every unpinned byte went: below a
+        // useful room, writing a read's bytes only evicts the last read's.
+        let unpinned = max(used - report.pinnedBytes, 0)
+        report.noDiskRoom = freeAfter.addingSaturating(unpinned) - limits.minFree < minUsefulRoom
         if let budget {
-            let freed = report.freedBytes
-            let room = min(limits.maxSize - used, free.addingSaturating(freed) - limits.minFree)
+            let room = report.passesThrough ? 0 : min(limits.maxSize - used, freeAfter - limits.minFree)
             let scanRoom = min(room, limits.scanLimit - scanUsed)
             budget.measured(room: max(room, 0), since: mark, lowWater: headroom / 2,
                             scan: (room: max(scanRoom, 0), since: scanMark, lowWater: scanHeadroom / 2),
-                            mayOverdraw: !report.pinnedOverLimit)
+                            passesThrough: report.passesThrough)
             Log.debug("cache limits: \(used) bytes used, \(max(room, 0)) bytes of room, \(freed) bytes freed")
         }
         return report

@@ -52,6 +52,7 @@ extension FileLoader {
 
     func stopAllTransfers(_ state: inout LoaderState, exceptWaitedOn: Bool = false) {
         state.fetches.countStop()
+        state.passing.clear()
         for (id, transfer) in state.fetches.transfers where transfer.takesBytes {
             // One its reader stopped is asked once; from here on it keeps nothing.
             if transfer.cancelled {

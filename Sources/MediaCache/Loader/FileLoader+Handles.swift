@@ -53,7 +53,10 @@ extension FileLoader {
                 state.handles.pageCacheClosed(generation: opened)
                 pattern.inPageCache = false
             }
-            if state.handles.closed() == 0 { stopLookahead(in: &state) }
+            if state.handles.closed() == 0 {
+                stopLookahead(in: &state)
+                state.passing.clear()
+            }
             state.handles.account(pattern, open: false)
             endLingering(&state, all: false)
             state.handles.removeFresh(ObjectIdentifier(pattern))

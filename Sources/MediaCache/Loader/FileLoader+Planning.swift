@@ -109,7 +109,10 @@ extension FileLoader {
         // bitrate keeps it held for a second or two, not for the hold's limit.
         if let (id, long) = TransferPlan.stream(at: offset, window: window, transfers: state.fetches.transfers) {
             if offset + window - long.reach >= min(window / 4, Self.holdStep) {
-                extendHold(id, to: offset + window, mustReach: 0, in: &state)
+                // With nothing cached, ahead as far as memory keeps bytes
+                // for the next reads (PassingBytes), so they find them there.
+                let passing = budget?.passesThrough == true ? offset + Int64(PassingBytes.capacity / 2) : 0
+                extendHold(id, to: offset + window, mustReach: passing, in: &state)
             }
             return
         }

@@ -123,6 +123,9 @@ extension FileLoader {
             var attempts = Attempts(stops: scope.state.fetches.stops)
             let wait = scope.state.fetches.addWait(wanted, buffer: buffer)
             defer { scope.state.fetches.removeWait(wait) }
+            if !scope.state.passing.isEmpty {
+                for range in scope.state.passing.take(wanted, into: buffer) { scope.state.fetches.filled(wait, range) }
+            }
             var available = scope.state.availability(of: wait)
             let piece = pattern.scanPiece
             try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,

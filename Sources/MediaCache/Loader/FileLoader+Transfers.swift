@@ -140,12 +140,21 @@ extension FileLoader {
             // A purge may have cancelled the transfer during the pwrite: its
             // bytes are then neither claimed nor handed out.
             guard let current = state.fetches.transfers[id], current.takesBytes else { return false }
+            var taken = ByteRangeSet()
             for (key, wait) in state.fetches.waits where wait.range.overlaps(chunk) {
                 let overlap = wait.range.clamped(to: chunk)
                 let from = bytes.baseAddress! + Int(overlap.lowerBound - position)
                 (wait.buffer.baseAddress! + Int(overlap.lowerBound - wait.range.lowerBound))
                     .copyMemory(from: from, byteCount: Int(overlap.count))
                 state.fetches.filled(key, overlap)
+                taken.insert(overlap)
+            }
+            // What no read took, when the cache keeps nothing (no room to
+            // make, a failing disk), waits in memory for the next read. Not
+            // when room is only short: a read that asks again overdraws,
+            // and its bytes are cached.
+            if !cached, !statistics.cacheWritable || budget?.passesThrough == true {
+                state.passing.keep(UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: position, except: taken)
             }
             state.fetches.advance(id, to: chunk.upperBound)
             // The rate as soon as the body can tell it, not at its end: a

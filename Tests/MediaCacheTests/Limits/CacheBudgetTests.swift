@@ -137,4 +137,24 @@ final class CacheBudgetTests: XCTestCase {
             return scope.state
         }
     }
+
+    func testWhilePassingThrough_nothingIsTaken_noReadWaits_andNoPassIsWoken() {
+        let budget = budget()
+        budget.measured(room: 0, since: budget.mark, lowWater: 50, passesThrough: true)
+        XCTAssertTrue(budget.passesThrough)
+        XCTAssertEqual(budget.reserve(upTo: 100), 0)
+        XCTAssertFalse(budget.take(100))
+        XCTAssertFalse(budget.overdraw(100), "a read's own bytes pass uncached too")
+        // A read that would wait for a pass (up to its deadline) goes on at once.
+        let before = budget.counts.passes
+        XCTAssertFalse(budget.awaitRoom(100, until: .after(seconds: 3600, clock: .system)))
+        XCTAssertEqual(budget.counts.passes, before)
+        XCTAssertEqual(budget.counts.unansweredWaits, 0)
+        XCTAssertEqual(pressureCount, 0, "no pass can make room: only the timed one looks")
+        XCTAssertFalse(budget.isPressed)
+        // Room back at a timed pass: bytes are kept again.
+        budget.measured(room: 1_000, since: budget.mark, lowWater: 0)
+        XCTAssertFalse(budget.passesThrough)
+        XCTAssertEqual(budget.reserve(upTo: 100), 100)
+    }
 }

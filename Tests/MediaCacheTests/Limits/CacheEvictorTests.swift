@@ -60,6 +60,28 @@ final class CacheEvictorTests: XCTestCase {
         FileManager.default.contents(atPath: store.directory(forKey: url) + "/data").map { [UInt8]($0) }
     }
 
+    func testADiskWithLessFreeThanTheMinimum_passesBytesThrough_untilTheMinimumLeavesRoom() throws {
+        _ = try makeEntry()
+        guard let free = store.freeBytes() else { return XCTFail("statvfs of the cache failed") }
+        var limits = CacheLimits()
+        limits.maxSize = 1 << 40
+        // Every byte evicted would still leave less than the useful room.
+        limits.minFree = free + (1 << 30)
+        let budget = CacheBudget {}
+        let report = CacheEvictor(store: store, limits: limits).run(budget: budget, now: Int64(time(nil)))
+        XCTAssertTrue(report.noDiskRoom)
+        XCTAssertTrue(report.passesThrough)
+        XCTAssertTrue(budget.passesThrough)
+        XCTAssertEqual(budget.reserve(upTo: 1), 0)
+        XCTAssertNil(cachedBytes(), "the limit holds: what was cached is evicted")
+
+        limits.minFree = 0
+        let again = CacheEvictor(store: store, limits: limits).run(budget: budget, now: Int64(time(nil)))
+        XCTAssertFalse(again.noDiskRoom)
+        XCTAssertFalse(budget.passesThrough)
+        XCTAssertEqual(budget.reserve(upTo: 1), 1)
+    }
+
     /// Runs `body` while every open fails with EMFILE.
     private func underADescriptorLimitOf3<T>(_ body: () -> T) -> T {
         var limit = rlimit()

@@ -237,3 +237,45 @@ final class LoaderStateTransitionTests: XCTestCase {
         XCTAssertTrue(state.bytes.scanRead.isEmpty)
     }
 }
+
+final class PassingBytesTests: XCTestCase {
+    private func bytes(_ range: Range<Int>) -> [UInt8] { range.map { UInt8(truncatingIfNeeded: $0 &* 7) } }
+
+    func testWhatNoReadTook_isKept_andTheNextReadTakesIt_once() {
+        var passing = PassingBytes()
+        let chunk = bytes(1000..<1100)
+        var taken = ByteRangeSet()
+        taken.insert(1000..<1040)
+        chunk.withUnsafeBytes { passing.keep($0, at: 1000, except: taken) }
+        XCTAssertEqual(passing.count, 60, "the waiting read's part is not kept twice")
+
+        var buffer = [UInt8](repeating: 0, count: 50)
+        let copied = buffer.withUnsafeMutableBytes { passing.take(1030..<1080, into: $0) }
+        XCTAssertEqual(copied, [1040..<1080])
+        XCTAssertEqual(Array(buffer[10...]), bytes(1040..<1080))
+        XCTAssertEqual(Array(buffer[..<10]), [UInt8](repeating: 0, count: 10), "nothing kept there")
+        XCTAssertEqual(passing.count, 20, "what the read took is gone; the rest stays")
+        buffer = [UInt8](repeating: 0, count: 20)
+        XCTAssertEqual(buffer.withUnsafeMutableBytes { passing.take(1080..<1100, into: $0) }, [1080..<1100])
+        XCTAssertEqual(buffer, bytes(1080..<1100))
+        XCTAssertTrue(passing.isEmpty)
+    }
+
+    func testItIsBounded_theOldestGoFirst() {
+        var passing = PassingBytes()
+        let piece = PassingBytes.capacity / 4
+        for n in 0..<6 {
+            let chunk = [UInt8](repeating: UInt8(n), count: piece)
+            chunk.withUnsafeBytes { passing.keep($0, at: Int64(n * piece), except: ByteRangeSet()) }
+        }
+        XCTAssertEqual(passing.count, PassingBytes.capacity)
+        var buffer = [UInt8](repeating: 9, count: 6 * piece)
+        let copied = buffer.withUnsafeMutableBytes { passing.take(0..<Int64(6 * piece), into: $0) }
+        XCTAssertEqual(copied, [Int64(2 * piece)..<Int64(3 * piece), Int64(3 * piece)..<Int64(4 * piece),
+                                Int64(4 * piece)..<Int64(5 * piece), Int64(5 * piece)..<Int64(6 * piece)])
+        XCTAssertEqual(buffer[2 * piece], 2)
+        XCTAssertEqual(buffer[0], 9, "the oldest were dropped, not served")
+        passing.clear()
+        XCTAssertEqual(passing.count, 0)
+    }
+}

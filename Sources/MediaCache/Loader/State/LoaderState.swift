@@ -92,6 +92,8 @@ struct LoaderState {
     private(set) var dirty = false
     /// What the head of a cold file says its demuxer reads next.
     var lookahead = ContainerLookahead(cold: true)
+    /// Bytes that arrived uncached and no read took yet (PassingBytes).
+    var passing = PassingBytes()
 
     init(clock: Clock) {
         fetches = TransferBook(clock: clock)
