@@ -282,3 +282,68 @@ def test_dir_cache_time_needs_a_duration(fuse, tmp_path):
     r = mediafs("mount", "-f", "--cache-dir", tmp_path / "c", "--dir-cache-time", "soon",
                 "http://127.0.0.1:9/media/", mp)
     assert r.returncode == 2 and "--dir-cache-time" in r.stderr, r.stderr
+
+
+def test_a_listing_that_drops_most_names_is_believed_only_when_a_second_says_the_same(mount, srv):
+    """A gateway restarting answers 200 with nothing, or a fraction: a media
+    server that saw its library empty would clean it. Such a listing keeps
+    the old names until a second one, --listing-doubt later, says the same."""
+    files = {f"e{i:03d}.mkv": b"x" * (100 + i) for i in range(500)}
+    serve_listing(srv, files)
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS + ["--dir-cache-time", "1s", "--listing-doubt", "3s"])
+    assert len(os.listdir(m.mountpoint)) == 500
+
+    def listed_with(names):
+        """Serves `names` as the listing, then looks until mediafs fetched
+        it (one more GET of the index); every look must show all 500."""
+        srv.add("media/", index_html(sorted(names)).encode(), content_type="text/html")
+        before = len(listing_gets(srv))
+        deadline = time.monotonic() + WAIT
+        while len(listing_gets(srv)) <= before:
+            assert time.monotonic() < deadline, "no refresh of the listing"
+            assert len(os.listdir(m.mountpoint)) == 500, "a name vanished at the first listing that dropped it"
+            time.sleep(0.1)
+
+    # Empty once, then whole again: no name ever vanishes.
+    listed_with([])
+    assert len(os.listdir(m.mountpoint)) == 500
+    assert "answered with 0 of its 500 names: not believed" in m.stderr(), m.stderr()
+    listed_with(files)
+    # Ten of 500, then whole: the same.
+    listed_with(sorted(files)[:10])
+    assert "answered with 10 of its 500 names" in m.stderr(), m.stderr()
+    listed_with(files)
+    assert len(os.listdir(m.mountpoint)) == 500
+    assert "said again" not in m.stderr()
+
+    # A person's delete of a few is believed at once.
+    listed_with(sorted(files)[3:])
+    deadline = time.monotonic() + WAIT
+    while len(os.listdir(m.mountpoint)) != 497:
+        assert time.monotonic() < deadline, "dropping 3 of 500 was not believed"
+        time.sleep(0.1)
+
+    # Empty, and empty again after the delay: believed, the names go.
+    srv.add("media/", index_html([]).encode(), content_type="text/html")
+    deadline = time.monotonic() + WAIT
+    while os.listdir(m.mountpoint):
+        assert time.monotonic() < deadline, f"an empty listing said twice was not believed:\n{m.stderr()}"
+        time.sleep(0.2)
+    assert "said again that 497 of its 497 names are gone: believed" in m.stderr(), m.stderr()
+
+
+def test_the_users_refresh_believes_a_listing_that_drops_every_name(mount, srv):
+    files = {f"e{i:02d}.mkv": b"y" * 10 for i in range(20)}
+    serve_listing(srv, files)
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    assert len(os.listdir(m.mountpoint)) == 20
+    srv.add("media/", index_html([]).encode(), content_type="text/html")
+    xset(m.mountpoint, "refresh", "1")
+    assert os.listdir(m.mountpoint) == []
+    assert "not believed" not in m.stderr()
+
+
+def test_listing_doubt_needs_a_duration(fuse, tmp_path):
+    r = mediafs("mount", "-f", "--cache-dir", tmp_path / "c", "--listing-doubt", "twice",
+                "http://127.0.0.1:9/media/", tmp_path)
+    assert r.returncode == 2 and "--listing-doubt" in r.stderr, r.stderr

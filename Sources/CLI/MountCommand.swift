@@ -22,6 +22,7 @@ struct MountCommand {
     var http = HTTPOptions()
     var metrics: MetricsAddress?
     var dirCacheTime = Catalog.defaultDirCacheTime
+    var listingDoubt = ListingDoubt()
     var s3 = S3Settings()
     var hlsVariant = HLSListing.VariantChoice.highest
     /// Whether a listing's RAR sets and ZIP files are folders of their members.
@@ -104,6 +105,11 @@ struct MountCommand {
                                before it is fetched again, in the background
                                (default 5m; setfattr -n user.mediafs.refresh
                                on a directory re-lists it now)
+          --listing-doubt DURATION  a listing that drops most of a directory's
+                               names (more than half and more than 5, or all)
+                               is believed only when a second one, this long
+                               after, says the same (default 30s; 0: believe
+                               every listing)
           --no-passthrough     always read through the daemon, never let the
                                kernel read complete files from the cache itself
           --bwlimit RATE       download at most RATE bytes per second for the
@@ -152,6 +158,7 @@ struct MountCommand {
             case _ where try cache.take(option, value: { try inline ?? value(option) }): break
             case "--revalidate": try setRevalidate(inline ?? value(option))
             case "--dir-cache-time": try setDirCacheTime(inline ?? value(option))
+            case "--listing-doubt": try setListingDoubt(inline ?? value(option))
             case "--header": try addHeader(inline ?? value(option))
             case "--config": try loadConfig(inline ?? value(option))
             case "--netrc": http.netrc = true
@@ -204,6 +211,8 @@ struct MountCommand {
             try setRevalidate(value ?? "")
         case "dir_cache_time", "dir-cache-time":
             try setDirCacheTime(value ?? "")
+        case "listing_doubt", "listing-doubt":
+            try setListingDoubt(value ?? "")
         case "config":
             try loadConfig(value ?? "")
         case "netrc":
@@ -373,6 +382,13 @@ struct MountCommand {
         dirCacheTime = seconds
     }
 
+    private mutating func setListingDoubt(_ text: String) throws {
+        guard let seconds = Units.seconds(text) else {
+            throw UsageError("--listing-doubt needs a duration such as 30s or 2m (0: believe every listing), not '\(text)'")
+        }
+        listingDoubt = ListingDoubt(delay: seconds)
+    }
+
     private mutating func setTimeout(_ text: String) throws {
         guard let seconds = Units.seconds(text), seconds > 0 else {
             throw UsageError("--timeout needs a positive duration such as 30 or 2m, not '\(text)'")
@@ -467,6 +483,7 @@ struct MountCommand {
         let preloadNext = self.preloadNext
         let revalidateAfter = reads.revalidateAfter
         let dirCacheTime = self.dirCacheTime
+        let listingDoubt = self.listingDoubt
         let hlsVariant = self.hlsVariant
         let archives = self.archives
         // One directory URL is mounted as its root; anything else, a name per source.
@@ -480,7 +497,7 @@ struct MountCommand {
             return Catalog(sources: parsed, sourceIsRoot: sourceIsRoot, store: store, fetcher: network,
                            settings: settings, http: http,
                            preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
-                           dirCacheTime: dirCacheTime, statistics: statistics, hlsVariant: hlsVariant,
+                           dirCacheTime: dirCacheTime, listingDoubt: listingDoubt, statistics: statistics, hlsVariant: hlsVariant,
                            readAgain: fromSaved, archives: archives)
         }
         // The lock is held until the process exits, after the last flush.

@@ -107,7 +107,8 @@ public final class Catalog: Sendable {
     public init(sources: [Source], sourceIsRoot: Bool = false, store: CacheStore, fetcher: Fetching,
                 settings: LoaderSettings, http: HTTPOptions = HTTPOptions(), preloadNext: PreloadNext? = nil,
                 limits: CacheLimits? = nil, revalidateAfter: Double? = 60,
-                dirCacheTime: Double = Catalog.defaultDirCacheTime, statistics: Statistics? = nil,
+                dirCacheTime: Double = Catalog.defaultDirCacheTime, listingDoubt: ListingDoubt = ListingDoubt(),
+                statistics: Statistics? = nil,
                 hlsVariant: HLSListing.VariantChoice = .highest, readAgain: [any Listing] = [], archives: Bool = true) {
         precondition(!sourceIsRoot || (sources.count == 1 && sources[0].isDirectory),
                      "only one directory source can be the mount root")
@@ -149,7 +150,8 @@ public final class Catalog: Sendable {
         // A VOD a listing finds is chosen as the arguments' are.
         listingContext.hlsVariant = hlsVariant
         let wakeFlusher: @Sendable () -> Void = { flusher.wake() }
-        listingService = ListingService(context: listingContext, dirCacheTime: dirCacheTime, readAgain: readAgain,
+        listingService = ListingService(context: listingContext, dirCacheTime: dirCacheTime, doubt: listingDoubt,
+                                        readAgain: readAgain,
                                         archives: archives, state: state, store: store, fetcher: self.fetcher,
                                         settings: settings, wakeFlusher: wakeFlusher)
         recordProber = RecordProber(state: state, fetcher: self.fetcher, settings: settings, wakeFlusher: wakeFlusher)

@@ -39,6 +39,9 @@ struct CatalogState: Sendable {
         fileprivate var refreshAt = 0.0
         /// A background refresh is queued or running.
         fileprivate var refreshing = false
+        /// Since when a listing that dropped most of its names is doubted
+        /// (ListingDoubt); nil: none is.
+        fileprivate var doubtedSince: Double?
         /// A listed root's names added at run time (`user.mediafs.add`),
         /// under the name asked for and the one they have: a relisting
         /// replaces the listing's names and puts these back after them.
@@ -362,6 +365,35 @@ struct CatalogState: Sendable {
 
     func refreshEnded(of directory: Directory) {
         directory.refreshing = false
+    }
+
+    /// What `doubt` says of a listing of `urls` that would replace the
+    /// directory's names at `now`. A doubted one keeps the old names and has
+    /// the directory listed again when the doubt can end; any other ends
+    /// the doubt. Names added at run time are not the listing's.
+    func judge(_ directory: Directory, listing urls: Set<String>, by doubt: ListingDoubt,
+               at now: Double) -> ListingDoubt.Verdict {
+        guard directory.listedAt != nil else { return .believed }
+        let added = Set(directory.added.map(\.name))
+        var previous = 0
+        var kept = 0
+        for (name, child) in directory.children where !added.contains(name) {
+            previous += 1
+            let url: String?
+            switch child {
+            case .file(let file): url = file
+            case .directory(let inner): url = inner.url
+            }
+            if let url, urls.contains(url) { kept += 1 }
+        }
+        let verdict = doubt.verdict(previous: previous, kept: kept, since: directory.doubtedSince, now: now)
+        if case .doubted(_, _, let until) = verdict {
+            if directory.doubtedSince == nil { directory.doubtedSince = now }
+            directory.refreshAt = until
+        } else {
+            directory.doubtedSince = nil
+        }
+        return verdict
     }
 
     /// A listing failed: tried again at `retryAt`.

@@ -28,6 +28,8 @@ final class ListingService: Sendable {
     let context: ListingContext
     /// How long a listing is believed before it is fetched again.
     let dirCacheTime: Double
+    /// When a listing that dropped most names waits for a second.
+    let doubt: ListingDoubt
     /// Refreshes of listings, off the lookups' threads: one at a time.
     let refreshes = Worker(name: "mediafs-listings")
     /// Saves of listings into the cache, drained at stop (a refresh is not).
@@ -49,11 +51,13 @@ final class ListingService: Sendable {
     /// Has the flusher save the answers a listing left (CatalogMaintenance).
     private let wakeFlusher: @Sendable () -> Void
 
-    init(context: ListingContext, dirCacheTime: Double, readAgain: [any Listing], archives: Bool,
+    init(context: ListingContext, dirCacheTime: Double, doubt: ListingDoubt = ListingDoubt(),
+         readAgain: [any Listing], archives: Bool,
          state: Locked<CatalogState>, store: CacheStore, fetcher: SegmentedFetcher, settings: LoaderSettings,
          wakeFlusher: @escaping @Sendable () -> Void) {
         self.context = context
         self.dirCacheTime = dirCacheTime
+        self.doubt = doubt
         self.readAgain = Locked(ReadAgain(listings: readAgain))
         self.archives = archives
         self.state = state
@@ -95,8 +99,9 @@ final class ListingService: Sendable {
     }
 
     /// Lists a directory and replaces its names. On failure the old listing
-    /// stays, and is tried again after `listingRetry`.
-    func fetchListing(of directory: CatalogState.Directory) throws {
+    /// stays, and is tried again after `listingRetry`; so it does when the
+    /// listing drops most names (`doubt`), unless `believe` (the user asked).
+    func fetchListing(of directory: CatalogState.Directory, believe: Bool = false) throws {
         guard let listing = directory.listing else { return }
         let sources: [Source]
         do {
@@ -116,6 +121,7 @@ final class ListingService: Sendable {
         // What it lists is saved; its VODs are shown as their files.
         let (vods, changedVODs) = withVODs(sources, of: listing)
         let shown = withArchives(vods, of: listing)
+        if !believe, !judged(shown, of: directory, origin: listing.origin) { return }
         guard let (result, unsaved) = relist(directory, with: shown, believedFor: dirCacheTime) else { return }
         FileLoader.settle(result.dropped)
         let changes = applyChanges(result.changed)
@@ -136,6 +142,26 @@ final class ListingService: Sendable {
                   + (changes == 0 ? "" : ", \(changes) files changed"))
     }
 
+    /// Whether a listing of `shown` replaces the directory's names now
+    /// (ListingDoubt); says so when it does not, and when a doubted one is
+    /// confirmed.
+    private func judged(_ shown: [Source], of directory: CatalogState.Directory, origin: String) -> Bool {
+        let now = settings.clock.monotonic()
+        let verdict = state.withLock { $0.judge(directory, listing: Set(shown.map(\.url)), by: doubt, at: now) }
+        switch verdict {
+        case .believed:
+            return true
+        case .doubted(let dropped, let previous, let until):
+            Log.warning("listing \(origin) answered with \(previous - dropped) of its \(previous) names: not believed "
+                        + "yet, its names stay until a listing \(Int((until - now).rounded(.up))) s on or later "
+                        + "says the same (--listing-doubt; writing user.mediafs.refresh believes it now)")
+            return false
+        case .confirmed(let dropped, let previous):
+            Log.info("listing \(origin) said again that \(dropped) of its \(previous) names are gone: believed")
+            return true
+        }
+    }
+
     /// `user.mediafs.refresh` on a listed directory: lists it again now, on
     /// the refreshes worker (after any refresh already queued), and returns
     /// once it is done. Lookups meanwhile answer from the old listing; a
@@ -145,7 +171,7 @@ final class ListingService: Sendable {
         let outcome = OneShot<Result<Void, MediaError>>()
         let queued = refreshes.submit { [self] in
             do {
-                try fetchListing(of: directory)
+                try fetchListing(of: directory, believe: true)
                 outcome.fulfil(.success(()))
             } catch {
                 outcome.fulfil(.failure(error as? MediaError ?? MediaError.io("\(error)")))
