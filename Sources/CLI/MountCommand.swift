@@ -21,6 +21,7 @@ struct MountCommand {
     var preloadNext: Catalog.PreloadNext?
     var http = HTTPOptions()
     var metrics: MetricsAddress?
+    var remoteControl = RemoteControlOptions()
     var dirCacheTime = Catalog.defaultDirCacheTime
     var listingDoubt = ListingDoubt()
     var s3 = S3Settings()
@@ -138,6 +139,12 @@ struct MountCommand {
           --metrics ADDR:PORT  serve a status page at http://ADDR:PORT/ and Prometheus
                                metrics at /metrics, e.g. 127.0.0.1:9101
                                (loopback: this machine only)
+          --rc ADDR:PORT       serve rclone's remote control (core/version,
+                               vfs/forget, vfs/refresh, vfs/list, vfs/stats,
+                               rc/noop, core/pid) there, e.g. 127.0.0.1:5572;
+                               needs --rc-user with --rc-pass-file FILE (or
+                               MEDIAFS_RC_PASS in the environment),
+                               --rc-htpasswd FILE, or --rc-no-auth (loopback only)
           -d, --debug          log every request
           -h, --help           show this help
           -V, --version        show the version
@@ -170,6 +177,7 @@ struct MountCommand {
             case "--retries": try setRetries(inline ?? value(option))
             case "--bwlimit": try setBandwidthLimit(inline ?? value(option))
             case "--metrics": try setMetrics(inline ?? value(option))
+            case _ where try remoteControl.take(option, value: { try inline ?? value(option) }): break
             case "--scanners": try setScanners(inline ?? value(option))
             case "--handle-grace": try setHandleGrace(inline ?? value(option))
             case "--reader-class": try addReaderRule(inline ?? value(option))
@@ -472,12 +480,18 @@ struct MountCommand {
         let bandwidthLimit = reads.bandwidthLimit
         let backgroundBandwidthLimit = reads.backgroundBandwidthLimit
         // Bound now, so an address in use fails before anything is mounted.
-        options.metrics = try metrics.map { address in
+        let exposition = MetricsExposition(cacheLimit: limits.maxSize, bandwidthLimit: bandwidthLimit)
+        let control = try remoteControl.resolve(mountpoint: options.mountpoint,
+                                                environment: ProcessInfo.processInfo.environment)
+        if let address = metrics {
             if !address.isLoopback {
                 Log.warning("--metrics \(address) is reachable from other machines; 127.0.0.1 keeps it local")
             }
-            return try AdminListener(address: address, exposition: MetricsExposition(
-                cacheLimit: limits.maxSize, bandwidthLimit: bandwidthLimit))
+            options.listeners.append(try AdminListener(address: address, exposition: exposition,
+                                                       remoteControl: remoteControl.address == address ? control : nil))
+        }
+        if let address = remoteControl.address, address != metrics {
+            options.listeners.append(try AdminListener(address: address, exposition: exposition, remoteControl: control))
         }
         let statistics = Statistics(clock: clock)
         let preloadNext = self.preloadNext

@@ -3,6 +3,7 @@
 // and clash with other modules that include the same headers).
 #ifndef MEDIAFS_CSYSTEM_SHIM_H
 #define MEDIAFS_CSYSTEM_SHIM_H
+#include <crypt.h>
 #include <linux/falloc.h>
 #include <malloc.h>
 #include <sys/syscall.h>

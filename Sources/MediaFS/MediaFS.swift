@@ -37,9 +37,10 @@ public final class MediaFS: @unchecked Sendable {
         /// Let the kernel read complete files from the cache itself (FUSE
         /// passthrough) where it and the privileges allow.
         public var passthrough = true
-        /// `--metrics`: the status page and metrics' listener, bound before
-        /// mounting, served from the daemon.
-        public var metrics: AdminListener?
+        /// `--metrics` and `--rc`: the listeners of the status page, the
+        /// metrics and the remote control, bound before mounting, served
+        /// from the daemon (one when both name one address).
+        public var listeners: [AdminListener] = []
         /// `--scanners`: the process names whose opens are library scans
         /// (none: every open is a player's).
         public var scanners = ProcessClassifier.defaultScanners
@@ -173,7 +174,7 @@ public final class MediaFS: @unchecked Sendable {
 
             serving = true
             catalog.start { [weak self] url, done in self?.invalidate(urls: [url], then: done) ?? false }
-            options.metrics?.start(serving: catalog)
+            for listener in options.listeners { listener.start(serving: catalog) }
             Log.info("mounted " + (catalog.rootListingURL ?? "\(catalog.names.count) sources")
                      + " at \(options.mountpoint)")
             options.onMounted?()
@@ -189,7 +190,7 @@ public final class MediaFS: @unchecked Sendable {
             // let go, so pending invalidations are moot; then every other
             // thread is joined and the metadata persisted.
             invalidations.stop(drain: false)
-            options.metrics?.stop()
+            for listener in options.listeners { listener.stop() }
             catalog.stop()
             if status != 0 && status != -EINTR && status != SIGINT && status != SIGTERM {
                 Log.warning("FUSE loop ended with status \(status)")

@@ -1,6 +1,8 @@
-// `--metrics ADDR:PORT`: the mount's one HTTP listener, on libmicrohttpd
-// (decision 0043): `GET /` the status page, `/status.json` what it draws,
-// `/metrics` the Prometheus text. Read-only: GET and HEAD, nothing else.
+// `--metrics ADDR:PORT` (and `--rc`): the mount's HTTP listener, on
+// libmicrohttpd (decision 0043): `GET /` the status page, `/status.json`
+// what it draws, `/metrics` the Prometheus text; with a RemoteControl,
+// rclone's remote-control commands as POSTs (decision 0048), behind its
+// authentication. Nothing else: GET and HEAD, and POST of a command.
 // The socket is bound here, before mounting (a bad or busy address fails
 // the command, nothing mounted); libmicrohttpd's one internal thread starts
 // in the daemon (spawned, never forked: decision 0024) and is stopped,
@@ -25,6 +27,8 @@ public final class AdminListener: Sendable {
 
     public let address: MetricsAddress
     private let exposition: MetricsExposition
+    /// rclone's remote control, when `--rc` names this address.
+    private let remoteControl: RemoteControl?
     /// The bound socket, owned by libmicrohttpd once it starts (it closes it
     /// at stop); closed here if it never started.
     private let listener: Int32
@@ -50,9 +54,10 @@ public final class AdminListener: Sendable {
     }
 
     /// Binds and listens on `address`; throws naming it when that fails.
-    public init(address: MetricsAddress, exposition: MetricsExposition) throws {
+    public init(address: MetricsAddress, exposition: MetricsExposition, remoteControl: RemoteControl? = nil) throws {
         self.address = address
         self.exposition = exposition
+        self.remoteControl = remoteControl
         let domain = address.family == .ipv6 ? AF_INET6 : AF_INET
         let fd = socket(domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw MediaError.system("--metrics \(address): cannot make a socket") }
@@ -98,17 +103,40 @@ public final class AdminListener: Sendable {
         // Unretained: `stop` ends the daemon before this object can go.
         let context = Unmanaged.passUnretained(self).toOpaque()
         let daemon = mediafs_mhd_start(listener, Self.connectionLimit, Self.connectionsPerAddress, Self.idleSeconds,
-                                       Self.connectionMemory, { cls, connection, url, method, _, _, _, _ in
-            guard let cls, let connection, let url, let method else { return mediafs_mhd_no() }
+                                       Self.connectionMemory, { cls, connection, url, method, _, upload, uploadSize, state in
+            guard let cls, let connection, let url, let method, let state else { return mediafs_mhd_no() }
             let listener = Unmanaged<AdminListener>.fromOpaque(cls).takeUnretainedValue()
-            return listener.respond(on: connection, method: String(cString: method), path: String(cString: url))
+            let verb = String(cString: method)
+            // A POST's body comes in calls after its head: gathered, bounded,
+            // answered at the call with none left.
+            if verb == "POST" {
+                guard let pointer = state.pointee else {
+                    state.pointee = Unmanaged.passRetained(RequestBody()).toOpaque()
+                    return mediafs_mhd_yes()
+                }
+                let body = Unmanaged<RequestBody>.fromOpaque(pointer).takeUnretainedValue()
+                if let uploadSize, uploadSize.pointee > 0 {
+                    if let upload { body.append(UnsafeRawBufferPointer(start: upload, count: uploadSize.pointee)) }
+                    uploadSize.pointee = 0
+                    return mediafs_mhd_yes()
+                }
+                return listener.respond(on: connection, method: verb, path: String(cString: url), body: body)
+            }
+            return listener.respond(on: connection, method: verb, path: String(cString: url), body: nil)
+        }, { _, _, state, _ in
+            // A request ended (answered or cut): its body goes.
+            if let state, let pointer = state.pointee {
+                Unmanaged<RequestBody>.fromOpaque(pointer).release()
+                state.pointee = nil
+            }
         }, context)
         guard let daemon else {
             Log.error("--metrics \(address): libmicrohttpd did not start; no status page or metrics")
             return
         }
         serving.withLock { $0.daemon = UInt(bitPattern: daemon); $0.handedOver = true }
-        Log.info("status page at http://\(address)/, metrics at http://\(address)/metrics")
+        Log.info("status page at http://\(address)/, metrics at http://\(address)/metrics"
+                 + (remoteControl == nil ? "" : ", rclone's remote control at http://\(address)/"))
     }
 
     /// Ends libmicrohttpd's thread and every connection, and closes the
@@ -128,13 +156,17 @@ public final class AdminListener: Sendable {
         var body: [UInt8]
         /// Sent as `Allow` with a 405.
         var allow: String?
+        /// A 401 that asks for Basic credentials.
+        var challenge = false
     }
 
     /// The answer to `method` on `path` (the query already gone).
-    static func answer(method: String, path: String, catalog: Catalog?, exposition: MetricsExposition) -> Answer {
+    static func answer(method: String, path: String, catalog: Catalog?, exposition: MetricsExposition,
+                       commands: Bool = false) -> Answer {
         let plain = "text/plain; charset=utf-8"
         guard method == "GET" || method == "HEAD" else {
-            return Answer(status: 405, contentType: plain, body: Array("GET or HEAD only\n".utf8), allow: "GET, HEAD")
+            let allow = commands ? "GET, HEAD, POST" : "GET, HEAD"
+            return Answer(status: 405, contentType: plain, body: Array("\(allow) only\n".utf8), allow: allow)
         }
         guard let catalog else { return Answer(status: 503, contentType: plain, body: Array("stopping\n".utf8)) }
         switch path {
@@ -151,13 +183,73 @@ public final class AdminListener: Sendable {
         }
     }
 
+    /// A POST's body as it arrives, up to `RemoteControl.maxBody`.
+    final class RequestBody {
+        var bytes: [UInt8] = []
+        var tooLarge = false
+
+        func append(_ data: UnsafeRawBufferPointer) {
+            guard !tooLarge else { return }
+            guard bytes.count + data.count <= RemoteControl.maxBody else {
+                tooLarge = true
+                bytes = []
+                return
+            }
+            bytes.append(contentsOf: data)
+        }
+    }
+
+    /// The answer to a POST: a remote-control command, behind its authentication.
+    private func commandAnswer(on connection: OpaquePointer, path: String, body: RequestBody) -> Answer {
+        let plain = "text/plain; charset=utf-8"
+        guard let remoteControl else {
+            return Answer(status: 405, contentType: plain, body: Array("GET or HEAD only\n".utf8), allow: "GET, HEAD")
+        }
+        let authorization = mediafs_mhd_header(connection, "Authorization").map { String(cString: $0) }
+        guard remoteControl.auth.admits(authorization: authorization) else {
+            var answer = Answer(status: 401, contentType: plain, body: Array("authentication required\n".utf8))
+            answer.challenge = true
+            return answer
+        }
+        let command = String(path.drop(while: { $0 == "/" }))
+        let json: (status: UInt32, json: [String: Any])
+        if body.tooLarge {
+            json = (413, ["error": "the body is over \(RemoteControl.maxBody) bytes", "path": command, "status": 413])
+        } else if let catalog = serving.withLock({ $0.catalog }) {
+            var query: [(String, String)] = []
+            var buffer = [CChar](repeating: 0, count: 16 << 10)
+            let length = mediafs_mhd_arguments(connection, &buffer, buffer.count)
+            if length > 0 {
+                let fields = buffer[..<Int(length)].split(separator: 0, omittingEmptySubsequences: false)
+                    .map { String(decoding: $0.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+                for index in stride(from: 0, to: fields.count - 1, by: 2) { query.append((fields[index], fields[index + 1])) }
+            }
+            let contentType = mediafs_mhd_header(connection, "Content-Type").map { String(cString: $0) }
+            do {
+                let parameters = try RemoteControl.parameters(query: query, body: body.bytes, contentType: contentType)
+                json = remoteControl.answer(command: command, parameters: parameters, catalog: catalog)
+                if json.status == 200 || RemoteControl.commands.contains(command) {
+                    Log.info("remote control: \(command) answered \(json.status)")
+                }
+            } catch let failure as RemoteControl.Failure {
+                json = (failure.status, ["error": failure.message, "path": command, "status": Int(failure.status)])
+            } catch {
+                json = (400, ["error": "\(error)", "path": command, "status": 400])
+            }
+        } else {
+            json = (503, ["error": "the mount is stopping", "path": command, "status": 503])
+        }
+        return Answer(status: json.status, contentType: "application/json", body: RemoteControl.encoded(json.json))
+    }
+
     /// Queues the answer on libmicrohttpd's connection (it copies the body;
     /// it leaves a HEAD's out itself).
-    private func respond(on connection: OpaquePointer, method: String, path: String) -> MHD_Result {
-        let answer = Self.answer(method: method, path: path, catalog: serving.withLock { $0.catalog },
-                                 exposition: exposition)
-        var body = answer.body
-        let response = body.withUnsafeMutableBytes {
+    private func respond(on connection: OpaquePointer, method: String, path: String, body: RequestBody?) -> MHD_Result {
+        let answer = body.map { commandAnswer(on: connection, path: path, body: $0) }
+            ?? Self.answer(method: method, path: path, catalog: serving.withLock { $0.catalog }, exposition: exposition,
+                           commands: remoteControl != nil)
+        var bytes = answer.body
+        let response = bytes.withUnsafeMutableBytes {
             MHD_create_response_from_buffer($0.count, $0.baseAddress, mediafs_mhd_must_copy())
         }
         guard let response else { return mediafs_mhd_no() }
@@ -170,6 +262,7 @@ public final class AdminListener: Sendable {
                             + "style-src 'unsafe-inline'; connect-src 'self'; img-src data:"))
         }
         if let allow = answer.allow { headers.append(("Allow", allow)) }
+        if answer.challenge { headers.append(("WWW-Authenticate", "Basic realm=\"mediafs\"")) }
         for (name, value) in headers { _ = MHD_add_response_header(response, name, value) }
         return MHD_queue_response(connection, answer.status, response)
     }

@@ -1,0 +1,150 @@
+"""rclone's remote control on `--rc`, driven by `rclone rc` itself (the
+client the gateways' docs show) and by plain HTTP where the test needs the
+status: `vfs/refresh` and `vfs/forget` list a directory again and the name
+is there (or gone) when the call returns; bad credentials and paths outside
+the mount do nothing. The listing is an in-process FaultServer's index,
+whose request log says what reached the server."""
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from harness import free_port, index_html, mediafs
+
+PASSWORD = "rc-secret-4f1"
+pytestmark = pytest.mark.skipif(shutil.which("rclone") is None,
+                                reason="rclone not installed: run scripts/install-deps.sh")
+
+
+def serve(srv, names):
+    for name in names:
+        srv.add(f"media/{name}", name.encode() * 10)
+    srv.add("media/", index_html(sorted(names)).encode(), content_type="text/html")
+
+
+def listing_gets(srv):
+    return sum(1 for r in srv.requests if r.method == "GET" and r.path == "/media/")
+
+
+@pytest.fixture
+def rc_mount(mount, srv, tmp_path):
+    serve(srv, ["a.mkv", "b.mkv"])
+    secret = tmp_path / "rc-pass"
+    secret.write_text(PASSWORD + "\n")
+    secret.chmod(0o600)
+    port = free_port()
+    m = mount(srv.url("media/"), extra=["--timeout", "10", "--rc", f"127.0.0.1:{port}", "--rc-user", "gateway",
+                                        "--rc-pass-file", str(secret)])
+    assert sorted(os.listdir(m.mountpoint)) == ["a.mkv", "b.mkv"]
+    return m, f"http://127.0.0.1:{port}/"
+
+
+def rclone_rc(url, *args, password=PASSWORD):
+    r = subprocess.run(["rclone", "rc", "--url", url, "--user", "gateway", "--pass", password, *args],
+                       capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("RCLONE_")})
+    return r.returncode, r.stdout, r.stderr
+
+
+def post(url, command, body=None, user="gateway", password=PASSWORD):
+    request = urllib.request.Request(url + command, data=json.dumps(body or {}).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    if user is not None:
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        request.add_header("Authorization", "Basic " + token)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+
+
+def test_core_version_and_pid_through_rclone_rc(rc_mount):
+    m, url = rc_mount
+    code, out, err = rclone_rc(url, "core/version")
+    assert code == 0, err
+    assert json.loads(out)["version"].startswith("mediafs "), out
+    code, out, err = rclone_rc(url, "core/pid")
+    assert code == 0 and json.loads(out)["pid"] == m.pid, (out, err)
+    code, out, err = rclone_rc(url, "rc/noop", "x=1")
+    assert code == 0 and json.loads(out) == {"x": "1"}, (out, err)
+
+
+def test_vfs_refresh_shows_a_file_the_server_added_when_it_returns(rc_mount, srv):
+    m, url = rc_mount
+    serve(srv, ["a.mkv", "b.mkv", "c.mkv"])
+    # Within --dir-cache-time the old listing is believed.
+    assert "c.mkv" not in os.listdir(m.mountpoint)
+    code, out, err = rclone_rc(url, "vfs/refresh")
+    assert code == 0, err
+    assert json.loads(out) == {"result": {"": "OK"}}, out
+    assert sorted(os.listdir(m.mountpoint)) == ["a.mkv", "b.mkv", "c.mkv"]
+    assert open(m.path("c.mkv"), "rb").read() == b"c.mkv" * 10
+
+
+def test_vfs_forget_of_a_removed_file_drops_it_at_once_even_when_it_was_most_of_the_directory(rc_mount, srv):
+    m, url = rc_mount
+    serve(srv, [])
+    code, out, err = rclone_rc(url, "vfs/forget", "file=a.mkv", "file2=b.mkv")
+    assert code == 0, err
+    assert sorted(json.loads(out)["forgotten"]) == ["a.mkv", "b.mkv"], out
+    # The gateway said so: no doubt of an empty listing (--listing-doubt).
+    assert os.listdir(m.mountpoint) == []
+
+
+def test_bad_credentials_get_401_and_nothing_is_done(rc_mount, srv):
+    m, url = rc_mount
+    serve(srv, ["a.mkv", "b.mkv", "c.mkv"])
+    before = listing_gets(srv)
+    code, out, err = rclone_rc(url, "vfs/refresh", password="wrong")
+    assert code != 0 and "401" in err, (code, out, err)
+    status, _ = post(url, "vfs/forget", {"file": "a.mkv"}, user=None)
+    assert status == 401
+    assert listing_gets(srv) == before, "an unauthenticated call reached the server"
+    assert "c.mkv" not in os.listdir(m.mountpoint)
+    assert PASSWORD not in m.stderr() and "wrong" not in m.stderr()
+
+
+def test_a_path_outside_the_mount_is_an_error_and_nothing_is_listed(rc_mount, srv):
+    m, url = rc_mount
+    before = listing_gets(srv)
+    status, body = post(url, "vfs/forget", {"file": "../../etc/passwd"})
+    assert status == 400 and "outside the mount" in body, (status, body)
+    status, body = post(url, "vfs/forget", {"dir": "no/such/dir"})
+    assert status == 404 and "no such directory" in body, (status, body)
+    status, body = post(url, "vfs/refresh", {"dir": "../x"})
+    assert status == 200 and body["result"] == {"../x": "../x: a path outside the mount"}, body
+    status, body = post(url, "vfs/nothing")
+    assert status == 404 and "couldn't find method" in body, body
+    assert listing_gets(srv) == before
+
+
+def test_an_htpasswd_file_of_bcrypt_entries_lets_its_users_in(mount, srv, tmp_path):
+    serve(srv, ["a.mkv"])
+    htpasswd = tmp_path / "htpasswd"
+    subprocess.run(["htpasswd", "-cbB", str(htpasswd), "gateway", PASSWORD], check=True, capture_output=True)
+    port = free_port()
+    m = mount(srv.url("media/"), extra=["--rc", f"127.0.0.1:{port}", "--rc-htpasswd", str(htpasswd)])
+    url = f"http://127.0.0.1:{port}/"
+    assert post(url, "core/pid")[1] == {"pid": m.pid}
+    assert post(url, "core/pid", password="nope")[0] == 401
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--rc", "127.0.0.1:{port}"], "--rc-user"),
+    (["--rc", "0.0.0.0:{port}", "--rc-no-auth"], "loopback"),
+    (["--rc", "127.0.0.1:{port}", "--rc-pass", "x"], "ps"),
+    (["--rc-no-auth"], "need --rc"),
+    (["--rc", "127.0.0.1:{port}", "--rc-user", "u"], "MEDIAFS_RC_PASS"),
+])
+def test_a_remote_control_without_a_way_to_authenticate_is_refused(fuse, tmp_path, args, says):
+    port = free_port()
+    r = mediafs("mount", "-f", "--cache-dir", tmp_path / "c", *[a.format(port=port) for a in args],
+                "http://127.0.0.1:9/media/", tmp_path)
+    assert r.returncode == 2 and says in r.stderr, r.stderr
