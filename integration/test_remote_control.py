@@ -18,8 +18,12 @@ import pytest
 from harness import free_port, index_html, mediafs
 
 PASSWORD = "rc-secret-4f1"
-pytestmark = pytest.mark.skipif(shutil.which("rclone") is None,
-                                reason="rclone not installed: run scripts/install-deps.sh")
+
+
+@pytest.fixture(autouse=True)
+def rclone_installed():
+    if shutil.which("rclone") is None or shutil.which("htpasswd") is None:
+        pytest.fail("rclone or htpasswd not found: run scripts/install-deps.sh")
 
 
 def serve(srv, names):

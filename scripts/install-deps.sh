@@ -14,6 +14,9 @@ PROJECT_PACKAGES+=(openssl)
 PROJECT_PACKAGES+=(apache2)
 # The status page's test loads it in a real headless browser.
 PROJECT_PACKAGES+=(chromium)
+# The remote control's tests drive it with rclone's own client (`rclone rc`);
+# apache2 brings htpasswd for their htpasswd file.
+PROJECT_PACKAGES+=(rclone)
 # The archive tests check the members' bytes against what unar extracts.
 PROJECT_PACKAGES+=(unar)
 # What the Swift toolchain in /opt/swift needs to compile and link on Debian 12.
