@@ -12,6 +12,11 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 endif
 
 SWIFT_FLAGS := --scratch-path $(BUILD_DIR)
+# The release binary carries the Swift runtime and Foundation (the
+# toolchain's static archives), so it runs where there is no toolchain: ldd
+# names only Debian's own libraries (docs/decisions/0044). The unit-test
+# builds (tsan) stay dynamic.
+RELEASE_FLAGS := -c release --static-swift-stdlib
 BIN         := $(BUILD_DIR)/release/mediafs
 export MEDIAFS_BIN := $(abspath $(BIN))
 # Archive fixtures no one here wrote (scripts/fetch-archive-fixtures.sh).
@@ -23,7 +28,7 @@ export MEDIAFS_RARFILE_FIXTURES ?= $(abspath $(ARCHIVE_FIXTURES))
 all: build
 
 build:
-	swift build -c release $(SWIFT_FLAGS)
+	swift build $(RELEASE_FLAGS) $(SWIFT_FLAGS)
 
 deps:
 	scripts/install-deps.sh
