@@ -23,7 +23,7 @@ export MEDIAFS_BIN := $(abspath $(BIN))
 ARCHIVE_FIXTURES ?= $(HOME)/.cache/mediafs-archive-fixtures
 export MEDIAFS_RARFILE_FIXTURES ?= $(abspath $(ARCHIVE_FIXTURES))
 
-.PHONY: all build deps archive-fixtures test tsan house demo bench install clean stress stress-suite
+.PHONY: all build deps archive-fixtures test tsan house demo bench install deb clean stress stress-suite
 
 all: build
 
@@ -90,9 +90,18 @@ bench: deps
 	command -v rclone >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rclone || true
 	python3 bench/run.py $(BENCH_ARGS)
 
+# The binary (stripped), the man page and the systemd template (naming
+# $(PREFIX)/bin/mediafs); scripts/install-files.sh says what goes where.
 install: build
-	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/mediafs
-	install -D -m 0644 man/mediafs.1 $(DESTDIR)$(PREFIX)/share/man/man1/mediafs.1
+	scripts/install-files.sh $(BIN) "$(DESTDIR)" $(PREFIX) $(PREFIX)/lib/systemd/system
+
+# mediafs_VERSION_ARCH.deb in DEB_DIR (default $(BUILD_DIR)), from the same
+# files for /usr, with Depends from dpkg-shlibdeps; then lintian on it (an
+# error or warning fails; docs/decisions/0044 explains the tags left).
+DEB_DIR ?= $(BUILD_DIR)
+deb: build
+	deb=$$(scripts/build-deb.sh $(BIN) $(DEB_DIR)) && echo "$$deb" \
+	  && lintian --fail-on error,warning "$$deb"
 
 clean:
 	rm -rf $(BUILD_DIR) .build-tsan
