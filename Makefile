@@ -99,7 +99,8 @@ install: build
 # files for /usr, with Depends from dpkg-shlibdeps; then lintian on it (an
 # error or warning fails; docs/decisions/0044 explains the tags left).
 DEB_DIR ?= $(BUILD_DIR)
-deb: build
+deb: deps
+	$(MAKE) build
 	deb=$$(scripts/build-deb.sh $(BIN) $(DEB_DIR)) && echo "$$deb" \
 	  && lintian --fail-on error,warning "$$deb"
 
