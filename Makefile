@@ -98,9 +98,12 @@ install: build
 # mediafs_VERSION_ARCH.deb in DEB_DIR (default $(BUILD_DIR)), from the same
 # files for /usr, with Depends from dpkg-shlibdeps; then lintian on it (an
 # error or warning fails; docs/decisions/0044 explains the tags left).
+# DEB_DIR holds the last package built, so `apt install ./DIR/mediafs_*.deb`
+# names one.
 DEB_DIR ?= $(BUILD_DIR)
 deb: deps
 	$(MAKE) build
+	rm -f $(DEB_DIR)/mediafs_*.deb
 	deb=$$(scripts/build-deb.sh $(BIN) $(DEB_DIR)) && echo "$$deb" \
 	  && lintian --fail-on error,warning "$$deb"
 

@@ -28,6 +28,8 @@ CACHE = Path(os.environ.get("MEDIAFS_DEBROOT_CACHE", Path.home() / ".cache" / "m
 # /usr/local/bin of the host's.
 ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "HOME": "/root",
        "DEBIAN_FRONTEND": "noninteractive"}
+# apt inside reaches the mirror as this machine does.
+ENV.update({k: v for k, v in os.environ.items() if k.lower() in ("http_proxy", "https_proxy", "no_proxy")})
 BUILD_TIMEOUT = 1800   # debootstrap over a slow mirror
 APT_TIMEOUT = 900
 
