@@ -7,13 +7,16 @@ mirror. There: `mediafs --version`; an fstab line mounted with `mount
 against this test's nginx, a file read byte-exact and fetched once; the
 installed systemd template checked by `systemd-analyze verify` and its
 command lines run as systemd runs them; `dpkg -r` and `dpkg -P` leaving
-the caches and the admin's config as Debian policy says.
+the caches and the admin's config as Debian policy says. Beside it: the
+release binary's `ldd`, lintian on the package, and `make install`'s files
+under another PREFIX.
 
 PID 1 here is not systemd, so the unit is not started by systemd itself:
 its Exec lines are run in the root, in order, as test_service_files.py
 runs the checked-in template's.
 """
 
+import gzip
 import hashlib
 import os
 import re
@@ -87,6 +90,24 @@ def test_the_package_is_lintian_clean_and_says_what_it_holds(deb):
     r = subprocess.run(["lintian", "--fail-on", "error,warning", str(deb)], capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_make_install_puts_a_stripped_binary_and_a_unit_naming_it_under_prefix(mediafs_bin, tmp_path):
+    """What `make install` runs, into a DESTDIR: the unit names the binary
+    installed beside it, not the package's path."""
+    r = subprocess.run([str(harness.REPO / "scripts" / "install-files.sh"), str(mediafs_bin), str(tmp_path),
+                        "/opt/mediafs-test", "/opt/mediafs-test/lib/systemd/system"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    binary = tmp_path / "opt/mediafs-test/bin/mediafs"
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    assert version.stdout.strip() == f"mediafs {base_version()}", version
+    sections = subprocess.run(["readelf", "-S", "-W", str(binary)], capture_output=True, text=True).stdout
+    assert ".symtab" not in sections and ".debug_info" not in sections, "the installed binary is not stripped"
+    service = unit(tmp_path / "opt/mediafs-test/lib/systemd/system/mediafs@.service")["Service"]
+    assert service["ExecStart"][0].startswith("/opt/mediafs-test/bin/mediafs mount -f "), service["ExecStart"]
+    man = tmp_path / "opt/mediafs-test/share/man/man1/mediafs.1.gz"
+    assert gzip.decompress(man.read_bytes()) == (harness.REPO / "man" / "mediafs.1").read_bytes()
 
 
 class InstalledService:
