@@ -12,18 +12,24 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 endif
 
 SWIFT_FLAGS := --scratch-path $(BUILD_DIR)
+# The release binary carries the Swift runtime and Foundation (the
+# toolchain's static archives), so it runs where there is no toolchain: ldd
+# names only Debian's own libraries (docs/decisions/0044). Symbols are bound
+# at start (-z now: full RELRO, as Debian's hardening asks; start-up the
+# same within noise). The unit-test builds (tsan) stay dynamic.
+RELEASE_FLAGS := -c release --static-swift-stdlib -Xlinker -z -Xlinker now
 BIN         := $(BUILD_DIR)/release/mediafs
 export MEDIAFS_BIN := $(abspath $(BIN))
 # Archive fixtures no one here wrote (scripts/fetch-archive-fixtures.sh).
 ARCHIVE_FIXTURES ?= $(HOME)/.cache/mediafs-archive-fixtures
 export MEDIAFS_RARFILE_FIXTURES ?= $(abspath $(ARCHIVE_FIXTURES))
 
-.PHONY: all build deps archive-fixtures test tsan house demo bench install clean stress stress-suite
+.PHONY: all build deps archive-fixtures test tsan house demo bench install deb clean stress stress-suite
 
 all: build
 
 build:
-	swift build -c release $(SWIFT_FLAGS)
+	swift build $(RELEASE_FLAGS) $(SWIFT_FLAGS)
 
 deps:
 	scripts/install-deps.sh
@@ -85,9 +91,22 @@ bench: deps
 	command -v rclone >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rclone || true
 	python3 bench/run.py $(BENCH_ARGS)
 
+# The binary (stripped), the man page and the systemd template (naming
+# $(PREFIX)/bin/mediafs); scripts/install-files.sh says what goes where.
 install: build
-	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/mediafs
-	install -D -m 0644 man/mediafs.1 $(DESTDIR)$(PREFIX)/share/man/man1/mediafs.1
+	scripts/install-files.sh $(BIN) "$(DESTDIR)" $(PREFIX) $(PREFIX)/lib/systemd/system
+
+# mediafs_VERSION_ARCH.deb in DEB_DIR (default $(BUILD_DIR)), from the same
+# files for /usr, with Depends from dpkg-shlibdeps; then lintian on it (an
+# error or warning fails; docs/decisions/0044 explains the tags left).
+# DEB_DIR holds the last package built, so `apt install ./DIR/mediafs_*.deb`
+# names one.
+DEB_DIR ?= $(BUILD_DIR)
+deb: deps
+	$(MAKE) build
+	rm -f $(DEB_DIR)/mediafs_*.deb
+	deb=$$(scripts/build-deb.sh $(BIN) $(DEB_DIR)) && echo "$$deb" \
+	  && lintian --fail-on error,warning "$$deb"
 
 clean:
 	rm -rf $(BUILD_DIR) .build-tsan

@@ -19,6 +19,9 @@ PROJECT_PACKAGES+=(chromium)
 PROJECT_PACKAGES+=(rclone)
 # The archive tests check the members' bytes against what unar extracts.
 PROJECT_PACKAGES+=(unar)
+# `make deb` and the package's test: dpkg-shlibdeps (Depends), lintian, and
+# debootstrap for the fresh Debian root the package is installed into.
+PROJECT_PACKAGES+=(dpkg-dev lintian debootstrap)
 # What the Swift toolchain in /opt/swift needs to compile and link on Debian 12.
 SWIFT_PACKAGES=(binutils libc6-dev libgcc-12-dev libstdc++-12-dev zlib1g-dev
                 libsqlite3-0 libncurses6 libxml2 libedit2 tzdata)
