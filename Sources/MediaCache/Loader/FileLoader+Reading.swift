@@ -21,7 +21,11 @@ extension FileLoader {
             // A read that must fetch lets the evictor free older bytes
             // first, so that its bytes are cached too.
             let missing = Int64(wanted.count) - lock.withLock { $0.bytes.present.overlapCount(with: wanted) }
-            if missing > 0 {
+            // A background job past its day's bytes fetches nothing: its
+            // refusal (requestHoles) comes at once, not after a pass (it
+            // once waited 2 s here, in the scan budget's room).
+            let refused = pattern.readClass == .background && settings.backgroundDaily?.admits(missing) == false
+            if missing > 0 && !refused {
                 budget.awaitRoom(missing, until: Deadline.after(seconds: min(settings.timeout, Self.roomWait), clock: settings.clock),
                                  for: pattern.readClass)
             }

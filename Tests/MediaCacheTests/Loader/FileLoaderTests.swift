@@ -407,6 +407,26 @@ final class FileLoaderTests: XCTestCase {
                        "a player is never limited")
     }
 
+    /// Its refusal comes at once: not after a wait for room under the cache
+    /// limits (a pass that never comes here; the bench's jobs waited 2 s).
+    func testABackgroundJobPastItsDailyBytes_isRefusedWithoutWaitingForRoom() throws {
+        _ = addContent(count: 1 << 20)
+        var settings = self.settings
+        let allowance = BackgroundAllowance(bytesPerDay: 1_000, store: nil)
+        settings.backgroundDaily = allowance
+        let budget = CacheBudget {}
+        budget.measured(room: 0, since: budget.mark, lowWater: 0)
+        let loader = FileLoader(source: Source(name: "video.mp4", url: url), store: store, fetcher: fetcher,
+                                settings: settings, budget: budget)
+        _ = try loader.attributes()
+        let requests = fetcher.requestCount
+        XCTAssertThrowsError(try read(loader, at: 0, count: 100_000, pattern: ReadPattern(readClass: .background))) {
+            XCTAssertEqual(($0 as? MediaError)?.errno, EIO)
+        }
+        XCTAssertEqual(budget.counts.unansweredWaits, 0, "it waited for a pass")
+        XCTAssertEqual(fetcher.requestCount, requests)
+    }
+
     func testRelease_cancelsReadaheadNoOneWaitsOn() throws {
         let source = addContent(count: 16 << 20)
         let loader = makeLoader()
