@@ -111,7 +111,10 @@ extension FileLoader {
             if offset + window - long.reach >= min(window / 4, Self.holdStep) {
                 // With nothing cached, ahead as far as memory keeps bytes
                 // for the next reads (PassingBytes), so they find them there.
-                let passing = budget?.passesThrough == true ? offset + Int64(PassingBytes.capacity / 2) : 0
+                // Not a background job's: its stream goes no further than
+                // it reads past the day's bytes (extendHold).
+                let passing = readClass != .background && budget?.passesThrough == true
+                    ? offset + Int64(PassingBytes.capacity / 2) : 0
                 extendHold(id, to: offset + window, mustReach: passing, in: &state)
             }
             return
