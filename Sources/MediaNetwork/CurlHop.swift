@@ -58,7 +58,7 @@ package final class CurlHop {
         _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, url)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, isSFTP ? "sftp" : "http,https")
         _ = mediafs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, CurlFetcher.connectTimeoutSeconds)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, CurlFetcher.stallSeconds)
@@ -88,6 +88,7 @@ package final class CurlHop {
                 mediafs_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
             }
         }
+        if isSFTP { configureSSH() }
         if let range = request.range {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
         }
@@ -118,6 +119,32 @@ package final class CurlHop {
             headerList = curl_slist_append(headerList, "If-Range: \(validator)")
         }
         if headerList != nil { _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList) }
+    }
+
+    /// Whether this hop reads an SFTP server's file (libcurl's sftp://,
+    /// through libssh2): no headers, no redirects, a range by seek.
+    package var isSFTP: Bool { url.utf8.starts(with: "sftp:".utf8) || url.utf8.starts(with: "SFTP:".utf8) }
+
+    /// The host key checked against known_hosts and pinned to the one the
+    /// listing's session verified; keys and the agent offered as ssh does;
+    /// the login the URL names, else the user's. A password comes from the
+    /// URL or, with --netrc, ~/.netrc (set above), never from here.
+    private func configureSSH() {
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_SSH_KNOWNHOSTS, options.ssh.knownHosts)
+        // One stat a transfer: the mtime that tells a changed file (SFTPHead).
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_FILETIME, 1)
+        if let origin = HTTPOrigin(url: url), let key = SSHHostKey.verifiedKey(for: origin) {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_SSH_HOST_PUBLIC_KEY_SHA256, key.sha256)
+        }
+        var types = Int(CURLSSH_AUTH_PUBLICKEY) | Int(CURLSSH_AUTH_PASSWORD)
+        if options.ssh.agent { types |= Int(CURLSSH_AUTH_AGENT) }
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_SSH_AUTH_TYPES, types)
+        if let key = options.ssh.identities.first {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_SSH_PRIVATE_KEYFILE, key)
+        }
+        if MediaURL(url)?.user == nil {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_USERNAME, options.ssh.defaultUser)
+        }
     }
 
     /// SigV4 by libcurl, over the headers set here and the range. S3
@@ -184,7 +211,7 @@ package final class CurlHop {
         guard redirects < Self.maxRedirects else {
             throw MediaError.io("\(asked): more than \(Self.maxRedirects) redirects")
         }
-        guard let parsed = MediaURL(target), HTTPOrigin(parsed) != nil else {
+        guard let parsed = MediaURL(target), parsed.isHTTP, HTTPOrigin(parsed) != nil else {
             throw MediaError.io("\(asked): redirect to '\(MediaError.redacted(target))' refused (only http and https)")
         }
         Log.debug("\(asked): HTTP \(status), on to \(MediaError.redacted(target))")
