@@ -70,7 +70,7 @@ package struct Netrc: Sendable, Equatable {
     /// `$NETRC`, else ~/.netrc, read; nil when absent or unreadable.
     package static func load() -> Netrc? {
         let path = ProcessInfo.processInfo.environment["NETRC"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? FileManager.default.homeDirectoryForCurrentUser.path + "/.netrc"
+            ?? SSHOptions.home + "/.netrc"
         guard let data = FileManager.default.contents(atPath: path), data.count <= maxBytes else { return nil }
         return Netrc(text: String(decoding: data, as: UTF8.self))
     }

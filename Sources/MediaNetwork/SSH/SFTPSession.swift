@@ -182,8 +182,9 @@ package final class SFTPSession {
             if mediafs_ssh_password(session, user, password) == 0 { return }
             tried.append(from)
         }
-        let list = tried.isEmpty ? "nothing to offer: no agent, no key in ~/.ssh, no password" : tried.joined(separator: ", ")
-        throw MediaError(EACCES, "sftp \(name): login as '\(user)' refused (tried \(list))")
+        let list = tried.isEmpty ? "nothing to offer: no agent, no key in ~/.ssh, no password"
+            : "tried " + tried.joined(separator: ", ")
+        throw MediaError(EACCES, "sftp \(name): login as '\(user)' refused (\(list))")
     }
 
     private func authenticateWithAgent(_ session: OpaquePointer) -> Bool {

@@ -8,7 +8,7 @@
 import Foundation
 import MediaSupport
 
-public struct SSHOptions: Sendable, Equatable {
+package struct SSHOptions: Sendable, Equatable {
     /// Where host keys are verified: an absolute path (it may not exist:
     /// then every host is unknown and refused).
     package var knownHosts: String
@@ -23,8 +23,8 @@ public struct SSHOptions: Sendable, Equatable {
     /// The keys ~/.ssh may hold, in the order ssh offers them.
     package static let defaultKeyNames = ["id_ed25519", "id_ecdsa", "id_rsa"]
 
-    public init() {
-        let home = FileManager.default.homeDirectoryForCurrentUser.path
+    package init() {
+        let home = Self.home
         knownHosts = home + "/.ssh/known_hosts"
         identities = Self.defaultKeyNames.map { home + "/.ssh/" + $0 }.filter { FileManager.default.isReadableFile(atPath: $0) }
         defaultUser = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? NSUserName()
@@ -48,6 +48,11 @@ public struct SSHOptions: Sendable, Equatable {
             throw MediaError(EINVAL, "--ssh-known-hosts '\(path)': no readable file there")
         }
         knownHosts = absolute
+    }
+
+    /// $HOME, as ssh and libcurl take it; else the user's entry's.
+    package static var home: String {
+        ProcessInfo.processInfo.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
     }
 
     static func absolute(_ path: String, relativeTo directory: String) -> String {
