@@ -5,8 +5,9 @@ config, host key and authorized key (sshserver.py; never the system's sshd,
 Each test checks what the server logged, not only what mediafs says.
 
 - A tree mounts with the server's sizes and mtimes, each directory one
-  SFTP listing (opendir) and no open of a file; files read byte-exact at
-  any offset; ffprobe reads an mp4 through it.
+  SFTP listing (opendir) and no open of a file, all on one kept session
+  (one login); files read byte-exact at any offset; ffprobe reads an mp4
+  through it.
 - An unknown or changed host key refuses the mount, naming the host and
   the key's SHA256 fingerprint; a hashed known_hosts entry is accepted.
 - Key and password logins (the URL's, ~/.netrc's); the password shows in
@@ -109,7 +110,9 @@ def test_a_directory_mounts_as_its_tree_with_the_servers_sizes_and_mtimes_one_li
     assert inner["ep 1.bin"].st_size == 300_000
     assert int(inner["ep 1.bin"].st_mtime) == int((served / "Season 1" / "ep 1.bin").stat().st_mtime)
     assert sshd.opendirs() == 2 and sshd.opens() == 0, sshd.sftp_lines()
-    assert sshd.logins() >= 1
+    os.listdir(m.mountpoint / "Season 1" / "deep")
+    assert sshd.opendirs() == 3
+    assert sshd.logins() == 1, "the mount's check and every listing share one kept session"
 
 
 def test_files_read_byte_exact_whole_and_at_offsets(mount, sshd, served):

@@ -15,7 +15,9 @@ import MediaSupport
 import Glibc
 #endif
 
-package final class SFTPSession {
+/// Unchecked: one caller uses a session at a time (SFTPSessions hands it
+/// out and takes it back under its lock); libssh2's session is not shared.
+package final class SFTPSession: @unchecked Sendable {
     /// A directory's entry or a file's attributes, as the server gave them.
     package struct Entry: Sendable, Equatable {
         package var name: String

@@ -24,8 +24,9 @@ package struct SFTPDirectory: URLListing {
 
     package func list(in context: ListingContext) throws -> [Source] {
         guard let parsed = MediaURL(url) else { throw MediaError(EINVAL, "\(origin): malformed URL") }
-        let session = try SFTPSession(url: url, options: context.http, timeout: context.timeout)
-        let entries = try session.list(path: SFTPSession.remotePath(parsed.path))
+        let entries = try SFTPSessions.with(url: url, options: context.http, timeout: context.timeout) { session in
+            try session.list(path: SFTPSession.remotePath(parsed.path))
+        }
         return sources(of: entries)
     }
 
@@ -77,8 +78,9 @@ package struct SFTPDirectory: URLListing {
         guard let parsed = MediaURL(argument) else { return source }
         let shown = MediaError.redacted(argument)
         do {
-            let session = try SFTPSession(url: argument, options: context.http, timeout: context.timeout)
-            let entry = try session.stat(path: SFTPSession.remotePath(parsed.path))
+            let entry = try SFTPSessions.with(url: argument, options: context.http, timeout: context.timeout) { session in
+                try session.stat(path: SFTPSession.remotePath(parsed.path))
+            }
             if source.isDirectory {
                 guard entry.isDirectory else {
                     throw MediaError(ENOTDIR, "source '\(shown)': not a directory on the server")
