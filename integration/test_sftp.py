@@ -12,7 +12,8 @@ Each test checks what the server logged, not only what mediafs says.
   the key's SHA256 fingerprint; a hashed known_hosts entry is accepted.
 - Key and password logins (the URL's, ~/.netrc's); the password shows in
   no log and no command line.
-- Faults: the server restarted between reads, a file gone, a file the
+- Faults: the server restarted between reads, every session dropped in
+  the middle of a read (which still gets its bytes), a file gone, a file the
   user may not read, the host key changed under a mount: right bytes or
   an error, a log line naming the host; a remount with the server down
   lists and reads what is saved and cached.
@@ -23,6 +24,7 @@ import errno
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -236,6 +238,32 @@ def test_a_server_restarted_between_reads_serves_the_next_read_on_a_new_session(
     sshd.start()
     assert read_range(m.path("one.bin"), 900_000, 65_536) == data[900_000:965_536]
     assert sshd.logins() > logins
+
+
+def test_a_session_dropped_mid_read_is_opened_again_and_the_read_gets_the_right_bytes(mount, sshd, served):
+    data = data_of(16 << 20, 77)
+    (served / "long.bin").write_bytes(data)
+    (served / "long.bin").chmod(0o644)
+    # Paced, so the read is under way when its session drops: SSH's window
+    # keeps the server no more than a few MiB ahead of what the reader took.
+    m = mount(sshd.url(f"{served}/"), extra=(*key_args(sshd), "--bwlimit", "4M"))
+    assert m.path("long.bin").stat().st_size == len(data)
+    logins = sshd.logins()
+    got = bytearray()
+
+    def read():
+        with open(m.path("long.bin"), "rb") as f:
+            while chunk := f.read(256 << 10):
+                got.extend(chunk)
+        return bytes(got)
+    join = harness.in_thread(read, deadline=60)
+    harness.wait_until(lambda: len(got) >= 2 << 20, "the read to be 2 MiB in")
+    at_drop = len(got)
+    for pid in sshd.session_pids():  # every connection drops at once, the read's among them
+        os.kill(pid, signal.SIGKILL)
+    assert at_drop < len(data) - (4 << 20), "the read was still far from its end when its session dropped"
+    assert join() == data
+    assert sshd.logins() > logins, "the read logged in again"
 
 
 def test_a_file_gone_from_the_server_is_an_error_naming_the_host(mount, sshd, served):
