@@ -58,7 +58,7 @@ package final class CurlHop {
         _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, url)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, isSFTP ? "sftp" : "http,https")
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, isSFTP ? "sftp" : isFTP ? "ftp,ftps" : "http,https")
         _ = mediafs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, CurlFetcher.connectTimeoutSeconds)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, CurlFetcher.stallSeconds)
@@ -80,7 +80,7 @@ package final class CurlHop {
         switch request.method {
         case .head: _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
         case .get: break
-        case .propfind: _ = mediafs_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+        case .propfind, .mlsd: _ = mediafs_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
         }
         if let body = request.body {
             _ = mediafs_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
@@ -89,6 +89,7 @@ package final class CurlHop {
             }
         }
         if isSFTP { configureSSH() }
+        if isFTP { configureFTP() }
         if let range = request.range {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
         }
@@ -123,7 +124,25 @@ package final class CurlHop {
 
     /// Whether this hop reads an SFTP server's file (libcurl's sftp://,
     /// through libssh2): no headers, no redirects, a range by seek.
-    package var isSFTP: Bool { url.utf8.starts(with: "sftp:".utf8) || url.utf8.starts(with: "SFTP:".utf8) }
+    package var isSFTP: Bool { scheme == "sftp" }
+    /// Whether this hop is FTP (`ftp://`, explicit TLS as `--ftp-tls` says;
+    /// `ftps://`, implicit TLS): a range by REST, a listing by MLSD.
+    package var isFTP: Bool { scheme == "ftp" || scheme == "ftps" }
+    /// Whether it reads a file of a protocol without HTTP's heads, whose
+    /// head the fetcher makes (RemoteFileHead).
+    package var readsRemoteFile: Bool { isSFTP || isFTP }
+    private var scheme: String? { MediaURL.writtenScheme(of: url) }
+
+    /// TLS on `ftp://` as `--ftp-tls` says (required by default: a password
+    /// never crosses in clear unless asked); the file's date by MDTM; no
+    /// CWD per directory (one round trip each): commands name whole paths.
+    private func configureFTP() {
+        if scheme == "ftp" {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_USE_SSL, options.ftpTLS.curlValue)
+        }
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_FILETIME, 1)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_FTP_FILEMETHOD, Int(CURLFTPMETHOD_NOCWD.rawValue))
+    }
 
     /// The host key checked against known_hosts and pinned to the one the
     /// listing's session verified; keys and the agent offered as ssh does;
@@ -131,7 +150,7 @@ package final class CurlHop {
     /// URL or, with --netrc, ~/.netrc (set above), never from here.
     private func configureSSH() {
         _ = mediafs_easy_setopt_string(easy, CURLOPT_SSH_KNOWNHOSTS, options.ssh.knownHosts)
-        // One stat a transfer: the mtime that tells a changed file (SFTPHead).
+        // One stat a transfer: the mtime that tells a changed file (RemoteFileHead).
         _ = mediafs_easy_setopt_long(easy, CURLOPT_FILETIME, 1)
         if let origin = HTTPOrigin(url: url), let key = SSHHostKey.verifiedKey(for: origin) {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_SSH_HOST_PUBLIC_KEY_SHA256, key.sha256)

@@ -33,6 +33,8 @@ public struct HTTPOptions: Sendable, Equatable {
     package var s3Origins: [S3Origin] = []
     /// How `sftp://` requests authenticate and verify their host.
     package var ssh = SSHOptions()
+    /// `--ftp-tls`: TLS on `ftp://` (`ftps://` is TLS from the start).
+    package var ftpTLS = FTPSecurity.required
 
     /// Header names that carry credentials: a `--header` line naming one
     /// goes to the origin of the URL asked for only, like a section's lines.

@@ -38,28 +38,28 @@ final class SSHTests: XCTestCase {
         XCTAssertNil(Netrc(text: String(repeating: "#", count: Netrc.maxBytes + 1)))
     }
 
-    // MARK: SFTPHead
+    // MARK: RemoteFileHead
 
-    func testSFTPHead_ofARange_is206WithTheRangeDeliveredAndNoTotal() {
-        let head = SFTPHead.head(for: FetchRequest(url: "sftp://h/f", range: 100..<200), length: 100, mtime: 1_700_000_000)
+    func testRemoteFileHead_ofARange_is206WithTheRangeDeliveredAndNoTotal() {
+        let head = RemoteFileHead.head(for: FetchRequest(url: "sftp://h/f", range: 100..<200), length: 100, mtime: 1_700_000_000)
         XCTAssertEqual(head.status, 206)
         XCTAssertEqual(head.contentRange?.range, 100..<200)
         XCTAssertNil(head.contentRange?.total)
         XCTAssertEqual(head.lastModified, "Tue, 14 Nov 2023 22:13:20 GMT")
     }
 
-    func testSFTPHead_ofARangeCutAtTheEnd_namesOnlyTheBytesThatCome() {
-        let head = SFTPHead.head(for: FetchRequest(url: "sftp://h/f", range: 900..<2000), length: 100, mtime: nil)
+    func testRemoteFileHead_ofARangeCutAtTheEnd_namesOnlyTheBytesThatCome() {
+        let head = RemoteFileHead.head(for: FetchRequest(url: "sftp://h/f", range: 900..<2000), length: 100, mtime: nil)
         XCTAssertEqual(head.contentRange?.range, 900..<1000)
         XCTAssertNil(head.lastModified)
     }
 
-    func testSFTPHead_ofTheWholeFile_is200WithItsLength_andAnUnknownLengthNamesNone() {
-        let whole = SFTPHead.head(for: FetchRequest(url: "sftp://h/f"), length: 4096, mtime: nil)
+    func testRemoteFileHead_ofTheWholeFile_is200WithItsLength_andAnUnknownLengthNamesNone() {
+        let whole = RemoteFileHead.head(for: FetchRequest(url: "sftp://h/f"), length: 4096, mtime: nil)
         XCTAssertEqual(whole.status, 200)
         XCTAssertEqual(whole.contentLength, 4096)
-        XCTAssertNil(SFTPHead.head(for: FetchRequest(url: "sftp://h/f"), length: -1, mtime: nil).contentLength)
-        XCTAssertNil(SFTPHead.head(for: FetchRequest(url: "sftp://h/f", range: 0..<10), length: 0, mtime: nil).contentRange,
+        XCTAssertNil(RemoteFileHead.head(for: FetchRequest(url: "sftp://h/f"), length: -1, mtime: nil).contentLength)
+        XCTAssertNil(RemoteFileHead.head(for: FetchRequest(url: "sftp://h/f", range: 0..<10), length: 0, mtime: nil).contentRange,
                      "an empty answer to a range names no range: the loader refuses it")
     }
 

@@ -46,9 +46,9 @@ final class SFTPDirectoryTests: XCTestCase {
         XCTAssertEqual(file.name, "my film.mkv")
     }
 
-    func testValidate_acceptsSFTP_andStillRefusesFTP_namingTheSchemes() throws {
+    func testValidate_acceptsSFTP_andStillRefusesAnUnknownScheme_namingTheSchemes() throws {
         XCTAssertNoThrow(try Source.validate(url: "sftp://u@box.example:22/x/", origin: "source"))
-        XCTAssertThrowsError(try Source.validate(url: "ftp://box.example/x/", origin: "source")) { error in
+        XCTAssertThrowsError(try Source.validate(url: "gopher://box.example/x/", origin: "source")) { error in
             XCTAssertTrue("\(error)".contains("sftp"), "\(error)")
         }
     }
