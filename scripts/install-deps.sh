@@ -107,6 +107,16 @@ else
     python3 -c 'import wsgidav, cheroot' || { say "wsgidav still not importable by $(command -v python3)"; exit 1; }
 fi
 
+# The FTP tests' server: pyftpdlib, plain and with AUTH TLS (pyOpenSSL).
+if python3 -c 'import pyftpdlib, OpenSSL' 2>/dev/null; then
+    say "pyftpdlib: present"
+else
+    say "installing pyftpdlib and pyopenssl"
+    python3 -m pip install --quiet pyftpdlib pyopenssl \
+        || python3 -m pip install --quiet --break-system-packages pyftpdlib pyopenssl
+    python3 -c 'import pyftpdlib, OpenSSL' || { say "pyftpdlib still not importable by $(command -v python3)"; exit 1; }
+fi
+
 if command -v swift >/dev/null 2>&1; then
     say "swift: $(command -v swift)"
 elif [ -x "$SWIFT_BIN/swift" ]; then
