@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness import data_of, read_range, read_whole, xset
+from harness import data_of, read_range, read_whole, xget, xset
 from sshserver import OpenSSHServer, keygen
 
 PASSWORD_USER = "mediafs-sftp"
@@ -202,6 +202,10 @@ def test_password_from_the_url_logs_in_and_is_never_shown(mount, sshd, served):
     assert sshd.logins("publickey", PASSWORD_USER) == 0
     assert password not in m.stderr()
     assert password.encode() not in Path(f"/proc/{m.pid}/cmdline").read_bytes()
+    shown = [xget(m.path("Season 1/ep 1.bin"), "url"), xget(m.mountpoint, "sources"), xget(m.mountpoint, "stats"),
+             harness.mediafs("status", str(m.mountpoint), "--json").stdout]
+    assert all(password not in text for text in shown), "no password in xattrs or status"
+    assert shown[0].startswith("sftp://") and shown[3].strip(), shown
 
 
 def test_password_from_netrc_logs_in_and_a_file_it_may_not_read_is_eacces(mount, sshd, served):
