@@ -252,7 +252,8 @@ package final class SFTPSession: @unchecked Sendable {
         let type = attributes.permissions & mediafs_sftp_type_mask()
         let size = attributes.flags & UInt(LIBSSH2_SFTP_ATTR_SIZE) != 0 && attributes.filesize <= UInt64(Limits.maxLength)
             ? Int64(attributes.filesize) : nil
-        let mtime = attributes.flags & UInt(LIBSSH2_SFTP_ATTR_ACMODTIME) != 0 ? Int64(attributes.mtime) : nil
+        // SFTP v3 sends 32 bits; a wider value from elsewhere is no date.
+        let mtime = attributes.flags & UInt(LIBSSH2_SFTP_ATTR_ACMODTIME) != 0 ? Int64(exactly: attributes.mtime) : nil
         return Entry(name: name, isDirectory: hasType && type == mediafs_sftp_type_dir(),
                      isRegular: hasType && type == mediafs_sftp_type_regular(),
                      isLink: hasType && type == mediafs_sftp_type_link(), size: size, mtime: mtime)
