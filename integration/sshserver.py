@@ -12,7 +12,6 @@ read. A password user (a system user the test names) gets internal-sftp.
 import os
 import re
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -77,7 +76,7 @@ class OpenSSHServer:
         line = f"[127.0.0.1]:{self.port} {key}\n"
         if not hashed:
             return line
-        scratch = Path(tempfile.mkdtemp(prefix="mediafs-kh-")) / "known_hosts"
+        scratch = self.dir / "known_hosts.to-hash"
         scratch.write_text(line)
         subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(scratch)], check=True, capture_output=True, timeout=30)
         return scratch.read_text()
