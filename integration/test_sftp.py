@@ -36,6 +36,10 @@ from harness import data_of, read_range, read_whole, xget, xset
 from sshserver import OpenSSHServer, keygen
 
 PASSWORD_USER = "mediafs-sftp"
+# The tests that set the password user's password share one xdist worker
+# (make test runs --dist loadgroup): two at once would change it under
+# each other's logins.
+PASSWORD_TESTS = pytest.mark.xdist_group("sftp-password")
 
 TREE = {
     "one.bin": 1_000_003,
@@ -193,6 +197,7 @@ def test_a_host_key_changed_under_a_mount_fails_reads_and_says_so(mount, sshd, s
     assert sshd.opens() == 0, "no file was opened on a host with another key"
 
 
+@PASSWORD_TESTS
 def test_password_from_the_url_logs_in_and_is_never_shown(mount, sshd, served):
     password = set_password()
     m = mount(sshd.url(f"{served}/", user=PASSWORD_USER, password=password), extra=("--timeout", "10",
@@ -208,6 +213,7 @@ def test_password_from_the_url_logs_in_and_is_never_shown(mount, sshd, served):
     assert shown[0].startswith("sftp://") and shown[3].strip(), shown
 
 
+@PASSWORD_TESTS
 def test_password_from_netrc_logs_in_and_a_file_it_may_not_read_is_eacces(mount, sshd, served):
     password = set_password()
     netrc = Path(os.environ["HOME"]) / ".netrc"
@@ -225,6 +231,7 @@ def test_password_from_netrc_logs_in_and_a_file_it_may_not_read_is_eacces(mount,
     assert password not in m.stderr()
 
 
+@PASSWORD_TESTS
 def test_a_wrong_password_refuses_the_mount_saying_what_was_tried(sshd, served, tmp_path):
     set_password()
     status, stderr = mount_refused(["--timeout", "10", "--ssh-known-hosts", sshd.known_hosts,

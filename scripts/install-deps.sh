@@ -9,7 +9,7 @@ PROJECT_PACKAGES=(fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev libmicrohtt
 # SFTP listings go through libssh2 itself (libcurl reads the files); the
 # SFTP tests start OpenSSH's sshd with a config of their own (the packaged
 # service is not used) and make keys with ssh-keygen.
-PROJECT_PACKAGES+=(libssh2-1-dev openssh-server openssh-client)
+PROJECT_PACKAGES+=(libssh2-1-dev openssh-server openssh-sftp-server openssh-client)
 # What the proxy, TLS and cache-tier tests need besides: openssl makes the
 # private CA's certificate. nginx-light already has the ssl and slice modules.
 PROJECT_PACKAGES+=(openssl)
