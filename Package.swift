@@ -14,6 +14,9 @@ let package = Package(
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
+        // SFTP listings with their entries' attributes (libcurl reads the bytes).
+        .systemLibrary(name: "CSSH2", path: "Sources/CSSH2", pkgConfig: "libssh2",
+                       providers: [.apt(["libssh2-1-dev"])]),
         // The admin listener's HTTP server (status page, metrics).
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
@@ -21,7 +24,7 @@ let package = Package(
         // compiler keeps them from reaching up into it.
         .target(name: "MediaSupport", dependencies: ["CCurl"], exclude: ["README.md"]),
         .target(name: "MediaStore", dependencies: ["MediaSupport", "CCrypto", "CSystem"], exclude: ["README.md"]),
-        .target(name: "MediaNetwork", dependencies: ["MediaSupport", "CCurl"], exclude: ["README.md"]),
+        .target(name: "MediaNetwork", dependencies: ["MediaSupport", "CCurl", "CSSH2"], exclude: ["README.md"]),
         // What the sources say (listings, playlists, manifests, archives'
         // indexes) and how a VOD's parts become one file's bytes: below the
         // core, so it cannot reach into a loader or the catalog.

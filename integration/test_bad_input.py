@@ -56,7 +56,7 @@ def test_source_neither_url_nor_readable_file_is_rejected(mediafs_bin, good, tmp
 
 
 def test_unsupported_scheme_is_rejected(mediafs_bin, good, tmp_path):
-    bad = "ftp://127.0.0.1/small.bin"
+    bad = "gopher://127.0.0.1/small.bin"
     out = run_mediafs(mediafs_bin, ["--cache-dir", good["cache"], good["url"], bad, good["mnt"]], good["mnt"], tmp_path)
     assert_rejected(out, bad, good["mnt"])
 

@@ -6,6 +6,10 @@ set -euo pipefail
 # What mediafs links against, serves its tests with, and probes media with.
 PROJECT_PACKAGES=(fuse3 libfuse3-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev nginx-light ffmpeg attr
                   pkg-config ca-certificates)
+# SFTP listings go through libssh2 itself (libcurl reads the files); the
+# SFTP tests start OpenSSH's sshd with a config of their own (the packaged
+# service is not used) and make keys with ssh-keygen.
+PROJECT_PACKAGES+=(libssh2-1-dev openssh-server openssh-sftp-server openssh-client)
 # What the proxy, TLS and cache-tier tests need besides: openssl makes the
 # private CA's certificate. nginx-light already has the ssl and slice modules.
 PROJECT_PACKAGES+=(openssl)
@@ -107,6 +111,16 @@ else
     python3 -m pip install --quiet wsgidav cheroot \
         || python3 -m pip install --quiet --break-system-packages wsgidav cheroot
     python3 -c 'import wsgidav, cheroot' || { say "wsgidav still not importable by $(command -v python3)"; exit 1; }
+fi
+
+# The FTP tests' server: pyftpdlib, plain and with AUTH TLS (pyOpenSSL).
+if python3 -c 'import pyftpdlib, OpenSSL' 2>/dev/null; then
+    say "pyftpdlib: present"
+else
+    say "installing pyftpdlib and pyopenssl"
+    python3 -m pip install --quiet pyftpdlib pyopenssl \
+        || python3 -m pip install --quiet --break-system-packages pyftpdlib pyopenssl
+    python3 -c 'import pyftpdlib, OpenSSL' || { say "pyftpdlib still not importable by $(command -v python3)"; exit 1; }
 fi
 
 if command -v swift >/dev/null 2>&1; then

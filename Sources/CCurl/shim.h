@@ -44,6 +44,10 @@ static inline CURLcode mediafs_easy_getinfo_long(CURL *h, CURLINFO i, long *v) {
 static inline CURLcode mediafs_easy_getinfo_string(CURL *h, CURLINFO i, char **v) {
     return curl_easy_getinfo(h, i, v);
 }
+/// curl_easy_getinfo for a curl_off_t result (CONTENT_LENGTH_DOWNLOAD_T).
+static inline CURLcode mediafs_easy_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v) {
+    return curl_easy_getinfo(h, i, v);
+}
 /// curl_easy_getinfo for a pointer result (PRIVATE).
 static inline CURLcode mediafs_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) {
     return curl_easy_getinfo(h, i, v);

@@ -55,13 +55,19 @@ struct MountCommand {
         and AWS_SESSION_TOKEN, else from the profile (AWS_PROFILE or
         --s3-profile, else 'default') in ~/.aws/credentials and ~/.aws/config
         (re-read when they change); none: anonymous. Never on the command line.
+        sftp://[USER@]HOST[:PORT]/PATH/ becomes a directory tree, each directory
+        one SFTP listing with sizes and dates (a URL to a file is that file);
+        keys from ~/.ssh or --ssh-key, the agent, or a password (URL, --netrc);
+        the host key must be in ~/.ssh/known_hosts or --ssh-known-hosts.
+        ftp://HOST/PATH/ (TLS per --ftp-tls) and ftps://HOST/PATH/ likewise,
+        each directory one MLSD; user:pass@ or --netrc; --cacert for a private CA.
         An HLS video-on-demand playlist (http(s) URL, on the command line or in
         a list file) becomes one file: NAME.ts (MPEG-TS segments) or NAME.mp4
         (fMP4), its segments' bytes in order; a master playlist becomes its
         chosen variant, with NAME.audio-LANG.EXT beside it per audio rendition.
         A static DASH MPD (URL ending .mpd) becomes NAME.mp4 and NAME.audio-LANG.mp4.
         One SOURCE that is a directory (an index URL ending in '/', dav(s)://,
-        s3://) is the mount's root: its entries are at MOUNTPOINT. Several
+        sftp://, ftp(s)://, s3://) is the mount's root: its entries are at MOUNTPOINT. Several
         SOURCEs, a file, a playlist or a list file: one name per source there.
 
         options:
@@ -81,6 +87,16 @@ struct MountCommand {
                                https_proxy and all_proxy; no_proxy still applies
           --cacert FILE        verify https servers (and an https proxy) with the
                                PEM CA certificates in FILE, for private CAs
+          --ssh-key FILE       for sftp:// sources: the private key to log in with
+                               (default: ~/.ssh/id_ed25519, id_ecdsa, id_rsa;
+                               the agent at SSH_AUTH_SOCK is asked too)
+          --ssh-known-hosts FILE  verify sftp:// servers' host keys against FILE
+                               (default ~/.ssh/known_hosts); an unknown or
+                               changed key refuses the mount
+          --ftp-tls required|try|off  for ftp:// sources: TLS (AUTH TLS) before
+                               the login, required (the default: no password in
+                               clear), tried, or off (plain FTP); ftps:// is TLS
+                               from the start
           --s3-endpoint URL    an S3-compatible endpoint, path-style: MinIO, B2,
                                R2, Ceph (default: AWS_ENDPOINT_URL_S3,
                                AWS_ENDPOINT_URL, the profile's endpoint_url,
@@ -173,6 +189,9 @@ struct MountCommand {
             case "--archives": try setArchives(inline ?? value(option))
             case "--proxy": try setProxy(inline ?? value(option))
             case "--cacert": try setCAFile(inline ?? value(option))
+            case "--ssh-key": try setSSHKey(inline ?? value(option))
+            case "--ftp-tls": try setFTPTLS(inline ?? value(option))
+            case "--ssh-known-hosts": try setKnownHosts(inline ?? value(option))
             case "--no-passthrough": daemon.passthrough = false
             case "--retries": try setRetries(inline ?? value(option))
             case "--bwlimit": try setBandwidthLimit(inline ?? value(option))
@@ -229,6 +248,12 @@ struct MountCommand {
             try setProxy(value ?? "")
         case "cacert":
             try setCAFile(value ?? "")
+        case "ssh_key", "ssh-key":
+            try setSSHKey(value ?? "")
+        case "ftp_tls", "ftp-tls":
+            try setFTPTLS(value ?? "")
+        case "ssh_known_hosts", "ssh-known-hosts":
+            try setKnownHosts(value ?? "")
         case "no_passthrough", "no-passthrough":
             daemon.passthrough = false
         case "retries":
@@ -308,6 +333,29 @@ struct MountCommand {
 
     private mutating func setCAFile(_ path: String) throws {
         http.caFile = try HTTPOptions.checkedCAFile(path, relativeTo: FileManager.default.currentDirectoryPath)
+    }
+
+    private mutating func setFTPTLS(_ text: String) throws {
+        guard let security = FTPSecurity(rawValue: text) else {
+            throw UsageError("--ftp-tls takes required, try or off, not '\(text)'")
+        }
+        http.ftpTLS = security
+    }
+
+    private mutating func setSSHKey(_ path: String) throws {
+        do {
+            try http.ssh.setKey(path, relativeTo: FileManager.default.currentDirectoryPath)
+        } catch let error as MediaError {
+            throw UsageError(error.message)
+        }
+    }
+
+    private mutating func setKnownHosts(_ path: String) throws {
+        do {
+            try http.ssh.setKnownHosts(path, relativeTo: FileManager.default.currentDirectoryPath)
+        } catch let error as MediaError {
+            throw UsageError(error.message)
+        }
     }
 
     private mutating func setRetries(_ text: String) throws {

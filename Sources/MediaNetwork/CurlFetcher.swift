@@ -532,6 +532,7 @@ package final class CurlTransfer: @unchecked Sendable {
         if headDelivered { return true }
         headDelivered = true
         if let status = hop?.status, status != 0 { head.status = status }
+        if let hop, hop.readsRemoteFile { head = RemoteFileHead.head(for: request, on: hop.easy) }
         countResponse(failed: false)
         if !delegate.transfer(id, receiveHead: head) {
             stoppedByDelegate = true
@@ -573,6 +574,7 @@ package final class CurlTransfer: @unchecked Sendable {
         if stoppedByDelegate { return MediaError(ECANCELED, "stopped by the cache") }
         if code != CURLE_OK {
             let detail = buffers.errorText ?? String(cString: curl_easy_strerror(code))
+            if hop?.readsRemoteFile == true { return RemoteFileHead.failure(code, detail: detail) }
             return MediaError(EIO, detail)
         }
         if !deliverHead() { return MediaError(ECANCELED, "stopped by the cache") }

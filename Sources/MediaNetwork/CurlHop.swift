@@ -58,7 +58,7 @@ package final class CurlHop {
         _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, url)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, isSFTP ? "sftp" : isFTP ? "ftp,ftps" : "http,https")
         _ = mediafs_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, CurlFetcher.connectTimeoutSeconds)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, CurlFetcher.stallSeconds)
@@ -80,7 +80,7 @@ package final class CurlHop {
         switch request.method {
         case .head: _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
         case .get: break
-        case .propfind: _ = mediafs_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+        case .propfind, .mlsd: _ = mediafs_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
         }
         if let body = request.body {
             _ = mediafs_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
@@ -88,6 +88,8 @@ package final class CurlHop {
                 mediafs_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
             }
         }
+        if isSFTP { configureSSH() }
+        if isFTP { configureFTP() }
         if let range = request.range {
             _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
         }
@@ -118,6 +120,50 @@ package final class CurlHop {
             headerList = curl_slist_append(headerList, "If-Range: \(validator)")
         }
         if headerList != nil { _ = mediafs_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList) }
+    }
+
+    /// Whether this hop reads an SFTP server's file (libcurl's sftp://,
+    /// through libssh2): no headers, no redirects, a range by seek.
+    package var isSFTP: Bool { scheme == "sftp" }
+    /// Whether this hop is FTP (`ftp://`, explicit TLS as `--ftp-tls` says;
+    /// `ftps://`, implicit TLS): a range by REST, a listing by MLSD.
+    package var isFTP: Bool { scheme == "ftp" || scheme == "ftps" }
+    /// Whether it reads a file of a protocol without HTTP's heads, whose
+    /// head the fetcher makes (RemoteFileHead).
+    package var readsRemoteFile: Bool { isSFTP || isFTP }
+    private var scheme: String? { MediaURL.writtenScheme(of: url) }
+
+    /// TLS on `ftp://` as `--ftp-tls` says (required by default: a password
+    /// never crosses in clear unless asked); the file's date by MDTM; no
+    /// CWD per directory (one round trip each): commands name whole paths.
+    private func configureFTP() {
+        if scheme == "ftp" {
+            _ = mediafs_easy_setopt_long(easy, CURLOPT_USE_SSL, options.ftpTLS.curlValue)
+        }
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_FILETIME, 1)
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_FTP_FILEMETHOD, Int(CURLFTPMETHOD_NOCWD.rawValue))
+    }
+
+    /// The host key checked against known_hosts and pinned to the one the
+    /// listing's session verified; keys and the agent offered as ssh does;
+    /// the login the URL names, else the user's. A password comes from the
+    /// URL or, with --netrc, ~/.netrc (set above), never from here.
+    private func configureSSH() {
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_SSH_KNOWNHOSTS, options.ssh.knownHosts)
+        // One stat a transfer: the mtime that tells a changed file (RemoteFileHead).
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_FILETIME, 1)
+        if let origin = HTTPOrigin(url: url), let key = SSHHostKey.verifiedKey(for: origin) {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_SSH_HOST_PUBLIC_KEY_SHA256, key.sha256)
+        }
+        var types = Int(CURLSSH_AUTH_PUBLICKEY) | Int(CURLSSH_AUTH_PASSWORD)
+        if options.ssh.agent { types |= Int(CURLSSH_AUTH_AGENT) }
+        _ = mediafs_easy_setopt_long(easy, CURLOPT_SSH_AUTH_TYPES, types)
+        if let key = options.ssh.identities.first {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_SSH_PRIVATE_KEYFILE, key)
+        }
+        if MediaURL(url)?.user == nil {
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_USERNAME, options.ssh.defaultUser)
+        }
     }
 
     /// SigV4 by libcurl, over the headers set here and the range. S3
@@ -184,7 +230,7 @@ package final class CurlHop {
         guard redirects < Self.maxRedirects else {
             throw MediaError.io("\(asked): more than \(Self.maxRedirects) redirects")
         }
-        guard let parsed = MediaURL(target), HTTPOrigin(parsed) != nil else {
+        guard let parsed = MediaURL(target), parsed.isHTTP, HTTPOrigin(parsed) != nil else {
             throw MediaError.io("\(asked): redirect to '\(MediaError.redacted(target))' refused (only http and https)")
         }
         Log.debug("\(asked): HTTP \(status), on to \(MediaError.redacted(target))")

@@ -10,8 +10,9 @@ import Glibc
 public typealias TransferID = UInt64
 
 public struct FetchRequest: Sendable {
-    /// PROPFIND lists a WebDAV collection (a listing's request, never a file's).
-    package enum Method: String, Sendable { case get = "GET", head = "HEAD", propfind = "PROPFIND" }
+    /// PROPFIND lists a WebDAV collection, MLSD an FTP directory (a
+    /// listing's requests, never a file's).
+    package enum Method: String, Sendable { case get = "GET", head = "HEAD", propfind = "PROPFIND", mlsd = "MLSD" }
 
     /// Who waits on the bytes: a reader now (or a stat), a listing's
     /// background probes, a reader soon, a library scan's reader now

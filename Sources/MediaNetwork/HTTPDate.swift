@@ -84,4 +84,30 @@ package enum HTTPDate {
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         return era * 146_097 + dayOfEra - 719_468
     }
+
+    /// Seconds since the epoch as an IMF-fixdate (`Sun, 06 Dec 2026 17:00:00
+    /// GMT`), the form Last-Modified takes: an SFTP listing's mtime as a
+    /// file's date. Nil outside years 1–9999.
+    package static func text(seconds: Int64) -> String? {
+        guard abs(seconds) < 1 << 40 else { return nil }
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = Int(seconds - days * 86_400)
+        // Howard Hinnant's civil_from_days, the inverse of daysFromCivil.
+        let z = Int(days) + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        guard (1...9999).contains(year) else { return nil }
+        let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][((Int(days) % 7) + 7) % 7]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let yearText = String(repeating: "0", count: 4 - String(year).count) + String(year)
+        return "\(weekday), \(two(day)) \(months[month - 1]) \(yearText) \(two(secondOfDay / 3600)):"
+            + "\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+    }
 }

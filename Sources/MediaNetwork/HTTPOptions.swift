@@ -1,6 +1,6 @@
 // What every request carries besides its range: headers for all hosts
 // (`--header`), headers per host (`--config FILE`), whether credentials
-// come from ~/.netrc, the proxy, the CA bundle and S3 signing; and which of them a
+// come from ~/.netrc, the proxy, the CA bundle, S3 signing and SSH; and which of them a
 // redirect hop may carry (CurlHop asks here, for every hop of every request).
 import Foundation
 import MediaSupport
@@ -31,6 +31,10 @@ public struct HTTPOptions: Sendable, Equatable {
     package var caFile: String?
     /// The S3 endpoints' origins (`s3://` sources): their requests signed.
     package var s3Origins: [S3Origin] = []
+    /// How `sftp://` requests authenticate and verify their host.
+    package var ssh = SSHOptions()
+    /// `--ftp-tls`: TLS on `ftp://` (`ftps://` is TLS from the start).
+    package var ftpTLS = FTPSecurity.required
 
     /// Header names that carry credentials: a `--header` line naming one
     /// goes to the origin of the URL asked for only, like a section's lines.

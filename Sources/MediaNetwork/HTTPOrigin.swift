@@ -5,14 +5,16 @@ import Foundation
 import MediaSupport
 
 package struct HTTPOrigin: Hashable, Sendable {
-    /// Lower-cased, `http` or `https`.
+    /// Lower-cased, `http`, `https`, `sftp`, `ftp` or `ftps` (an SFTP or
+    /// FTP server's reads run through the same fetcher, counted per origin
+    /// as any).
     package let scheme: String
     /// Lower-cased; an IPv6 address keeps its brackets, as in a URL.
     package let host: String
     /// The port asked for, or the scheme's default.
     package let port: Int
 
-    /// nil for anything but an http(s) URL with a host and a valid port,
+    /// nil for anything but an http(s), sftp or ftp(s) URL with a host and a valid port,
     /// as libcurl parses it (MediaURL): the parts it will connect to.
     package init?(url: String) {
         guard let parsed = MediaURL(url) else { return nil }
@@ -20,7 +22,7 @@ package struct HTTPOrigin: Hashable, Sendable {
     }
 
     package init?(_ url: MediaURL) {
-        guard url.isHTTP, let port = url.effectivePort else { return nil }
+        guard url.isHTTP || ["sftp", "ftp", "ftps"].contains(url.scheme), let port = url.effectivePort else { return nil }
         scheme = url.scheme
         host = url.host
         self.port = port

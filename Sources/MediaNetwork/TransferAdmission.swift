@@ -73,6 +73,8 @@ package final class TransferAdmission {
     private final class Origin {
         /// Its transfers are streams of one connection (HTTP/2).
         var multiplexed = false
+        /// Transfers it runs at most whatever the places say (FTP's few).
+        var cap = Int.max
         var running = 0
         /// Players' reads and readahead running here, and started here so far.
         var runningPlay = 0
@@ -154,12 +156,23 @@ package final class TransferAdmission {
     }
 
     /// Transfers that may run at once at `origin`.
-    private func places(_ origin: Origin) -> Int { origin.multiplexed ? perMultiplexedOrigin : perOrigin }
+    private func places(_ origin: Origin) -> Int {
+        min(origin.multiplexed ? perMultiplexedOrigin : perOrigin, origin.cap)
+    }
+
+    /// FTP servers refuse a user's fourth connection ("421 too many
+    /// connections") as a rule: an FTP origin runs at most this many.
+    package static let maxFTPConnections = 3
+
+    static func cap(of key: HTTPOrigin?) -> Int {
+        key.map { $0.scheme == "ftp" || $0.scheme == "ftps" } == true ? maxFTPConnections : Int.max
+    }
 
     package func enqueue(_ id: TransferID, origin key: HTTPOrigin?, group: String, priority: Priority) {
         let origin = origins[key] ?? {
             let made = Origin()
             made.multiplexed = multiplexing.contains(key)
+            made.cap = Self.cap(of: key)
             origins[key] = made
             return made
         }()

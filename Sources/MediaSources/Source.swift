@@ -45,6 +45,19 @@ public struct Source: Equatable, Sendable {
             return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: http), url: http,
                           kind: .directory(WebDAVIndex(url: http)))
         }
+        if FTPDirectory.isFTP(url) {
+            let isDirectory = MediaURL(url)?.path.hasSuffix("/") ?? false
+            return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: url), url: url,
+                          kind: isDirectory ? .directory(FTPDirectory(url: url)) : .file(nil))
+        }
+        if SFTPDirectory.isSFTP(url) {
+            let path = MediaURL(url)?.path ?? "/"
+            if path.hasSuffix("/") {
+                return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: url), url: url,
+                              kind: .directory(SFTPDirectory(url: url)))
+            }
+            return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: url), url: url, kind: .file(nil))
+        }
         let isDirectory = MediaURL(url)?.path.hasSuffix("/") ?? false
         return Source(name: name.map(FileNaming.safe) ?? FileNaming.name(forURL: url), url: url,
                       kind: isDirectory ? .directory(HTMLIndex(url: url)) : .file(nil))
@@ -135,6 +148,9 @@ public struct Source: Equatable, Sendable {
                     safe.name = FileNaming.safe(source.name)
                     return safe
                 }
+            } else if SFTPDirectory.isSFTP(argument) {
+                try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
+                sources.append(try SFTPDirectory.source(forArgument: argument, context: context))
             } else {
                 try validate(url: argument, origin: "source '\(MediaError.redacted(argument))'")
                 sources.append(at(url: argument))
@@ -146,7 +162,8 @@ public struct Source: Equatable, Sendable {
     /// Whether the mount's root is the one directory source `parsed` holds
     /// (its entries at the mountpoint, as rclone, mountpoint-s3 and
     /// httpdirfs show a remote): only for one argument that is a directory
-    /// URL (an HTML index, a `dav(s)://` collection, an `s3://` prefix).
+    /// URL (an HTML index, a `dav(s)://` collection, an `sftp://` or
+    /// `ftp(s)://` directory, an `s3://` prefix).
     /// Several arguments, a file or a playlist or list file (whose entries
     /// are the sources, even one directory) give a name per source.
     package static func isMountRoot(arguments: [String], parsed: [Source]) -> Bool {
@@ -168,16 +185,16 @@ public struct Source: Equatable, Sendable {
     }
 
     /// Refuses, naming `origin` and why, a URL that is malformed, of
-    /// another scheme than http(s) or dav(s), or ambiguous: one that libcurl
+    /// another scheme than http(s), dav(s), sftp or ftp(s), or ambiguous: one that libcurl
     /// (which connects) and the user, or a server, would read differently.
     package static func validate(url: String, origin: String) throws {
         let shown = MediaError.redacted(url)
         guard let authority = MediaURL.writtenAuthority(in: url), let scheme = MediaURL.writtenScheme(of: url) else {
             throw MediaError(EINVAL, "\(origin): malformed URL '\(shown)'")
         }
-        guard ["http", "https", "dav", "davs"].contains(scheme) else {
+        guard ["http", "https", "dav", "davs", "sftp", "ftp", "ftps"].contains(scheme) else {
             throw MediaError(EINVAL, "\(origin): unsupported scheme '\(url[..<url.firstIndex(of: ":")!])' in '\(shown)'"
-                             + " (only http, https, dav and davs)")
+                             + " (only http, https, dav, davs, sftp, ftp and ftps)")
         }
         let written = url[authority]
         // libcurl takes the first '@' as the border of the user information

@@ -201,8 +201,8 @@ package struct MediaURL: Hashable, Sendable, CustomStringConvertible {
         return withCredentials(user: nil, password: nil) ?? self
     }
 
-    /// The port it connects to: the one written, or http's and https's
-    /// default (nil for another scheme without one).
+    /// The port it connects to: the one written, or the default of http,
+    /// https, sftp, ftp or ftps (nil for another scheme without one).
     package var effectivePort: Int? {
         port ?? Self.defaultPort(scheme)
     }
@@ -211,6 +211,9 @@ package struct MediaURL: Hashable, Sendable, CustomStringConvertible {
         switch scheme {
         case "http", "dav": return 80
         case "https", "davs": return 443
+        case "sftp": return 22
+        case "ftp": return 21
+        case "ftps": return 990
         default: return nil
         }
     }

@@ -106,8 +106,11 @@ final class HTTPOptionsTests: XCTestCase {
                        "https://b.example/g?@a.example")
     }
 
-    func testOrigin_ofAnythingButAnHTTPURLWithAHost_isNil() {
-        for url in ["ftp://a.example/", "file:///etc/passwd", "http://a.example:0/", "http://a.example:70000/",
+    func testOrigin_ofAnythingButAnHTTPSFTPOrFTPURLWithAHost_isNil() {
+        XCTAssertEqual(HTTPOrigin(url: "sftp://a.example/")?.port, 22)
+        XCTAssertEqual(HTTPOrigin(url: "ftp://a.example/")?.port, 21)
+        XCTAssertEqual(HTTPOrigin(url: "ftps://a.example/")?.port, 990)
+        for url in ["gopher://a.example/", "file:///etc/passwd", "http://a.example:0/", "http://a.example:70000/",
                     "not a url", "dav://a.example/"] {
             XCTAssertNil(HTTPOrigin(url: url), url)
         }

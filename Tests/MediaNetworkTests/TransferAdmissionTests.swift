@@ -35,6 +35,18 @@ final class TransferAdmissionTests: XCTestCase {
         XCTAssertEqual(admission.admit(), [])
     }
 
+    func testAnFTPOriginRunsAtMostThreeTransfers_asFTPServersAllowAUser_andSFTPIsNotCapped() {
+        let admission = makeAdmission()
+        let ftp = HTTPOrigin(url: "ftp://seedbox.example/")!
+        let sftp = HTTPOrigin(url: "sftp://seedbox.example/")!
+        enqueue(admission, ftp, "f1", count: 4)
+        enqueue(admission, ftp, "f2", count: 4)
+        enqueue(admission, sftp, "s", count: 8)
+        let started = admission.admit()
+        XCTAssertEqual(started.count, TransferAdmission.maxFTPConnections + 8)
+        XCTAssertEqual(started.filter { $0 <= 8 }.count, 3)
+    }
+
     func testAnOriginThatAnsweredOverHTTP2TakesItsStreamsAtOnceAndAnHTTP1AnswerTakesThatBack() {
         let admission = TransferAdmission(perOrigin: 8, readReserve: 2, maxProbes: 6, maxBackground: 4,
                                           perMultiplexedOrigin: 64)

@@ -73,7 +73,7 @@ package struct S3Endpoint: Sendable, Equatable {
     /// An `--s3-endpoint` (or `endpoint_url`) value: an http(s) URL with a
     /// host and no query, returned without its trailing slash.
     package static func checkedCustom(_ text: String, origin: String) throws -> String {
-        guard let url = MediaURL(text), HTTPOrigin(url) != nil, url.query == nil, url.fragment == nil,
+        guard let url = MediaURL(text), url.isHTTP, HTTPOrigin(url) != nil, url.query == nil, url.fragment == nil,
               url.user == nil, url.password == nil else {
             throw MediaError(EINVAL, "\(origin) '\(MediaError.redacted(text))': expected an http(s) URL such as "
                              + "http://127.0.0.1:9000 or https://s3.eu-central-003.backblazeb2.com")

@@ -297,7 +297,7 @@ final class CatalogTests: XCTestCase {
 
     func testAdd_ofABadURL_isRefusedWithAMessage() throws {
         let c = try catalog([])
-        XCTAssertThrowsError(try c.add(url: "ftp://a.example/x")) {
+        XCTAssertThrowsError(try c.add(url: "gopher://a.example/x")) {
             XCTAssertTrue(($0 as? MediaError)?.message.contains("unsupported scheme") ?? false)
         }
     }

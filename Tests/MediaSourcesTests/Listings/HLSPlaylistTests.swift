@@ -140,7 +140,8 @@ final class HLSPlaylistTests: XCTestCase {
         assertRefused("#EXTM3U\n#EXT-X-MAP:URI=\"unclosed\na.ts\n", mentioning: ["quote"])
         assertRefused("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=x\nlow.m3u8\n", mentioning: ["BANDWIDTH"])
         assertRefused("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1,RESOLUTION=big\nlow.m3u8\n", mentioning: ["RESOLUTION"])
-        assertRefused("#EXTM3U\nftp://h.example/a.ts\n", mentioning: ["ftp"])
+        assertRefused("#EXTM3U\nftp://h.example/a.ts\n", mentioning: ["http(s) only"])
+        assertRefused("#EXTM3U\ngopher://h.example/a.ts\n", mentioning: ["gopher"])
     }
 
     private let masterText = """

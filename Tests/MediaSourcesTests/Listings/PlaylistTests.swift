@@ -147,7 +147,7 @@ final class PlaylistTests: XCTestCase {
     }
 
     func testParse_unsupportedSchemeEntry_isRefusedNamingFileAndLine() {
-        assertRefused("http://a.example/ok.mp3\nftp://a.example/b.mp3\n", mentioning: ["/srv/pl.m3u:2", "ftp"])
+        assertRefused("http://a.example/ok.mp3\ngopher://a.example/b.mp3\n", mentioning: ["/srv/pl.m3u:2", "gopher"])
     }
 
     func testParse_fileUrlEntry_isRefused() {

@@ -45,7 +45,8 @@ final class SourceTests: XCTestCase {
     }
 
     func testParse_unsupportedScheme_namesSchemeAndArgument() {
-        assertRejected(["ftp://host.example/a.mp4"], mentioning: ["unsupported scheme 'ftp'", "ftp://host.example/a.mp4"])
+        assertRejected(["gopher://host.example/a.mp4"], mentioning: ["unsupported scheme 'gopher'",
+                                                                    "gopher://host.example/a.mp4"])
     }
 
     func testParse_urlWithoutHost_isRejected() {
@@ -121,8 +122,8 @@ final class SourceTests: XCTestCase {
     }
 
     func testParse_listFileBadUrl_namesFileAndLine() {
-        let path = listFile("# header\nhttps://a.example/ok.mp4\n\nftp://a.example/bad.mp4\n")
-        assertRejected([path], mentioning: ["\(path):4", "unsupported scheme 'ftp'"])
+        let path = listFile("# header\nhttps://a.example/ok.mp4\n\ngopher://a.example/bad.mp4\n")
+        assertRejected([path], mentioning: ["\(path):4", "unsupported scheme 'gopher'"])
     }
 
     func testParse_listLineStartingWithTab_isRejectedAsAnEmptyName() {

@@ -1,0 +1,288 @@
+// One SSH session with its SFTP channel, through libssh2, for what
+// libcurl's sftp:// cannot give: a directory's entries with their
+// attributes (size, mtime, type) from one listing (libcurl writes `ls -l`
+// text, dated to the minute in the server's time zone), and a file's
+// attributes. Blocking, on the caller's thread (the listings worker, the
+// command line before mounting), every wait bounded by the timeout.
+// The host key is verified against known_hosts before anything is sent
+// (SSHHostKey names the refusal); then the agent, the keys, and a password
+// from the URL or ~/.netrc are tried, as ssh tries them. File bytes are
+// not read here: CurlFetcher reads them, pinned to the key verified here.
+import CSSH2
+import Foundation
+import MediaSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Unchecked: one caller uses a session at a time (SFTPSessions hands it
+/// out and takes it back under its lock); libssh2's session is not shared.
+package final class SFTPSession: @unchecked Sendable {
+    /// A directory's entry or a file's attributes, as the server gave them.
+    package struct Entry: Sendable, Equatable {
+        package var name: String
+        package var isDirectory: Bool
+        package var isRegular: Bool
+        package var isLink: Bool
+        package var size: Int64?
+        /// Seconds since the epoch.
+        package var mtime: Int64?
+    }
+
+    /// Entries one listing takes at most.
+    package static let maxEntries = 1_000_000
+
+    package let host: String
+    package let port: Int
+    package let user: String
+    private let origin: HTTPOrigin
+    private var socket: Int32 = -1
+    private var session: OpaquePointer?
+    private var sftp: OpaquePointer?
+
+    /// Connects to the URL's host, verifies its key, logs in and opens SFTP;
+    /// throws a MediaError naming the host and what failed.
+    package init(url: String, options: HTTPOptions, timeout: Int) throws {
+        guard let parsed = MediaURL(url), parsed.scheme == "sftp", let origin = HTTPOrigin(parsed) else {
+            throw MediaError(EINVAL, "'\(MediaError.redacted(url))' is not an sftp:// URL")
+        }
+        self.origin = origin
+        host = parsed.host.hasPrefix("[") ? String(parsed.host.dropFirst().dropLast()) : parsed.host
+        port = origin.port
+        user = parsed.user.flatMap { $0.removingPercentEncoding } ?? options.ssh.defaultUser
+        Self.libraryReady
+        do {
+            try connect(timeout: timeout)
+            guard let session = mediafs_ssh_session_init() else { throw failure(EIO, "cannot start an SSH session") }
+            self.session = session
+            libssh2_session_set_blocking(session, 1)
+            libssh2_session_set_timeout(session, timeout * 1000)
+            guard libssh2_session_handshake(session, socket) == 0 else { throw failure(EIO, "SSH handshake failed") }
+            try verifyHostKey(knownHosts: options.ssh.knownHosts)
+            try authenticate(url: parsed, options: options)
+            guard let sftp = libssh2_sftp_init(session) else { throw failure(EIO, "the server starts no SFTP subsystem") }
+            self.sftp = sftp
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    private static let libraryReady: Void = { libssh2_init(0) }()
+
+    private var name: String { port == 22 ? host : "[\(host)]:\(port)" }
+
+    private func failure(_ errno: Int32, _ what: String) -> MediaError {
+        var detail = ""
+        if let session {
+            var message: UnsafeMutablePointer<CChar>?
+            var length: Int32 = 0
+            if libssh2_session_last_error(session, &message, &length, 0) != 0, let message {
+                detail = ": " + String(cString: message)
+            }
+        }
+        return MediaError(errno, "sftp \(name): \(what)\(detail)")
+    }
+
+    private func connect(timeout: Int) throws {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else {
+            throw MediaError(EHOSTUNREACH, "sftp \(name): cannot resolve the host")
+        }
+        defer { freeaddrinfo(list) }
+        var wait = timeval(tv_sec: timeout, tv_usec: 0)
+        var address: UnsafeMutablePointer<addrinfo>? = first
+        while let current = address {
+            let fd = Glibc.socket(current.pointee.ai_family, current.pointee.ai_socktype, current.pointee.ai_protocol)
+            if fd >= 0 {
+                // Bounds the connect and every blocking read and write.
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+                if Glibc.connect(fd, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 {
+                    socket = fd
+                    return
+                }
+                Glibc.close(fd)
+            }
+            address = current.pointee.ai_next
+        }
+        throw MediaError(EHOSTUNREACH, "sftp \(name): cannot connect (\(String(cString: strerror(errno))))")
+    }
+
+    private func verifyHostKey(knownHosts: String) throws {
+        guard let session else { return }
+        var length = 0
+        var type: Int32 = 0
+        guard let key = libssh2_session_hostkey(session, &length, &type),
+              let hash = libssh2_hostkey_hash(session, LIBSSH2_HOSTKEY_HASH_SHA256) else {
+            throw failure(EIO, "the server shows no host key")
+        }
+        let digest = UnsafeRawBufferPointer(start: hash, count: 32).map { $0 }
+        let hostKey = SSHHostKey(type: Self.typeName(type), sha256: digest)
+        guard let hosts = libssh2_knownhost_init(session) else { throw failure(EIO, "cannot read known hosts") }
+        defer { libssh2_knownhost_free(hosts) }
+        // A missing file knows no host: every key is unknown, and refused.
+        _ = libssh2_knownhost_readfile(hosts, knownHosts, LIBSSH2_KNOWNHOST_FILE_OPENSSH)
+        let mask = LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | Self.knownHostKeyBits(type)
+        let check = libssh2_knownhost_checkp(hosts, host, Int32(port), key, length, mask, nil)
+        switch check {
+        case LIBSSH2_KNOWNHOST_CHECK_MATCH:
+            SSHHostKey.noteVerified(hostKey, for: origin)
+        case LIBSSH2_KNOWNHOST_CHECK_MISMATCH:
+            throw hostKey.refusal(.mismatch, host: host, port: port, knownHosts: knownHosts)
+        default:
+            throw hostKey.refusal(.unknown, host: host, port: port, knownHosts: knownHosts)
+        }
+    }
+
+    static func typeName(_ type: Int32) -> String {
+        switch type {
+        case LIBSSH2_HOSTKEY_TYPE_RSA: return "RSA"
+        case LIBSSH2_HOSTKEY_TYPE_DSS: return "DSA"
+        case LIBSSH2_HOSTKEY_TYPE_ECDSA_256, LIBSSH2_HOSTKEY_TYPE_ECDSA_384, LIBSSH2_HOSTKEY_TYPE_ECDSA_521: return "ECDSA"
+        case LIBSSH2_HOSTKEY_TYPE_ED25519: return "ED25519"
+        default: return "unknown-type"
+        }
+    }
+
+    static func knownHostKeyBits(_ type: Int32) -> Int32 {
+        switch type {
+        case LIBSSH2_HOSTKEY_TYPE_RSA: return LIBSSH2_KNOWNHOST_KEY_SSHRSA
+        case LIBSSH2_HOSTKEY_TYPE_DSS: return LIBSSH2_KNOWNHOST_KEY_SSHDSS
+        case LIBSSH2_HOSTKEY_TYPE_ECDSA_256: return LIBSSH2_KNOWNHOST_KEY_ECDSA_256
+        case LIBSSH2_HOSTKEY_TYPE_ECDSA_384: return LIBSSH2_KNOWNHOST_KEY_ECDSA_384
+        case LIBSSH2_HOSTKEY_TYPE_ECDSA_521: return LIBSSH2_KNOWNHOST_KEY_ECDSA_521
+        case LIBSSH2_HOSTKEY_TYPE_ED25519: return LIBSSH2_KNOWNHOST_KEY_ED25519
+        default: return LIBSSH2_KNOWNHOST_KEY_UNKNOWN
+        }
+    }
+
+    /// The agent's keys, then the key files, then a password (the URL's,
+    /// else ~/.netrc's with --netrc), as far as the server allows each.
+    private func authenticate(url: MediaURL, options: HTTPOptions) throws {
+        guard let session else { return }
+        var tried: [String] = []
+        if options.ssh.agent, authenticateWithAgent(session) { return }
+        if options.ssh.agent { tried.append("the agent's keys") }
+        for key in options.ssh.identities {
+            if mediafs_ssh_publickey_file(session, user, key) == 0 { return }
+            tried.append("key \(key)")
+        }
+        var password = url.password.flatMap { $0.removingPercentEncoding }
+        var from = "the URL's password"
+        if password == nil, options.netrc,
+           let entry = Netrc.load()?.credentials(host: host, user: user) {
+            password = entry.password
+            from = "the password from ~/.netrc"
+        }
+        if let password {
+            if mediafs_ssh_password(session, user, password) == 0 { return }
+            tried.append(from)
+        }
+        let list = tried.isEmpty ? "nothing to offer: no agent, no key in ~/.ssh, no password"
+            : "tried " + tried.joined(separator: ", ")
+        throw MediaError(EACCES, "sftp \(name): login as '\(user)' refused (\(list))")
+    }
+
+    private func authenticateWithAgent(_ session: OpaquePointer) -> Bool {
+        guard let agent = libssh2_agent_init(session) else { return false }
+        defer { libssh2_agent_disconnect(agent); libssh2_agent_free(agent) }
+        guard libssh2_agent_connect(agent) == 0, libssh2_agent_list_identities(agent) == 0 else { return false }
+        var previous: UnsafeMutablePointer<libssh2_agent_publickey>?
+        var identity: UnsafeMutablePointer<libssh2_agent_publickey>?
+        while libssh2_agent_get_identity(agent, &identity, previous) == 0, let current = identity {
+            if libssh2_agent_userauth(agent, user, current) == 0 { return true }
+            previous = current
+        }
+        return false
+    }
+
+    /// The path libssh2 is given for a URL's (percent-encoded) path: a
+    /// leading `/~/` is the login's home, as curl reads it.
+    package static func remotePath(_ urlPath: String) -> String {
+        let decoded = urlPath.removingPercentEncoding ?? urlPath
+        if decoded == "/~" || decoded == "/~/" { return "." }
+        if decoded.hasPrefix("/~/") { return String(decoded.dropFirst(3)) }
+        return decoded.isEmpty ? "/" : decoded
+    }
+
+    /// The entries of the directory at `path` (`.` and `..` left out), one
+    /// listing; a symbolic link is followed with one stat of its own.
+    package func list(path: String) throws -> [Entry] {
+        guard let sftp else { throw failure(EIO, "no SFTP channel") }
+        guard let handle = mediafs_sftp_opendir(sftp, path) else { throw sftpFailure("cannot open directory '\(path)'") }
+        defer { libssh2_sftp_close_handle(handle) }
+        var entries: [Entry] = []
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while true {
+            var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+            let count = libssh2_sftp_readdir_ex(handle, &buffer, buffer.count, nil, 0, &attributes)
+            if count == 0 { break }
+            guard count > 0 else { throw sftpFailure("reading directory '\(path)' failed") }
+            let entryName = String(decoding: buffer[..<Int(count)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if entryName == "." || entryName == ".." || entryName.contains("/") || entryName.isEmpty { continue }
+            guard entries.count < Self.maxEntries else {
+                throw MediaError(EFBIG, "sftp \(name): directory '\(path)' has more than \(Self.maxEntries) entries")
+            }
+            var entry = Self.entry(name: entryName, attributes)
+            if entry.isLink, let target = try? stat(path: (path.hasSuffix("/") ? path : path + "/") + entryName) {
+                entry = Entry(name: entryName, isDirectory: target.isDirectory, isRegular: target.isRegular, isLink: true,
+                              size: target.size, mtime: target.mtime)
+            }
+            entries.append(entry)
+        }
+        return entries
+    }
+
+    /// The attributes of `path`, links followed.
+    package func stat(path: String) throws -> Entry {
+        guard let sftp else { throw failure(EIO, "no SFTP channel") }
+        var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+        guard mediafs_sftp_stat(sftp, path, &attributes) == 0 else { throw sftpFailure("cannot stat '\(path)'") }
+        return Self.entry(name: String(path.split(separator: "/").last ?? ""), attributes)
+    }
+
+    static func entry(name: String, _ attributes: LIBSSH2_SFTP_ATTRIBUTES) -> Entry {
+        let hasType = attributes.flags & UInt(LIBSSH2_SFTP_ATTR_PERMISSIONS) != 0
+        let type = attributes.permissions & mediafs_sftp_type_mask()
+        let size = attributes.flags & UInt(LIBSSH2_SFTP_ATTR_SIZE) != 0 && attributes.filesize <= UInt64(Limits.maxLength)
+            ? Int64(attributes.filesize) : nil
+        // SFTP v3 sends 32 bits; a wider value from elsewhere is no date.
+        let mtime = attributes.flags & UInt(LIBSSH2_SFTP_ATTR_ACMODTIME) != 0 ? Int64(exactly: attributes.mtime) : nil
+        return Entry(name: name, isDirectory: hasType && type == mediafs_sftp_type_dir(),
+                     isRegular: hasType && type == mediafs_sftp_type_regular(),
+                     isLink: hasType && type == mediafs_sftp_type_link(), size: size, mtime: mtime)
+    }
+
+    /// What the server's SFTP status says, as an errno and a sentence.
+    private func sftpFailure(_ what: String) -> MediaError {
+        guard let session, let sftp, libssh2_session_last_errno(session) == LIBSSH2_ERROR_SFTP_PROTOCOL else {
+            return failure(EIO, what)
+        }
+        switch libssh2_sftp_last_error(sftp) {
+        case LIBSSH2_FX_NO_SUCH_FILE, LIBSSH2_FX_NO_SUCH_PATH:
+            return MediaError(ENOENT, "sftp \(name): \(what): no such file")
+        case LIBSSH2_FX_PERMISSION_DENIED:
+            return MediaError(EACCES, "sftp \(name): \(what): permission denied")
+        case let code:
+            return MediaError(EIO, "sftp \(name): \(what): SFTP status \(code)")
+        }
+    }
+
+    private func close() {
+        if let sftp { libssh2_sftp_shutdown(sftp) }
+        sftp = nil
+        if let session {
+            _ = mediafs_ssh_disconnect(session)
+            libssh2_session_free(session)
+        }
+        session = nil
+        if socket >= 0 { Glibc.close(socket) }
+        socket = -1
+    }
+}

@@ -1,0 +1,143 @@
+"""A real OpenSSH server for the SFTP tests (Debian's openssh-server), on
+loopback, started by the test with a config, host key and authorized key of
+its own (never the system's sshd, /etc/ssh or ~/.ssh), and stopped by pid.
+
+What it logs is what the tests count: sshd's own log (-E) has one line
+per login ("Accepted publickey for root"); OpenSSH's sftp-server, run at
+INFO with its log on stderr into a file of its own, one per directory
+listed ("opendir"), per file opened ("open") and what each close says was
+read. A password user (a system user the test names) gets internal-sftp.
+"""
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import harness
+from davservers import _stop, _wait_listening
+
+
+def keygen(path, comment="mediafs-test"):
+    """A fresh ed25519 key pair at path and path.pub."""
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                   check=True, timeout=30)
+    return path
+
+
+def fingerprint(public_key):
+    """`SHA256:…`, as ssh-keygen -l prints a public key's."""
+    out = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", str(public_key)], check=True,
+                         capture_output=True, text=True, timeout=30).stdout
+    return out.split()[1]
+
+
+class OpenSSHServer:
+    """sshd -D on 127.0.0.1:port in a directory of its own: host key,
+    authorized_keys (one user key), a known_hosts a client may use, and
+    the log. `password_user`, when given, may also log in by password."""
+
+    def __init__(self, workdir, password_user=None):
+        self.dir = Path(workdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = harness.free_port()
+        self.host_key = keygen(self.dir / "host_key", "mediafs-test-host")
+        self.user_key = keygen(self.dir / "user_key", "mediafs-test-user")
+        self.authorized = self.dir / "authorized_keys"
+        self.authorized.write_text((self.dir / "user_key.pub").read_text())
+        self.authorized.chmod(0o644)
+        self.log = self.dir / "sshd.log"
+        self.sftp_log = self.dir / "sftp.log"
+        self.known_hosts = self.dir / "known_hosts"
+        self.known_hosts.write_text(self.known_hosts_line())
+        self.password_user = password_user
+        self.config = self.dir / "sshd_config"
+        self.config.write_text(
+            f"Port {self.port}\n"
+            "ListenAddress 127.0.0.1\n"
+            f"HostKey {self.host_key}\n"
+            f"AuthorizedKeysFile {self.authorized}\n"
+            f"PidFile {self.dir / 'sshd.pid'}\n"
+            "PasswordAuthentication yes\n"
+            "KbdInteractiveAuthentication no\n"
+            "UsePAM no\n"
+            "PermitRootLogin prohibit-password\n"
+            "StrictModes no\n"
+            "LogLevel VERBOSE\n"
+            "MaxStartups 100\n"
+            "MaxSessions 100\n"
+            f"Subsystem sftp /usr/lib/openssh/sftp-server -e -l INFO 2>>{self.sftp_log}\n"
+            + (f"Match User {password_user}\n    ForceCommand internal-sftp\n" if password_user else ""))
+        self.proc = None
+
+    def known_hosts_line(self, public_key=None, hashed=False):
+        key = " ".join(Path(public_key or f"{self.host_key}.pub").read_text().split()[:2])
+        line = f"[127.0.0.1]:{self.port} {key}\n"
+        if not hashed:
+            return line
+        scratch = self.dir / "known_hosts.to-hash"
+        scratch.write_text(line)
+        subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(scratch)], check=True, capture_output=True, timeout=30)
+        return scratch.read_text()
+
+    @property
+    def fingerprint(self):
+        return fingerprint(f"{self.host_key}.pub")
+
+    def url(self, path, user="root", password=None):
+        who = user + (f":{password}" if password is not None else "")
+        return f"sftp://{who}@127.0.0.1:{self.port}{path}"
+
+    def start(self):
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+        self.proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-f", str(self.config), "-E", str(self.log)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_listening(self.proc, self.port, "sshd", self.log)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        """Stops the listener by pid; its sessions (children of it) end
+        with their connections, which sshd closes as it exits."""
+        if self.proc is not None:
+            children = self.session_pids()
+            _stop(self.proc)
+            for pid in children:
+                harness.stop_pid(pid, timeout=5)
+            self.proc = None
+
+    def session_pids(self):
+        """The listener's children: one sshd per connection."""
+        if self.proc is None:
+            return []
+        path = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        try:
+            return [int(p) for p in path.read_text().split()]
+        except OSError:
+            return []
+
+    def lines(self):
+        return self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
+
+    def count(self, pattern):
+        rx = re.compile(pattern)
+        return sum(1 for line in self.lines() if rx.search(line))
+
+    def logins(self, method="publickey", user="root"):
+        return self.count(rf"Accepted {method} for {re.escape(user)} ")
+
+    def sftp_lines(self):
+        return self.sftp_log.read_text(errors="replace").splitlines() if self.sftp_log.exists() else []
+
+    def opendirs(self):
+        return sum(1 for line in self.sftp_lines() if line.startswith('opendir "'))
+
+    def opens(self):
+        return sum(1 for line in self.sftp_lines() if line.startswith('open "'))
+
+    def wait_for(self, predicate, what, timeout=10.0):
+        return harness.wait_until(lambda: predicate() or None, f"sshd's log to show {what}", timeout=timeout)

@@ -1,0 +1,318 @@
+"""SFTP directories as sources (`sftp://[USER@]HOST[:PORT]/PATH/`), end to
+end against a real OpenSSH sshd the test starts on loopback with its own
+config, host key and authorized key (sshserver.py; never the system's sshd,
+/etc/ssh or ~/.ssh: HOME is the test's own and no agent is reachable).
+Each test checks what the server logged, not only what mediafs says.
+
+- A tree mounts with the server's sizes and mtimes, each directory one
+  SFTP listing (opendir) and no open of a file, all on one kept session
+  (one login); files read byte-exact at any offset; ffprobe reads an mp4
+  through it.
+- An unknown or changed host key refuses the mount, naming the host and
+  the key's SHA256 fingerprint; a hashed known_hosts entry is accepted.
+- Key and password logins (the URL's, ~/.netrc's); the password shows in
+  no log and no command line.
+- Faults: the server restarted between reads, every session dropped in
+  the middle of a read (which still gets its bytes), a file gone, a file the
+  user may not read, the host key changed under a mount: right bytes or
+  an error, a log line naming the host; a remount with the server down
+  lists and reads what is saved and cached.
+- A refresh that lists another size is a new version, read whole.
+"""
+
+import errno
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness import data_of, read_range, read_whole, xget, xset
+from sshserver import OpenSSHServer, keygen
+
+PASSWORD_USER = "mediafs-sftp"
+# The tests that set the password user's password share one xdist worker
+# (make test runs --dist loadgroup): two at once would change it under
+# each other's logins.
+PASSWORD_TESTS = pytest.mark.xdist_group("sftp-password")
+
+TREE = {
+    "one.bin": 1_000_003,
+    "two words.bin": 70_000,
+    "café.bin": 9_000,
+    "empty.bin": 0,
+    "Season 1/ep 1.bin": 300_000,
+    "Season 1/deep/x.bin": 5_000,
+}
+
+
+@pytest.fixture
+def served():
+    """A tree every user may read (the password user too), outside the
+    0700 temp dirs pytest makes; files dated apart, to the second."""
+    root = Path(tempfile.mkdtemp(prefix="mediafs-sftp-"))
+    root.chmod(0o755)
+    for i, (rel, size) in enumerate(sorted(TREE.items())):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data_of(size, 500 + i))
+        os.utime(path, (1_700_000_000 + i * 3_607, 1_700_000_000 + i * 3_607))
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def sshd(tmp_path, monkeypatch):
+    """A running sshd of the test's own; mediafs gets a HOME of its own
+    (no ~/.ssh keys, no known_hosts, no .netrc) and no agent."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    monkeypatch.delenv("NETRC", raising=False)
+    server = OpenSSHServer(tmp_path / "sshd", password_user=PASSWORD_USER).start()
+    yield server
+    server.stop()
+
+
+def key_args(server, known_hosts=None):
+    return ("--timeout", "10", "--ssh-key", str(server.user_key),
+            "--ssh-known-hosts", str(known_hosts or server.known_hosts))
+
+
+def mount_refused(args, tmp_path):
+    """`mediafs mount -f ARGS` expected to fail before mounting: its status
+    and stderr, the mount point checked empty and unmounted."""
+    mountpoint = tmp_path / "refused"
+    mountpoint.mkdir(exist_ok=True)
+    r = subprocess.run([str(harness.MEDIAFS_BIN), "mount", "-f", "--cache-dir", str(tmp_path / "refused-cache"),
+                        *map(str, args), str(mountpoint)], capture_output=True, text=True, timeout=60)
+    if harness.is_mounted(mountpoint):
+        harness.fusermount_unmount(mountpoint)
+        pytest.fail(f"mounted although it should have been refused:\n{r.stderr}")
+    return r.returncode, r.stderr
+
+
+def test_a_directory_mounts_as_its_tree_with_the_servers_sizes_and_mtimes_one_listing_each(mount, sshd, served):
+    m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
+    assert sshd.opendirs() == 0, "the mount's check of the source lists nothing"
+    listed = {p.name: p.stat() for p in m.mountpoint.iterdir()}
+    assert sorted(listed) == sorted(p.name for p in served.iterdir())
+    for name, st in listed.items():
+        original = (served / name).stat()
+        if (served / name).is_dir():
+            assert os.path.isdir(m.path(name))
+            continue
+        assert (st.st_size, int(st.st_mtime)) == (original.st_size, int(original.st_mtime)), name
+    assert sshd.opendirs() == 1 and sshd.opens() == 0, sshd.sftp_lines()
+    inner = {p.name: p.stat() for p in (m.mountpoint / "Season 1").iterdir()}
+    assert inner["ep 1.bin"].st_size == 300_000
+    assert int(inner["ep 1.bin"].st_mtime) == int((served / "Season 1" / "ep 1.bin").stat().st_mtime)
+    assert sshd.opendirs() == 2 and sshd.opens() == 0, sshd.sftp_lines()
+    os.listdir(m.mountpoint / "Season 1" / "deep")
+    assert sshd.opendirs() == 3
+    assert sshd.logins() == 1, "the mount's check and every listing share one kept session"
+
+
+def test_files_read_byte_exact_whole_and_at_offsets(mount, sshd, served):
+    m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
+    for rel in TREE:
+        assert read_whole(m.path(rel)) == (served / rel).read_bytes(), rel
+    fresh = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
+    data = (served / "one.bin").read_bytes()
+    for offset, size in [(999_000, 5_000), (0, 1), (4095, 2), (500_000, 131_072), (1_000_002, 10)]:
+        assert read_range(fresh.path("one.bin"), offset, size) == data[offset:offset + size], (offset, size)
+    dd = subprocess.run(["dd", f"if={fresh.path('Season 1/ep 1.bin')}", "bs=4096", "skip=20", "count=3",
+                         "status=none"], capture_output=True, check=True, timeout=60).stdout
+    assert dd == (served / "Season 1" / "ep 1.bin").read_bytes()[20 * 4096:23 * 4096]
+
+
+def test_ffprobe_reads_an_mp4_through_it(mount, sshd, served, data_root):
+    shutil.copy2(data_root / "sample.mp4", served / "sample.mp4")
+    (served / "sample.mp4").chmod(0o644)
+    m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
+
+    def probe(path):
+        return subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration,size:stream=codec_name",
+                               "-of", "compact", str(path)], capture_output=True, text=True, timeout=120)
+    through, direct = probe(m.path("sample.mp4")), probe(served / "sample.mp4")
+    assert through.returncode == 0, through.stderr
+    assert through.stdout == direct.stdout and "duration=" in through.stdout
+
+
+def test_a_file_url_is_that_file_sized_by_one_stat(mount, sshd, served):
+    m = mount(sshd.url(f"{served}/two%20words.bin"), extra=key_args(sshd))
+    assert os.listdir(m.mountpoint) == ["two words.bin"]
+    assert m.path("two words.bin").stat().st_size == 70_000
+    assert read_whole(m.path("two words.bin")) == (served / "two words.bin").read_bytes()
+    assert sshd.opendirs() == 0
+
+
+def test_an_unknown_host_key_refuses_the_mount_naming_its_fingerprint(sshd, served, tmp_path):
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    status, stderr = mount_refused([*key_args(sshd, empty), sshd.url(f"{served}/")], tmp_path)
+    assert status != 0
+    assert "unknown host key" in stderr and sshd.fingerprint in stderr and f"127.0.0.1]:{sshd.port}" in stderr, stderr
+    assert sshd.logins() == 0, "nothing is sent to a host not verified"
+
+
+def test_a_changed_host_key_refuses_the_mount_naming_the_offered_fingerprint(sshd, served, tmp_path):
+    other = keygen(tmp_path / "other_host_key")
+    changed = tmp_path / "changed_known_hosts"
+    changed.write_text(sshd.known_hosts_line(f"{other}.pub"))
+    status, stderr = mount_refused([*key_args(sshd, changed), sshd.url(f"{served}/")], tmp_path)
+    assert status != 0
+    assert "HOST KEY CHANGED" in stderr and sshd.fingerprint in stderr, stderr
+    assert sshd.logins() == 0
+
+
+def test_a_hashed_known_hosts_entry_verifies_the_host(mount, sshd, served, tmp_path):
+    hashed = tmp_path / "hashed_known_hosts"
+    hashed.write_text(sshd.known_hosts_line(hashed=True))
+    assert hashed.read_text().startswith("|1|")
+    m = mount(sshd.url(f"{served}/"), extra=key_args(sshd, hashed))
+    assert read_whole(m.path("café.bin")) == (served / "café.bin").read_bytes()
+
+
+def test_a_host_key_changed_under_a_mount_fails_reads_and_says_so(mount, sshd, served, tmp_path):
+    m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
+    assert m.path("one.bin").stat().st_size == TREE["one.bin"]
+    sshd.stop()
+    keygen(tmp_path / "new_host_key")
+    shutil.copy(tmp_path / "new_host_key", sshd.host_key)
+    shutil.copy(tmp_path / "new_host_key.pub", f"{sshd.host_key}.pub")
+    sshd.start()
+    with pytest.raises(OSError) as caught:
+        read_range(m.path("one.bin"), 0, 4096)
+    assert caught.value.errno in (errno.EACCES, errno.EIO)
+    harness.wait_for_stderr(m, "host key")
+    assert sshd.opens() == 0, "no file was opened on a host with another key"
+
+
+@PASSWORD_TESTS
+def test_password_from_the_url_logs_in_and_is_never_shown(mount, sshd, served):
+    password = set_password()
+    m = mount(sshd.url(f"{served}/", user=PASSWORD_USER, password=password), extra=("--timeout", "10",
+              "--ssh-known-hosts", str(sshd.known_hosts)))
+    assert read_whole(m.path("Season 1/ep 1.bin")) == (served / "Season 1" / "ep 1.bin").read_bytes()
+    assert sshd.logins("password", PASSWORD_USER) >= 2, "the listing's session and the read's, by password"
+    assert sshd.logins("publickey", PASSWORD_USER) == 0
+    assert password not in m.stderr()
+    assert password.encode() not in Path(f"/proc/{m.pid}/cmdline").read_bytes()
+    shown = [xget(m.path("Season 1/ep 1.bin"), "url"), xget(m.mountpoint, "sources"), xget(m.mountpoint, "stats"),
+             harness.mediafs("status", str(m.mountpoint), "--json").stdout]
+    assert all(password not in text for text in shown), "no password in xattrs or status"
+    assert shown[0].startswith("sftp://") and shown[3].strip(), shown
+
+
+@PASSWORD_TESTS
+def test_password_from_netrc_logs_in_and_a_file_it_may_not_read_is_eacces(mount, sshd, served):
+    password = set_password()
+    netrc = Path(os.environ["HOME"]) / ".netrc"
+    netrc.write_text(f"machine 127.0.0.1\n  login {PASSWORD_USER}\n  password {password}\n")
+    netrc.chmod(0o600)
+    (served / "one.bin").chmod(0o600)  # root's: the password user may not read it
+    m = mount(sshd.url(f"{served}/", user=PASSWORD_USER), extra=("--timeout", "10", "--netrc",
+              "--ssh-known-hosts", str(sshd.known_hosts)))
+    assert read_whole(m.path("café.bin")) == (served / "café.bin").read_bytes()
+    assert sshd.logins("password", PASSWORD_USER) >= 1
+    with pytest.raises(OSError) as caught:
+        read_range(m.path("one.bin"), 0, 4096)
+    assert caught.value.errno in (errno.EACCES, errno.EIO)
+    harness.wait_for_stderr(m, f"127.0.0.1:{sshd.port}")
+    assert password not in m.stderr()
+
+
+@PASSWORD_TESTS
+def test_a_wrong_password_refuses_the_mount_saying_what_was_tried(sshd, served, tmp_path):
+    set_password()
+    status, stderr = mount_refused(["--timeout", "10", "--ssh-known-hosts", sshd.known_hosts,
+                                    sshd.url(f"{served}/", user=PASSWORD_USER, password="not-it")], tmp_path)
+    assert status != 0
+    assert f"login as '{PASSWORD_USER}' refused" in stderr and "not-it" not in stderr, stderr
+
+
+def test_a_server_restarted_between_reads_serves_the_next_read_on_a_new_session(mount, sshd, served):
+    m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
+    data = (served / "one.bin").read_bytes()
+    assert read_range(m.path("one.bin"), 0, 65_536) == data[:65_536]
+    logins = sshd.logins()
+    sshd.stop()
+    sshd.start()
+    assert read_range(m.path("one.bin"), 900_000, 65_536) == data[900_000:965_536]
+    assert sshd.logins() > logins
+
+
+def test_a_session_dropped_mid_read_is_opened_again_and_the_read_gets_the_right_bytes(mount, sshd, served):
+    data = data_of(16 << 20, 77)
+    (served / "long.bin").write_bytes(data)
+    (served / "long.bin").chmod(0o644)
+    # Paced, so the read is under way when its session drops: SSH's window
+    # keeps the server no more than a few MiB ahead of what the reader took.
+    m = mount(sshd.url(f"{served}/"), extra=(*key_args(sshd), "--bwlimit", "4M"))
+    assert m.path("long.bin").stat().st_size == len(data)
+    logins = sshd.logins()
+    got = bytearray()
+
+    def read():
+        with open(m.path("long.bin"), "rb") as f:
+            while chunk := f.read(256 << 10):
+                got.extend(chunk)
+        return bytes(got)
+    join = harness.in_thread(read, deadline=60)
+    harness.wait_until(lambda: len(got) >= 2 << 20, "the read to be 2 MiB in")
+    at_drop = len(got)
+    for pid in sshd.session_pids():  # every connection drops at once, the read's among them
+        os.kill(pid, signal.SIGKILL)
+    assert at_drop < len(data) - (4 << 20), "the read was still far from its end when its session dropped"
+    assert join() == data
+    assert sshd.logins() > logins, "the read logged in again"
+
+
+def test_a_file_gone_from_the_server_is_an_error_naming_the_host(mount, sshd, served):
+    m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
+    assert m.path("two words.bin").stat().st_size == 70_000
+    (served / "two words.bin").unlink()
+    with pytest.raises(OSError) as caught:
+        read_range(m.path("two words.bin"), 0, 4096)
+    assert caught.value.errno in (errno.ENOENT, errno.EIO)
+    harness.wait_for_stderr(m, f"127.0.0.1:{sshd.port}")
+
+
+def test_a_remount_with_the_server_down_lists_and_reads_what_was_saved(mount, sshd, served, tmp_path):
+    cache = tmp_path / "cache-kept"
+    m = mount(sshd.url(f"{served}/"), extra=key_args(sshd), cache_dir=cache)
+    data = read_whole(m.path("café.bin"))
+    sizes = {p.name: p.stat().st_size for p in m.mountpoint.iterdir()}
+    m.unmount()
+    sshd.stop()
+    again = mount(sshd.url(f"{served}/"), extra=key_args(sshd), cache_dir=cache)
+    assert {p.name: p.stat().st_size for p in again.mountpoint.iterdir()} == sizes
+    assert read_whole(again.path("café.bin")) == data
+    assert "mounting with what is cached" in again.stderr()
+
+
+def test_a_refresh_that_lists_another_size_is_a_new_version_read_whole(mount, sshd, served):
+    m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
+    assert read_whole(m.path("café.bin")) == (served / "café.bin").read_bytes()
+    new = data_of(12_345, 999)
+    (served / "café.bin").write_bytes(new)
+    xset(m.mountpoint, "refresh", "1")
+    harness.wait_until(lambda: m.path("café.bin").stat().st_size == 12_345, "the new size listed")
+    assert read_whole(m.path("café.bin")) == new
+
+
+def set_password():
+    """A fresh password for the password user (a system user, made once)."""
+    harness.ensure_user(PASSWORD_USER)
+    password = "pw-" + secrets.token_hex(12)
+    subprocess.run(["chpasswd"], input=f"{PASSWORD_USER}:{password}\n", text=True, check=True, timeout=30)
+    return password
