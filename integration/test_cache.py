@@ -10,6 +10,7 @@ so tests poll with a bound; the bounds only keep a broken build from
 hanging the suite, nothing here measures speed.
 """
 
+import contextlib
 import errno
 import functools
 import hashlib
@@ -167,6 +168,27 @@ def mount_files(mount, srv, files, extra=(), cache_dir=None):
     srv.wait_idle(WAIT)
     srv.clear_log()
     return m
+
+
+@contextlib.contextmanager
+def small_disk(tmp_path, size):
+    """A tmpfs of `size` (e.g. "8m") under tmp_path, for a cache with no
+    room; mounts made on it go into the list it yields, all unmounted
+    (and the tmpfs) whatever happens."""
+    fs = tmp_path / "small"
+    fs.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(fs)], check=True)
+    mounts = []
+    try:
+        yield fs, mounts
+    finally:
+        for m in mounts:
+            try:
+                m.unmount()
+            except Exception:
+                pass
+        if subprocess.run(["umount", str(fs)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(fs)], capture_output=True)
 
 
 def check_cached_ranges_against(path, data):
@@ -493,11 +515,7 @@ def test_full_disk_passes_reads_through(mount, servers, tmp_path):
     srv = servers()
     port = srv.port
     data = data_of(32 * MiB, 600)
-    fs = tmp_path / "tiny"
-    fs.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(fs)], check=True)
-    mounts = []
-    try:
+    with small_disk(tmp_path, "8m") as (fs, mounts):
         cache = fs / "cache"
         m = mount_files(mount, srv, {"big.bin": data}, cache_dir=cache,
                         extra=["--cache-min-free", "0", "--cache-max-size", "1G"])
@@ -539,14 +557,6 @@ def test_full_disk_passes_reads_through(mount, servers, tmp_path):
         mounts.append(m)
         assert read_all(m.path("big.bin")) == (len(data), sha(data))
         assert m.unmount() == 0
-    finally:
-        for m in mounts:
-            try:
-                m.unmount()
-            except Exception:
-                pass
-        if subprocess.run(["umount", str(fs)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(fs)], capture_output=True)
 
 
 def test_a_disk_with_no_room_streams_reads_through_once_without_churn(mount, servers, tmp_path):
@@ -558,11 +568,7 @@ def test_a_disk_with_no_room_streams_reads_through_once_without_churn(mount, ser
     never finds it "in use"."""
     srv = servers()
     data = data_of(64 * MiB, 611)
-    fs = tmp_path / "small"
-    fs.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs", str(fs)], check=True)
-    mounts = []
-    try:
+    with small_disk(tmp_path, "48m") as (fs, mounts):
         cache = fs / "cache"
         m = mount_files(mount, srv, {"big.bin": data}, cache_dir=cache)
         mounts.append(m)
@@ -596,14 +602,6 @@ def test_a_disk_with_no_room_streams_reads_through_once_without_churn(mount, ser
         assert "reads pass through uncached" not in m.stderr()
         assert json.loads(xget(m.mountpoint, "stats"))["cache_no_room"] is False
         assert m.unmount() == 0
-    finally:
-        for m in mounts:
-            try:
-                m.unmount()
-            except Exception:
-                pass
-        if subprocess.run(["umount", str(fs)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(fs)], capture_output=True)
 
 
 # ---------------------------------------------------------------- 7. server gone

@@ -75,8 +75,7 @@ struct StatusCommand {
                 print(table(rows, previous: watch ? previous : nil))
                 if let classes = classLine() { print(classes) }
                 for line in sourceLines() { print(line) }
-                if let warning = pinnedWarning() { print(warning) }
-                if let warning = noRoomWarning() { print(warning) }
+                for warning in warnings() { print(warning) }
             }
             previous = Dictionary(uniqueKeysWithValues: rows.map { ($0.name, $0.cached) })
             if watch { Thread.sleep(forTimeInterval: Self.watchInterval) }
@@ -187,26 +186,22 @@ struct StatusCommand {
                + "\(Self.human(value("background_daily_limit"))) today)")
     }
 
-    /// What the mount's stats say when pinned files alone exceed the cache limit.
-    func pinnedWarning() -> String? {
+    /// What the mount's stats warn of: pinned files alone over the cache
+    /// limit, a cache disk that leaves no room.
+    func warnings() -> [String] {
         guard let text = try? Xattr.get(mountpoint, "stats"),
-              let stats = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-              stats["pinned_over_limit"] as? Bool == true,
-              let pinned = (stats["pinned_bytes"] as? NSNumber)?.int64Value,
-              let limit = (stats["cache_max_size"] as? NSNumber)?.int64Value else { return nil }
-        return "warning: pinned files take \(Self.human(pinned)), more than the cache limit of \(Self.human(limit)): "
-            + "nothing else is kept, new bytes pass uncached"
-    }
-
-    /// What the mount's stats say when the cache's disk leaves no room.
-    func noRoomWarning() -> String? {
-        guard let text = try? Xattr.get(mountpoint, "stats"),
-              let stats = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-              stats["cache_no_room"] as? Bool == true,
-              let free = (stats["cache_free_bytes"] as? NSNumber)?.int64Value,
-              let minimum = (stats["cache_min_free"] as? NSNumber)?.int64Value else { return nil }
-        return "warning: the cache's disk has \(Self.human(free)) free, less than --cache-min-free \(Self.human(minimum)) "
-            + "leaves room for: reads pass through uncached"
+              let stats = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [] }
+        let bytes = { (key: String) in (stats[key] as? NSNumber).map { Self.human($0.int64Value) } ?? "?" }
+        var lines: [String] = []
+        if stats["pinned_over_limit"] as? Bool == true {
+            lines.append("warning: pinned files take \(bytes("pinned_bytes")), more than the cache limit of "
+                         + "\(bytes("cache_max_size")): nothing else is kept, new bytes pass uncached")
+        }
+        if stats["cache_no_room"] as? Bool == true {
+            lines.append("warning: the cache's disk has \(bytes("cache_free_bytes")) free, less than --cache-min-free "
+                         + "\(bytes("cache_min_free")) leaves room for: reads pass through uncached")
+        }
+        return lines
     }
 
     static func human(_ bytes: Int64) -> String { Units.describe(bytes) }
