@@ -152,3 +152,23 @@ def test_a_remote_control_without_a_way_to_authenticate_is_refused(fuse, tmp_pat
     r = mediafs("mount", "-f", "--cache-dir", tmp_path / "c", *[a.format(port=port) for a in args],
                 "http://127.0.0.1:9/media/", tmp_path)
     assert r.returncode == 2 and says in r.stderr, r.stderr
+
+
+def test_a_recursive_refresh_lists_every_directory_below_and_probes_no_file(rc_mount, srv):
+    m, url = rc_mount
+    srv.add("media/sub/x.mkv", b"x" * 10)
+    srv.add("media/sub/", index_html(["x.mkv"]).encode(), content_type="text/html")
+    srv.add("media/", index_html(["a.mkv", "b.mkv", "sub/"]).encode(), content_type="text/html")
+    assert post(url, "vfs/refresh")[0] == 200
+    assert os.listdir(m.path("sub")) == ["x.mkv"]
+    srv.add("media/sub/y.mkv", b"y" * 10)
+    srv.add("media/sub/", index_html(["x.mkv", "y.mkv"]).encode(), content_type="text/html")
+    # The listing's own background probe of its entry (ls -l's), done first.
+    srv.wait_for(lambda log: any(r.path == "/media/sub/x.mkv" and r.done for r in log), timeout=30)
+    srv.wait_idle(30)
+    srv.clear_log()
+    code, out, err = rclone_rc(url, "vfs/refresh", "recursive=true")
+    assert code == 0 and json.loads(out) == {"result": {"": "OK"}}, (out, err)
+    asked = sorted(r.path for r in srv.requests)
+    assert asked == ["/media/", "/media/sub/"], f"a recursive refresh asked for {asked}"
+    assert sorted(os.listdir(m.path("sub"))) == ["x.mkv", "y.mkv"]

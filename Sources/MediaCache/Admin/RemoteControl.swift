@@ -174,8 +174,8 @@ public struct RemoteControl: Sendable {
         var listed = 0
         while let directory = queue.first {
             queue.removeFirst()
-            for entry in try catalog.list("/" + directory) where entry.isDirectory {
-                let child = directory.isEmpty ? entry.name : directory + "/" + entry.name
+            for name in try catalog.subdirectories(of: "/" + directory) {
+                let child = directory.isEmpty ? name : directory + "/" + name
                 listed += 1
                 guard listed <= Self.maxRecursive else {
                     throw Failure(status: 500, message: "more than \(Self.maxRecursive) directories below \(path)")
@@ -205,7 +205,7 @@ public struct RemoteControl: Sendable {
                 parts.removeLast()
             }
             let directory = parts.joined(separator: "/")
-            guard (try? catalog.list("/" + directory)) != nil else {
+            guard (try? catalog.subdirectories(of: "/" + directory)) != nil else {
                 throw Failure(status: 404, message: "\(text): no such directory in the mount")
             }
             directories.insert(directory)

@@ -378,6 +378,18 @@ public final class Catalog: Sendable {
         return entries
     }
 
+    /// The names of a directory's subdirectories, listed if due; unlike
+    /// `list`, nothing is probed (a recursive refresh walks a library).
+    func subdirectories(of path: String) throws -> [String] {
+        let directory = try self.directory(at: components(path))
+        return state.withLock { state in
+            state.children(of: directory).compactMap { name, child in
+                if case .directory = child { return name }
+                return nil
+            }
+        }
+    }
+
     /// Names in the mount root, in source order (a listed root's as listed
     /// so far, then those added).
     public var names: [String] {
