@@ -118,7 +118,7 @@ def test_html_index_polls_are_304_while_unchanged_and_a_change_is_listed_again(m
     m = mount(srv.url("media/"), extra=["--timeout", "10", "--poll-interval", "1s"])
     assert sorted(os.listdir(m.mountpoint)) == ["a.mkv", "b.mkv"]
     # The listing, one whole poll that learns the ETag, then 304s only.
-    srv.wait_for(lambda: sum(r.status == 304 for r in index_gets(srv)) >= 3, timeout=WAIT)
+    srv.wait_for(lambda _: sum(r.status == 304 for r in index_gets(srv)) >= 3, timeout=WAIT)
     gets = index_gets(srv)
     first_304 = next(i for i, r in enumerate(gets) if r.status == 304)
     assert [r.status for r in gets[:first_304]] == [200, 200], [(r.status, r.headers) for r in gets]
@@ -130,7 +130,7 @@ def test_html_index_polls_are_304_while_unchanged_and_a_change_is_listed_again(m
     before = len(index_gets(srv))
     wait_until(lambda: "c.mkv" in os.listdir(m.mountpoint), "the added name to show", timeout=WAIT)
     # Back to 304s: the listing kept the poll's ETag.
-    srv.wait_for(lambda: sum(r.status == 304 for r in index_gets(srv)[before:]) >= 2, timeout=WAIT)
+    srv.wait_for(lambda _: sum(r.status == 304 for r in index_gets(srv)[before:]) >= 2, timeout=WAIT)
     after = index_gets(srv)[before:]
     whole = [r for r in after if r.status == 200]
     assert len(whole) == 2, [(r.status, r.headers.get("If-None-Match")) for r in after]
@@ -144,7 +144,7 @@ def test_html_index_without_validators_is_compared_by_its_entries_and_not_listed
     srv.set_fault("media/", "no_etag")
     m = mount(srv.url("media/"), extra=["--timeout", "10", "--poll-interval", "1s", "-d"])
     assert os.listdir(m.mountpoint) == ["a.mkv"]
-    srv.wait_for(lambda: len(index_gets(srv)) >= 4, timeout=WAIT)
+    srv.wait_for(lambda _: len(index_gets(srv)) >= 4, timeout=WAIT)
     assert "changed; listing it again" not in m.stderr()
     srv.add("media/b.mkv", b"b" * 100)
     srv.add("media/", index_html(["a.mkv", "b.mkv"]).encode(), content_type="text/html")

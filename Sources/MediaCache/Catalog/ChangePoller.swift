@@ -151,25 +151,27 @@ final class ChangePoller: Sendable {
                                           since: token)
         } catch {
             let message = (error as? MediaError)?.message ?? "\(error)"
-            let first = reschedule(directory, token: token, failing: true)
+            let first = reschedule(directory, polledWith: token, keeping: token, failing: true)
             if first { Log.warning("poll of \(listing.origin): \(message); asked again in \(Int(settings.interval)) s") }
             else { Log.debug("poll of \(listing.origin): \(message)") }
             return
         }
         switch verdict {
         case .unchanged(let kept):
-            _ = reschedule(directory, token: kept, failing: false)
+            _ = reschedule(directory, polledWith: token, keeping: kept, failing: false)
         case .changed(let seen):
             Log.debug("poll of \(listing.origin): changed; listing it again")
             // Asked again in an interval unless the listing is believed first.
-            _ = reschedule(directory, token: token, failing: false)
+            _ = reschedule(directory, polledWith: token, keeping: token, failing: false)
             relist(directory, seen)
         }
     }
 
-    /// Next asked an interval from now, with `token`; whether this is the
-    /// first failure in a row.
-    private func reschedule(_ directory: Directory, token: ChangeToken?, failing: Bool) -> Bool {
+    /// Next asked an interval from now, with `kept`, unless a listing noted
+    /// a newer token than the one polled with meanwhile; whether this is
+    /// the first failure in a row.
+    private func reschedule(_ directory: Directory, polledWith token: ChangeToken?, keeping kept: ChangeToken?,
+                            failing: Bool) -> Bool {
         let dueAt = clock.monotonic() + settings.interval
         let id = ObjectIdentifier(directory)
         return state.withLock { state in
@@ -178,7 +180,7 @@ final class ChangePoller: Sendable {
                   watched.token == token else { return false }
             let first = failing && !watched.failing
             watched.failing = failing
-            watched.token = token
+            watched.token = kept
             watched.dueAt = dueAt
             state.watched[id] = watched
             state.queue.append((id, dueAt))
