@@ -159,3 +159,54 @@ def test_poll_interval_and_rate_need_bounded_values(fuse, tmp_path):
                     "http://127.0.0.1:9/x/", tmp_path)
         assert r.returncode != 0
         assert option in r.stderr, r.stderr
+
+
+def test_s3_polls_are_one_first_page_request_per_prefix_and_only_a_changed_prefix_is_listed(mount, monkeypatch, tmp_path):
+    """S3 has no cheap "changed since": a poll is the first page of the
+    prefix's listing, the same request a listing starts with, so the
+    server's count says a poll per prefix a round, and mediafs's own log
+    (`-d`: a line each listing) says nothing was listed."""
+    from s3proxy import CheckingProxy, MotoServer
+    moto = MotoServer()
+    proxy = CheckingProxy(moto.port, region="us-east-1")
+    try:
+        client = moto.client()
+        client.create_bucket(Bucket="media")
+        for d in ("d0", "d1", "d2"):
+            client.put_object(Bucket="media", Key=f"lib/{d}/a.bin", Body=b"a" * 10)
+        proxy.add_key("AKIDPOLLTEST", "s3cr3t")
+        for name in list(os.environ):
+            if name.startswith("AWS_"):
+                monkeypatch.delenv(name)
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDPOLLTEST")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t")
+        m = mount("s3://media/lib/", extra=["--s3-endpoint", proxy.url, "--timeout", "10", "-d",
+                                            "--poll-interval", "1s"])
+        assert sorted(os.listdir(m.mountpoint)) == ["d0", "d1", "d2"]
+        for d in ("d0", "d1", "d2"):
+            assert os.listdir(m.path(d)) == ["a.bin"]
+        prefixes = ["lib/", "lib/d0/", "lib/d1/", "lib/d2/"]
+
+        def per_prefix():
+            counts = dict.fromkeys(prefixes, 0)
+            for seen in proxy.requests(method="GET", list_only=True):
+                if seen.query.get("prefix") in counts:
+                    counts[seen.query["prefix"]] += 1
+            return counts
+
+        listed = m.stderr().count("debug: listed s3://")
+        proxy.clear()
+        wait_until(lambda: min(per_prefix().values()) >= 3, "three polls of every prefix", timeout=WAIT)
+        assert all(r.status == 200 for r in proxy.requests()), [(r.path, r.status) for r in proxy.requests()]
+        assert m.stderr().count("debug: listed s3://") == listed, "listed again with nothing changed"
+
+        client.put_object(Bucket="media", Key="lib/d1/b.bin", Body=b"b" * 10)
+        wait_until(lambda: sorted(os.listdir(m.path("d1"))) == ["a.bin", "b.bin"], "the added name to show",
+                   timeout=WAIT)
+        assert m.stderr().count("debug: listed s3://") == listed + 1
+        assert "debug: listed s3://media/lib/d1/: 2 entries" in m.stderr()
+    finally:
+        proxy.stop()
+        moto.stop()

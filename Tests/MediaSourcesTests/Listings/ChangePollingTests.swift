@@ -30,11 +30,12 @@ final class ChangePollingTests: XCTestCase {
     }
 
     func testWebDAV_listingsOwnResponse_isTheToken_andAnUnchangedDepth0AnswerMatchesIt() throws {
+        let listed = davAnswer(etag: "\"abc\"", children: ["a.mkv", "b.mkv"])
         let context = ListingContext(clock: .system, fetchText: { _ in "" }, fetch: { request, _ in
             XCTAssertEqual(request.method, .propfind)
             XCTAssertTrue(request.headers.contains("Depth: 1"))
             XCTAssertTrue(String(decoding: request.body ?? [], as: UTF8.self).contains("getctag"))
-            return self.davAnswer(etag: "\"abc\"", children: ["a.mkv", "b.mkv"])
+            return listed
         })
         let (sources, token) = try dav.listWithToken(in: context)
         XCTAssertEqual(sources.map(\.name), ["a.mkv", "b.mkv"])
@@ -86,7 +87,8 @@ final class ChangePollingTests: XCTestCase {
     private let page = "<a href=\"a.mkv\">a.mkv</a>\n<a href=\"b.mkv\">b.mkv</a>\n<a href=\"sub/\">sub/</a>"
 
     func testHTML_listingsToken_matchesAPollOfTheSamePage_whateverElseThePageSays() throws {
-        let context = ListingContext(clock: .system, fetchText: { _ in self.page })
+        let page = self.page
+        let context = ListingContext(clock: .system, fetchText: { _ in page })
         let (sources, token) = try html.listWithToken(in: context)
         XCTAssertEqual(sources.map(\.name), ["a.mkv", "b.mkv", "sub"])
         XCTAssertEqual(html.changeRequest(since: token).headers, [], "no validators yet: a plain GET")
@@ -108,7 +110,8 @@ final class ChangePollingTests: XCTestCase {
     }
 
     func testHTML_aNewLinkOrLength_isAChange_whoseValidatorsTheNextListingAdopts() throws {
-        let (_, token) = try html.listWithToken(in: ListingContext(clock: .system, fetchText: { _ in self.page }))
+        let page = self.page
+        let (_, token) = try html.listWithToken(in: ListingContext(clock: .system, fetchText: { _ in page }))
         let grown = page + "\n<a href=\"c.mkv\">c.mkv</a>"
         let answer = TextFetch.Answer(status: 200, body: Data(grown.utf8), headers: ["etag": "\"p2\""])
         guard case .changed(let seen?) = try html.verdict(on: answer, since: token) else {
