@@ -8,6 +8,8 @@ received:
   nothing changed, every poll is one PROPFIND of depth 0 per directory and
   none of depth 1; one file added in one directory lists that directory
   alone, and the name appears.
+- Polls never go ahead of a reader: while readers' requests fill their
+  server's places, no poll reaches it; once they are answered, polls resume.
 - An HTML index on a FaultServer that gives an ETag: unchanged, polls are
   answered 304 and nothing is listed; changed, the page is listed again and
   the new name appears. Without an ETag (nor an If-Modified-Since it
@@ -20,9 +22,10 @@ nothing is asserted of a clock.
 
 import os
 import shutil
+import time
 
 from davservers import ApacheDav, make_served_dir
-from harness import index_html, mediafs, wait_until
+from harness import in_thread, index_html, mediafs, read_range, wait_until
 
 DIRECTORIES = 100
 WAIT = 60.0
@@ -136,6 +139,34 @@ def test_html_index_polls_are_304_while_unchanged_and_a_change_is_listed_again(m
     assert len(whole) == 2, [(r.status, r.headers.get("If-None-Match")) for r in after]
     assert whole[0].headers.get("If-None-Match"), "the first 200 is the poll's"
     assert not whole[1].headers.get("If-None-Match"), "the second is the listing's"
+
+
+def test_no_poll_reaches_a_server_whose_places_readers_fill(mount, srv):
+    """Six reads held at the server (of its eight places, two kept for
+    reads): the poll, at the lowest priority, waits in the fetcher and the
+    server sees none until the reads are answered."""
+    names = [f"f{i}.bin" for i in range(6)]
+    for name in names:
+        srv.add(f"media/{name}", bytes(range(256)) * 4096)
+    srv.add("media/", index_html(names).encode(), content_type="text/html")
+    m = mount(srv.url("media/"), extra=["--timeout", "20", "--poll-interval", "1s"])
+    assert sorted(os.listdir(m.mountpoint)) == names
+    srv.wait_for(lambda _: sum(r.status == 304 for r in index_gets(srv)) >= 2, timeout=WAIT)
+    for name in names:
+        srv.set_fault(f"media/{name}", "hold")
+    reads = [in_thread(lambda name=name: read_range(m.path(name), 0, 4096), deadline=WAIT) for name in names]
+    try:
+        wait_until(lambda: sum(srv.held(f"media/{n}") for n in names) == len(names), "six reads held", timeout=WAIT)
+        polls = len(index_gets(srv))
+        # Three intervals: a poll a second would have come by now.
+        time.sleep(3)
+        assert len(index_gets(srv)) == polls, "a poll went ahead of readers waiting at its server"
+    finally:
+        for name in names:
+            srv.release(f"media/{name}")
+    for read in reads:
+        assert read() == (bytes(range(256)) * 16)
+    srv.wait_for(lambda _: len(index_gets(srv)) > polls, timeout=WAIT)
 
 
 def test_html_index_without_validators_is_compared_by_its_entries_and_not_listed_while_unchanged(mount, srv):
