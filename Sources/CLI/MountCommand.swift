@@ -427,7 +427,7 @@ struct MountCommand {
                              + "\(Int(PollSchedule.maxPerSecond)), not '\(text)'")
         }
         pollRate = Double(rate)
-        poll?.perSecond = pollRate
+        poll = poll.map { PollSchedule(interval: $0.interval, perSecond: pollRate) }
     }
 
     private mutating func setTimeout(_ text: String) throws {

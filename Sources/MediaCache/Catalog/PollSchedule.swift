@@ -9,12 +9,14 @@ public struct PollSchedule: Sendable, Equatable {
     public static let maxPerSecond = 1000.0
 
     /// Seconds between two polls of one directory.
-    public var interval: Double
+    public let interval: Double
     /// Directories asked a second, all together.
-    public var perSecond: Double
+    public let perSecond: Double
 
+    /// A rate outside 1...`maxPerSecond` is taken as its nearest bound (the
+    /// command line refuses it, naming the option).
     public init(interval: Double, perSecond: Double = PollSchedule.defaultPerSecond) {
         self.interval = interval
-        self.perSecond = perSecond
+        self.perSecond = min(max(perSecond.isNaN ? 1 : perSecond, 1), Self.maxPerSecond)
     }
 }
