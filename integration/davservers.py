@@ -116,6 +116,20 @@ class AccessLog:
         return harness.wait_until(lambda: es if predicate(es := self.entries()) else None,
                                   f"the access log to show {what}", timeout=timeout)
 
+    def propfinds(self):
+        """(path, Depth header) of each PROPFIND since the last `clear`."""
+        if not self.path.exists():
+            return []
+        rows = []
+        for line in self.path.read_text(errors="replace").splitlines():
+            fields = line.split("\t")
+            if len(fields) < 6 or fields[0] != "PROPFIND":
+                continue
+            if fields[4].isdigit() and int(fields[4]) / 1e6 < self.since:
+                continue
+            rows.append((fields[1], fields[5]))
+        return rows
+
     def methods(self, method):
         return [e for e in self.entries() if e[0] == method]
 
@@ -181,7 +195,7 @@ Group www-data
 {loads}
 {self._tls_config()}
 TypesConfig /etc/mime.types
-LogFormat "%m\\t%U\\t%>s\\t%u\\t%{{begin:usec}}t" dav
+LogFormat "%m\\t%U\\t%>s\\t%u\\t%{{begin:usec}}t\\t%{{Depth}}i" dav
 CustomLog "{w}/access.log" dav
 DavLockDB "{w}/davlock"
 KeepAlive On

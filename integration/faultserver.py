@@ -19,7 +19,9 @@ per content version) and Accept-Ranges: bytes. GET honours a single
 `Range: bytes=a-b | a- | -n` with 206 + Content-Range; an unsatisfiable range
 gets 416 with `Content-Range: bytes */LEN`; a malformed or multi-range header
 is ignored (200, full body). If-Range is honoured (strong ETag or exact
-Last-Modified; mismatch -> 200 full body). HEAD ignores Range (always 200).
+Last-Modified; mismatch -> 200 full body). A GET whose If-None-Match names
+the entry's ETag gets 304 with no body (a poll of an unchanged page).
+HEAD ignores Range (always 200).
 Unknown path -> 404. Connections are kept alive. The body is written in
 64 KiB pieces with socket.send, so Request.bytes_sent counts bytes actually
 handed to the kernel; a write failing with EPIPE/ECONNRESET marks the record
@@ -362,6 +364,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif kind == "hold" and not head:
             if not self.fs._hold(fault, self._client_gone):
                 return False
+
+        inm = self.headers.get("If-None-Match")
+        if not head and inm is not None and kind != "no_etag" and inm.strip() == entry.etag:
+            self.send_response(304)
+            self.send_header("ETag", entry.etag)
+            self.end_headers()
+            return True
 
         data = entry.data
         length = len(data)

@@ -24,6 +24,9 @@ struct MountCommand {
     var remoteControl = RemoteControlOptions()
     var dirCacheTime = Catalog.defaultDirCacheTime
     var listingDoubt = ListingDoubt()
+    /// `--poll-interval`, `--poll-rate`: nil, no polls (the default).
+    var poll: PollSchedule?
+    var pollRate = PollSchedule.defaultPerSecond
     var s3 = S3Settings()
     var hlsVariant = HLSListing.VariantChoice.highest
     /// Whether a listing's RAR sets and ZIP files are folders of their members.
@@ -127,6 +130,13 @@ struct MountCommand {
                                is believed only when a second one, this long
                                after, says the same (default 30s; 0: believe
                                every listing)
+          --poll-interval DURATION  ask each listed directory this often
+                               whether it changed, for one small request
+                               (WebDAV: PROPFIND depth 0; HTML index: a
+                               conditional GET, else the page; S3: the first
+                               listing page), and list only a changed one
+                               again (default: off)
+          --poll-rate N        directories polled a second at most (20)
           --no-passthrough     always read through the daemon, never let the
                                kernel read complete files from the cache itself
           --bwlimit RATE       download at most RATE bytes per second for the
@@ -182,6 +192,8 @@ struct MountCommand {
             case "--revalidate": try setRevalidate(inline ?? value(option))
             case "--dir-cache-time": try setDirCacheTime(inline ?? value(option))
             case "--listing-doubt": try setListingDoubt(inline ?? value(option))
+            case "--poll-interval": try setPollInterval(inline ?? value(option))
+            case "--poll-rate": try setPollRate(inline ?? value(option))
             case "--header": try addHeader(inline ?? value(option))
             case "--config": try loadConfig(inline ?? value(option))
             case "--netrc": http.netrc = true
@@ -240,6 +252,10 @@ struct MountCommand {
             try setDirCacheTime(value ?? "")
         case "listing_doubt", "listing-doubt":
             try setListingDoubt(value ?? "")
+        case "poll_interval", "poll-interval":
+            try setPollInterval(value ?? "")
+        case "poll_rate", "poll-rate":
+            try setPollRate(value ?? "")
         case "config":
             try loadConfig(value ?? "")
         case "netrc":
@@ -445,6 +461,23 @@ struct MountCommand {
         listingDoubt = ListingDoubt(delay: seconds)
     }
 
+    private mutating func setPollInterval(_ text: String) throws {
+        guard let seconds = Units.seconds(text), seconds >= 1 || seconds == 0, seconds <= 86_400 else {
+            throw UsageError("--poll-interval needs a duration from 1s to 24h such as 30s or 5m (0: off), not '\(text)'")
+        }
+        poll = seconds == 0 ? nil : PollSchedule(interval: seconds, perSecond: pollRate)
+    }
+
+    private mutating func setPollRate(_ text: String) throws {
+        guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), text.utf8.count <= 4,
+              let rate = Int(text), rate >= 1, Double(rate) <= PollSchedule.maxPerSecond else {
+            throw UsageError("--poll-rate needs a whole number of directories a second from 1 to "
+                             + "\(Int(PollSchedule.maxPerSecond)), not '\(text)'")
+        }
+        pollRate = Double(rate)
+        poll = poll.map { PollSchedule(interval: $0.interval, perSecond: pollRate) }
+    }
+
     private mutating func setTimeout(_ text: String) throws {
         guard let seconds = Units.seconds(text), seconds > 0 else {
             throw UsageError("--timeout needs a positive duration such as 30 or 2m, not '\(text)'")
@@ -546,6 +579,7 @@ struct MountCommand {
         let revalidateAfter = reads.revalidateAfter
         let dirCacheTime = self.dirCacheTime
         let listingDoubt = self.listingDoubt
+        let poll = self.poll
         let hlsVariant = self.hlsVariant
         let archives = self.archives
         // One directory URL is mounted as its root; anything else, a name per source.
@@ -560,7 +594,7 @@ struct MountCommand {
                            settings: settings, http: http,
                            preloadNext: preloadNext, limits: limits, revalidateAfter: revalidateAfter,
                            dirCacheTime: dirCacheTime, listingDoubt: listingDoubt, statistics: statistics, hlsVariant: hlsVariant,
-                           readAgain: fromSaved, archives: archives)
+                           readAgain: fromSaved, archives: archives, poll: poll)
         }
         // The lock is held until the process exits, after the last flush.
         try withExtendedLifetime(lock) {

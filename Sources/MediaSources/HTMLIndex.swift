@@ -21,11 +21,7 @@ package struct HTMLIndex: URLListing {
     }
 
     package func list(in context: ListingContext) throws -> [Source] {
-        Self.parse(html: try context.fetchText(url), base: url).map { entry in
-            Source(name: entry.name, url: entry.url,
-                   kind: entry.isDirectory ? .directory(HTMLIndex(url: entry.url))
-                       : .file(entry.length.map { ContentInfo(length: $0) }))
-        }
+        Self.parse(html: try context.fetchText(url), base: url).map(Self.source)
     }
 
     package struct Entry: Equatable, Sendable {
@@ -262,5 +258,52 @@ package struct HTMLIndex: URLListing {
         return text.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#39;", with: "'")
             .replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
             .replacingOccurrences(of: "&amp;", with: "&")
+    }
+}
+
+// An index page polled (decision 0049): a GET with `If-None-Match` and
+// `If-Modified-Since` when the page gave validators, answered 304 with no
+// body when it is unchanged; else the whole page, whose entries (links,
+// kinds, nginx's lengths) are hashed and compared, not its bytes: a page
+// that writes the time it was made is not changed by it.
+extension HTMLIndex: ChangePolling {
+    package func listWithToken(in context: ListingContext) throws -> (sources: [Source], token: ChangeToken?) {
+        let entries = Self.parse(html: try context.fetchText(url), base: url)
+        return (entries.map(Self.source), Self.token(of: entries))
+    }
+
+    package func changeRequest(since token: ChangeToken?) -> FetchRequest {
+        var headers: [String] = []
+        if let etag = token?.etag { headers.append("If-None-Match: \(etag)") }
+        if let date = token?.lastModified { headers.append("If-Modified-Since: \(date)") }
+        return FetchRequest(url: url, headers: headers)
+    }
+
+    package func verdict(on answer: TextFetch.Answer, since token: ChangeToken?) throws -> ChangeToken.Verdict {
+        // A 304 counts only when validators were sent, which only a token has.
+        if answer.status == 304, let token, token.etag != nil || token.lastModified != nil {
+            return .unchanged(token)
+        }
+        guard (200..<300).contains(answer.status) else {
+            throw MediaError(ResponseHead(status: answer.status, headers: [:]).failure.errno,
+                             "\(origin): HTTP \(answer.status) to a poll")
+        }
+        let entries = Self.parse(html: String(decoding: answer.body, as: UTF8.self), base: url)
+        let date = ChangeToken.validator(answer.headers["last-modified"]).flatMap { HTTPDate.seconds($0) == nil ? nil : $0 }
+        return compare(Self.token(of: entries, etag: ChangeToken.validator(answer.headers["etag"]), lastModified: date),
+                       with: token)
+    }
+
+    static func source(_ entry: Entry) -> Source {
+        Source(name: entry.name, url: entry.url,
+               kind: entry.isDirectory ? .directory(HTMLIndex(url: entry.url))
+                   : .file(entry.length.map { ContentInfo(length: $0) }))
+    }
+
+    /// What a listing of the page would show: each entry's kind, length and URL.
+    static func token(of entries: [Entry], etag: String? = nil, lastModified: String? = nil) -> ChangeToken {
+        ChangeToken(of: entries.map { entry in
+            "\(entry.isDirectory ? "d" : "f") \(entry.length.map { String($0) } ?? "-") \(entry.url)"
+        }, etag: etag, lastModified: lastModified)
     }
 }

@@ -16,14 +16,17 @@ package enum TextFetch {
     /// A playlist or listing larger than this is not a playlist or listing.
     package static let maxBytes = 16 << 20
 
-    /// The last hop's answer: its status and body.
+    /// The last hop's answer: its status and body, and its headers (names
+    /// lower-cased) where the fetch kept them (QueuedFetch does).
     package struct Answer: Sendable {
         package var status: Int
         package var body: Data
+        package var headers: [String: String]
 
-        package init(status: Int, body: Data) {
+        package init(status: Int, body: Data, headers: [String: String] = [:]) {
             self.status = status
             self.body = body
+            self.headers = headers
         }
     }
 

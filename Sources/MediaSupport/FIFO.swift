@@ -12,6 +12,9 @@ package struct FIFO<Element> {
     package var count: Int { items.count - head }
     package var isEmpty: Bool { head == items.count }
 
+    /// The entry `popFirst` would return, left in place.
+    package var first: Element? { head < items.count ? items[head] : nil }
+
     package mutating func append(_ element: Element) {
         items.append(element)
     }

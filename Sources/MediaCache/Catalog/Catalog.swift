@@ -109,7 +109,8 @@ public final class Catalog: Sendable {
                 limits: CacheLimits? = nil, revalidateAfter: Double? = 60,
                 dirCacheTime: Double = Catalog.defaultDirCacheTime, listingDoubt: ListingDoubt = ListingDoubt(),
                 statistics: Statistics? = nil,
-                hlsVariant: HLSListing.VariantChoice = .highest, readAgain: [any Listing] = [], archives: Bool = true) {
+                hlsVariant: HLSListing.VariantChoice = .highest, readAgain: [any Listing] = [], archives: Bool = true,
+                poll: PollSchedule? = nil) {
         precondition(!sourceIsRoot || (sources.count == 1 && sources[0].isDirectory),
                      "only one directory source can be the mount root")
         let statistics = statistics ?? Statistics(clock: settings.clock)
@@ -150,10 +151,13 @@ public final class Catalog: Sendable {
         // A VOD a listing finds is chosen as the arguments' are.
         listingContext.hlsVariant = hlsVariant
         let wakeFlusher: @Sendable () -> Void = { flusher.wake() }
+        let segmented = self.fetcher
+        let poller = poll.map { ChangePoller(settings: $0, fetcher: segmented, clock: settings.clock,
+                                             timeout: settings.timeout) }
         listingService = ListingService(context: listingContext, dirCacheTime: dirCacheTime, doubt: listingDoubt,
                                         readAgain: readAgain,
                                         archives: archives, state: state, store: store, fetcher: self.fetcher,
-                                        settings: settings, wakeFlusher: wakeFlusher)
+                                        settings: settings, poller: poller, wakeFlusher: wakeFlusher)
         recordProber = RecordProber(state: state, fetcher: self.fetcher, settings: settings, wakeFlusher: wakeFlusher)
         preloader = Preloader(next: preloadNext, state: state)
     }
@@ -189,6 +193,7 @@ public final class Catalog: Sendable {
     public func start(onChange: ChangeHandler? = nil) {
         changeHandler.withLock { $0 = onChange }
         let (listingService, recordProber) = (self.listingService, self.recordProber)
+        listingService.poller?.start { directory, seen in listingService.relistChanged(directory, seen: seen) }
         let allowance = settings.backgroundDaily
         maintenance.start(readAgain: {
             listingService.readSavedAgainIfDue()
@@ -200,6 +205,7 @@ public final class Catalog: Sendable {
     /// persists everything; call before exit. Safe to call twice.
     public func stop() {
         maintenance.flusher.stop()
+        listingService.poller?.stop()
         recordProber.stop()
         listingService.stop()
         preloader.stop()

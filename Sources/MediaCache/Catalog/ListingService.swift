@@ -50,11 +50,14 @@ final class ListingService: Sendable {
     let settings: LoaderSettings
     /// Has the flusher save the answers a listing left (CatalogMaintenance).
     private let wakeFlusher: @Sendable () -> Void
+    /// With `--poll-interval`: told the token of each believed listing.
+    let poller: ChangePoller?
 
     init(context: ListingContext, dirCacheTime: Double, doubt: ListingDoubt = ListingDoubt(),
          readAgain: [any Listing], archives: Bool,
          state: Locked<CatalogState>, store: CacheStore, fetcher: SegmentedFetcher, settings: LoaderSettings,
-         wakeFlusher: @escaping @Sendable () -> Void) {
+         poller: ChangePoller? = nil, wakeFlusher: @escaping @Sendable () -> Void) {
+        self.poller = poller
         self.context = context
         self.dirCacheTime = dirCacheTime
         self.doubt = doubt
@@ -101,11 +104,18 @@ final class ListingService: Sendable {
     /// Lists a directory and replaces its names. On failure the old listing
     /// stays, and is tried again after `listingRetry`; so it does when the
     /// listing drops most names (`doubt`), unless `believe` (the user asked).
-    func fetchListing(of directory: CatalogState.Directory, believe: Bool = false) throws {
+    /// With a poller, the listing's token is kept with it; `seen`: what
+    /// the poll that found it changed saw (its validators are kept too).
+    func fetchListing(of directory: CatalogState.Directory, believe: Bool = false, seen: ChangeToken? = nil) throws {
         guard let listing = directory.listing else { return }
         let sources: [Source]
+        var token: ChangeToken?
         do {
-            sources = try listing.list(in: context)
+            if poller != nil, let polled = listing as? any ChangePolling {
+                (sources, token) = try polled.listWithToken(in: context)
+            } else {
+                sources = try listing.list(in: context)
+            }
         } catch {
             let failure = error as? MediaError ?? MediaError.io("\(error)")
             let retryAt = settings.clock.monotonic() + min(dirCacheTime, Self.listingRetry)
@@ -123,6 +133,7 @@ final class ListingService: Sendable {
         let shown = withArchives(vods, of: listing)
         if !believe, !judged(shown, of: directory, origin: listing.origin) { return }
         guard let (result, unsaved) = relist(directory, with: shown, believedFor: dirCacheTime) else { return }
+        poller?.note(directory, token: token?.adopting(validatorsOf: seen))
         FileLoader.settle(result.dropped)
         let changes = applyChanges(result.changed)
         revalidateChanged(changedVODs)
@@ -160,6 +171,12 @@ final class ListingService: Sendable {
             Log.info("listing \(origin) said again that \(dropped) of its \(previous) names are gone: believed")
             return true
         }
+    }
+
+    /// A poll found the directory changed (ChangePoller): it is listed
+    /// again on the refreshes worker, as a due refresh is, doubt and all.
+    func relistChanged(_ directory: CatalogState.Directory, seen: ChangeToken?) {
+        refreshes.submit { [self] in try? fetchListing(of: directory, seen: seen) }
     }
 
     /// `user.mediafs.refresh` on a listed directory: lists it again now, on

@@ -102,6 +102,13 @@ package struct S3Prefix: Listing {
     /// listing's whole timeout: one listing of 100 pages may take longer.
     func list(signedBy credentials: S3Credentials?,
               fetch: (String) throws -> TextFetch.Answer) throws -> [Source] {
+        try listPages(signedBy: credentials, fetch: fetch).sources
+    }
+
+    /// The same, and the token of its first page (ChangePolling).
+    func listPages(signedBy credentials: S3Credentials?,
+                   fetch: (String) throws -> TextFetch.Answer) throws -> (sources: [Source], token: ChangeToken?) {
+        var firstToken: ChangeToken?
         var sources: [Source] = []
         var token: String?
         var pages = 0
@@ -121,6 +128,7 @@ package struct S3Prefix: Listing {
                 throw MediaError(EIO, "\(origin): page \(pages + 1) of the listing: \(error.message)")
             }
             sources += entries(of: page)
+            if pages == 0 { firstToken = Self.token(of: page) }
             pages += 1
             let next = page.isTruncated ? page.nextContinuationToken : nil
             if page.isTruncated && (next == nil || next == token) {
@@ -131,7 +139,7 @@ package struct S3Prefix: Listing {
             }
             token = next
         } while token != nil
-        return sources
+        return (sources, firstToken)
     }
 
     /// A page's directories and files, in the server's order; the bad ones
@@ -278,5 +286,42 @@ package struct S3Prefix: Listing {
 
     static func printable(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : $0 }))
+    }
+}
+
+// A prefix polled (decision 0049): S3 has no cheap "changed since" for a
+// prefix, so a poll asks for the first page of its listing (up to 1,000
+// keys, one request, the same one a listing starts with) and compares its
+// directories, keys, ETags and sizes with what the listing's first page
+// said. A change only on a later page of a prefix over 1,000 entries is
+// not seen by a poll: its listing's refresh (`--dir-cache-time`) finds it.
+extension S3Prefix: ChangePolling {
+    package func listWithToken(in context: ListingContext) throws -> (sources: [Source], token: ChangeToken?) {
+        try listPages(signedBy: context.http.s3(for: bucketURL, first: bucketURL)?.credentials) { url in
+            try context.fetch(FetchRequest(url: url), TextFetch.maxBytes)
+        }
+    }
+
+    package func changeRequest(since token: ChangeToken?) -> FetchRequest {
+        FetchRequest(url: pageURL(after: nil))
+    }
+
+    package func verdict(on answer: TextFetch.Answer, since token: ChangeToken?) throws -> ChangeToken.Verdict {
+        guard (200..<300).contains(answer.status) else {
+            let code = S3ListXML.error(answer.body)?.code.map(Self.shown) ?? ""
+            throw MediaError(ResponseHead(status: answer.status, headers: [:]).failure.errno,
+                             "\(origin): HTTP \(answer.status)\(code.isEmpty ? "" : " \(code)") to a poll")
+        }
+        do {
+            return compare(Self.token(of: try S3ListXML.page(answer.body)), with: token)
+        } catch let error as MediaError {
+            throw MediaError(EIO, "\(origin): a poll's page: \(error.message)")
+        }
+    }
+
+    /// A page's directories, and its objects' keys, ETags and sizes.
+    static func token(of page: S3ListPage) -> ChangeToken {
+        ChangeToken(of: page.prefixes.map { "p \($0)" }
+                    + page.objects.map { "o \($0.key ?? "") \($0.etag ?? "") \($0.size ?? "")" })
     }
 }

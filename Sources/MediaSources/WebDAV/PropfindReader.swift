@@ -22,6 +22,9 @@ package enum PropfindReader {
         package var lastModified: String?
         package var etag: String?
         package var contentType: String?
+        /// A collection's `getctag` (calendarserver.org's namespace): some
+        /// servers change it whenever anything inside does.
+        package var ctag: String?
         /// Why the entry cannot be used (a value too long, a failed status);
         /// nil when it can.
         package var defect: String?
@@ -57,16 +60,28 @@ package enum PropfindReader {
         }
     }
 
-    /// The DAV: elements that carry meaning here; any other is `other`.
+    /// The namespace of `getctag`.
+    package static let calendarServer = "http://calendarserver.org/ns/"
+
+    /// The DAV: elements that carry meaning here (and calendarserver.org's
+    /// `getctag`); any other is `other`.
     enum Element: String {
         case multistatus, response, href, status, propstat, prop, resourcetype, collection
-        case getcontentlength, getlastmodified, getetag, getcontenttype
+        case getcontentlength, getlastmodified, getetag, getcontenttype, getctag
         case other
+
+        init(name: String, namespace: String?) {
+            switch namespace {
+            case "DAV:": self = Element(rawValue: name).map { $0 == .getctag ? .other : $0 } ?? .other
+            case PropfindReader.calendarServer?: self = name == "getctag" ? .getctag : .other
+            default: self = .other
+            }
+        }
 
         /// Whether its text is a value to collect.
         var holdsValue: Bool {
             switch self {
-            case .href, .status, .getcontentlength, .getlastmodified, .getetag, .getcontenttype: return true
+            case .href, .status, .getcontentlength, .getlastmodified, .getetag, .getcontenttype, .getctag: return true
             default: return false
             }
         }
@@ -93,7 +108,7 @@ package enum PropfindReader {
 
         func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
                     qualifiedName: String?, attributes: [String: String] = [:]) {
-            let element = namespaceURI == "DAV:" ? Element(rawValue: elementName) ?? .other : .other
+            let element = Element(name: elementName, namespace: namespaceURI)
             if !sawRoot {
                 sawRoot = true
                 guard element == .multistatus else {
@@ -119,7 +134,7 @@ package enum PropfindReader {
             case (.propstat?, .prop), (.propstat?, .status):
                 placed = element
             case (.prop?, .resourcetype), (.prop?, .getcontentlength), (.prop?, .getlastmodified),
-                 (.prop?, .getetag), (.prop?, .getcontenttype):
+                 (.prop?, .getetag), (.prop?, .getcontenttype), (.prop?, .getctag):
                 placed = element
             case (.resourcetype?, .collection):
                 pending.isCollection = true
@@ -174,6 +189,7 @@ package enum PropfindReader {
             case (_, .getlastmodified): pending.lastModified = value
             case (_, .getetag): pending.etag = value
             case (_, .getcontenttype): pending.contentType = value
+            case (_, .getctag): pending.ctag = value
             case (_, .propstat):
                 // A propstat without a status is taken as found (lenient servers).
                 if pendingStatus.map(Self.isSuccess) ?? true { merge(pending) }
@@ -193,6 +209,7 @@ package enum PropfindReader {
             if let value = found.lastModified { response?.lastModified = value }
             if let value = found.etag { response?.etag = value }
             if let value = found.contentType { response?.contentType = value }
+            if let value = found.ctag { response?.ctag = value }
         }
 
         /// `HTTP/1.1 200 OK` and the like: a 2xx status line.

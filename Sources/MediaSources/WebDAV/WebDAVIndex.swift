@@ -29,14 +29,30 @@ package struct WebDAVIndex: URLListing {
         <D:getetag/><D:getcontenttype/></D:prop></D:propfind>
         """.utf8)
 
+    /// The same, and the collection's `getctag`: asked only when the mount
+    /// polls (decision 0049), as a server that has none answers a 404
+    /// propstat for it in every entry.
+    static let pollingPropfindBody = Array("""
+        <?xml version="1.0" encoding="utf-8"?>
+        <D:propfind xmlns:D="DAV:" xmlns:CS="\(PropfindReader.calendarServer)"><D:prop><D:resourcetype/>\
+        <D:getcontentlength/><D:getlastmodified/><D:getetag/><D:getcontenttype/><CS:getctag/></D:prop></D:propfind>
+        """.utf8)
+
     package func list(in context: ListingContext) throws -> [Source] {
+        try list(in: context, body: Self.propfindBody).sources
+    }
+
+    /// One PROPFIND of depth 1 with `body`: the entries, and the
+    /// collection's own response.
+    func list(in context: ListingContext, body: [UInt8]) throws
+        -> (sources: [Source], itself: PropfindReader.Response?) {
         let request = FetchRequest(url: url, method: .propfind,
                                    headers: ["Depth: 1", "Content-Type: application/xml; charset=utf-8"],
-                                   body: Self.propfindBody)
+                                   body: body)
         let answer = try context.fetch(request, Self.maxAnswerBytes)
         guard answer.status == 207 else { throw failure(status: answer.status, http: context.http) }
         do {
-            return try Self.parse(answer.body, base: url)
+            return try Self.parseListing(answer.body, base: url)
         } catch let error as MediaError {
             throw MediaError(error.errno, "\(origin): \(error.message)")
         }
@@ -74,18 +90,26 @@ package struct WebDAVIndex: URLListing {
     /// The sources of a multistatus answer to a PROPFIND of `base`, in its
     /// order; throws when the answer is not a multistatus.
     package static func parse(_ xml: Data, base: String) throws -> [Source] {
+        try parseListing(xml, base: base).sources
+    }
+
+    /// The same, and the collection's own response, if it gave one.
+    static func parseListing(_ xml: Data, base: String) throws
+        -> (sources: [Source], itself: PropfindReader.Response?) {
         guard let collection = WebDAVCollection(url: base) else {
             throw MediaError(EINVAL, "malformed collection URL '\(MediaError.redacted(base))'")
         }
         var sources: [Source] = []
         var seen: Set<String> = []
         var dropped = 0
+        var itself: PropfindReader.Response?
         try PropfindReader.read(xml) { response in
             switch source(of: response, in: collection) {
             case .success(let source?):
                 if seen.insert(source.name).inserted { sources.append(source) }
             case .success(nil):
-                break
+                // The collection itself: what a poll compares.
+                itself = response
             case .failure(let why):
                 dropped += 1
                 // A line an entry, up to a point: a hostile answer may hold 200,000.
@@ -97,7 +121,7 @@ package struct WebDAVIndex: URLListing {
         if dropped > maxDropsLogged {
             Log.warning("listing \(MediaError.redacted(base)): \(dropped - maxDropsLogged) more entries dropped")
         }
-        return sources
+        return (sources, itself)
     }
 
     /// Dropped entries logged one by one; past them, a count.
@@ -171,5 +195,64 @@ package struct WebDAVIndex: URLListing {
         let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
         if rest[..<end].last != "/" || rest.distance(from: rest.startIndex, to: end) == 3 { rest.insert("/", at: end) }
         return http + rest
+    }
+}
+
+// A collection polled (decision 0049): one PROPFIND of depth 0 for the
+// collection's own getetag, getlastmodified and getctag, compared with what
+// its listing's answer said of it. Apache's mod_dav_fs gives a collection
+// a getetag and getlastmodified from its directory's inode, size and
+// mtime: they change when a name is added, removed or renamed in it (and
+// a PUT, which writes a temporary file and renames it), not when a file is
+// rewritten in place. Nextcloud and oCIS propagate a folder's getetag from
+// everything below it. A collection that gives none of the three is listed
+// at every poll.
+extension WebDAVIndex: ChangePolling {
+    static let pollBody = Array("""
+        <?xml version="1.0" encoding="utf-8"?>
+        <D:propfind xmlns:D="DAV:" xmlns:CS="\(PropfindReader.calendarServer)"><D:prop><D:getlastmodified/>\
+        <D:getetag/><CS:getctag/></D:prop></D:propfind>
+        """.utf8)
+    /// A depth-0 answer is one response; more than this is not one.
+    static let maxPollAnswerBytes = 64 << 10
+
+    package func listWithToken(in context: ListingContext) throws -> (sources: [Source], token: ChangeToken?) {
+        let (sources, itself) = try list(in: context, body: Self.pollingPropfindBody)
+        return (sources, itself.flatMap(Self.token))
+    }
+
+    package func changeRequest(since token: ChangeToken?) -> FetchRequest {
+        FetchRequest(url: url, method: .propfind, headers: ["Depth: 0", "Content-Type: application/xml; charset=utf-8"],
+                     body: Self.pollBody)
+    }
+
+    package func verdict(on answer: TextFetch.Answer, since token: ChangeToken?) throws -> ChangeToken.Verdict {
+        guard answer.status == 207 else {
+            throw MediaError(ResponseHead(status: answer.status, headers: [:]).failure.errno,
+                             "\(origin): HTTP \(answer.status) to a PROPFIND of depth 0")
+        }
+        guard let collection = WebDAVCollection(url: url) else {
+            throw MediaError(EINVAL, "malformed collection URL '\(origin)'")
+        }
+        var itself: PropfindReader.Response?
+        do {
+            try PropfindReader.read(answer.body) { response in
+                if collection.place(of: response.href) == .itself { itself = response }
+            }
+        } catch let error as MediaError {
+            throw MediaError(error.errno, "\(origin): \(error.message)")
+        }
+        return compare(itself.flatMap(Self.token), with: token)
+    }
+
+    /// What a collection's own response says of it; nil when it says
+    /// nothing usable. A weak getetag counts as its strong twin: Apache
+    /// calls a tag weak in the second after a change and strong soon after.
+    static func token(of response: PropfindReader.Response) -> ChangeToken? {
+        guard response.defect == nil else { return nil }
+        let etag = response.etag.map { $0.hasPrefix("W/") ? String($0.dropFirst(2)) : $0 }
+        let parts = [etag, response.lastModified, response.ctag]
+        guard parts.contains(where: { $0?.isEmpty == false }) else { return nil }
+        return ChangeToken(of: parts.map { $0 ?? "" })
     }
 }
