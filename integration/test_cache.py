@@ -191,12 +191,23 @@ def small_disk(tmp_path, size):
             subprocess.run(["umount", "-l", str(fs)], capture_output=True)
 
 
+PAGE = 4096
+
+
 def check_cached_ranges_against(path, data):
     """Read every cached range of path and compare it to data; returns the
-    number of bytes checked."""
+    number of bytes checked. Only its whole pages: the kernel reads a file
+    a page at a time, and the part of a page the cache lacks (a transfer
+    cut at an unmount ends anywhere) must be fetched, which fails with the
+    server down (EIO, rightly: a short read would be taken for the end)."""
     checked = 0
     for a, b in parse_ranges(xget(path, "cached_ranges")):
         assert b <= len(data), f"cached range {a}-{b - 1} past the end ({len(data)})"
+        a = -(-a // PAGE) * PAGE
+        if b < len(data):
+            b = b // PAGE * PAGE
+        if a >= b:
+            continue
         got = read_range(path, a, b - a)
         expect_bytes(got, data[a:b], f"cached bytes {a}-{b - 1} differ from the source")
         checked += b - a
