@@ -172,3 +172,10 @@ def test_a_recursive_refresh_lists_every_directory_below_and_probes_no_file(rc_m
     asked = sorted(r.path for r in srv.requests)
     assert asked == ["/media/", "/media/sub/"], f"a recursive refresh asked for {asked}"
     assert sorted(os.listdir(m.path("sub"))) == ["x.mkv", "y.mkv"]
+
+
+def test_the_remote_control_from_mount_options_as_fstab_gives_them(mount, srv):
+    serve(srv, ["a.mkv"])
+    port = free_port()
+    m = mount(srv.url("media/"), extra=["-o", f"rc=127.0.0.1:{port},rc_no_auth"])
+    assert post(f"http://127.0.0.1:{port}/", "core/pid", user=None) == (200, {"pid": m.pid})

@@ -252,6 +252,15 @@ struct MountCommand {
             try setDirCacheTime(value ?? "")
         case "listing_doubt", "listing-doubt":
             try setListingDoubt(value ?? "")
+        case "rc", "rc_user", "rc-user", "rc_pass_file", "rc-pass-file", "rc_htpasswd", "rc-htpasswd",
+             "rc_no_auth", "rc-no-auth":
+            let option = "--" + parts[0].replacingOccurrences(of: "_", with: "-")
+            if option == "--rc-no-auth" {
+                _ = try remoteControl.take(option) { "" }
+            } else {
+                guard let value else { throw UsageError("-o \(parts[0]) needs a value") }
+                _ = try remoteControl.take(option) { value }
+            }
         case "poll_interval", "poll-interval":
             try setPollInterval(value ?? "")
         case "poll_rate", "poll-rate":
