@@ -20,6 +20,7 @@ SCENARIOS = {
     "mediaserver": ("mediaserver", "run"),  # a player beside a library scan
     "background": ("background", "run"),    # a player beside background jobs, their budgets
     "archives": ("archives", "run"),        # a film in RAR volumes and a ZIP
+    "sftp": ("sftp", "run"),                # sftp:// beside sshfs and rclone :sftp:, behind the link emulator
 }
 NAMES = tuple(SCENARIOS)
 
