@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import linkem
 import rig
 
 LINKS = ((40, 200), (100, 50))   # (RTT ms, downstream Mbit/s)
@@ -38,6 +39,7 @@ HEAD_BYTES = 4096
 # it is pointed at and sends a HEAD for each entry, and the data dir's root
 # holds two dozen other files.
 WAN_DIR = "wan"
+SLOW_START_LIMIT = " + a round trip per window below the link's bytes per round trip (those bytes not at rate)"
 LINKEM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "linkem.py")
 MEDIA_ROWS = ("ffprobe_mp4", "ffprobe_mkv", "first3s", "seek_mp4", "seek_mkv")
 
@@ -66,6 +68,17 @@ def ensure_seq_file():
             f.write(os.urandom(SEQ_BYTES))
         os.rename(tmp, path)
     return path
+
+
+def expected_seq_s(rtt, rate, model):
+    """What one fresh connection needs for SEQ_BYTES: setup and request (2
+    RTT), then, under slow start, a round trip a window while the window
+    (10 segments, doubling) is below the link's bytes per round trip, then
+    the rest at the link's rate."""
+    t, left, window = 2 * rtt, SEQ_BYTES, linkem.INIT_WINDOW
+    while model == "slowstart" and window < rate * rtt and left > window:
+        t, left, window = t + rtt, left - window, 2 * window
+    return t + left / rate
 
 
 def ensure_wan_dir(files):
@@ -210,7 +223,7 @@ class WanBench:
                     direct = self.results.get(link, {}).get("seq32", {}).get("direct", {}).get("cold")
                     if direct:
                         self.limits[link] = {"measured_s": direct["s"],
-                                             "expected_s": SEQ_BYTES / (mbit * 1e6 / 8) + 2 * rtt / 1000}
+                                             "expected_s": expected_seq_s(rtt / 1000, mbit * 1e6 / 8, model)}
 
     def one(self, link, key, src, name, how, tool, em, settle):
         b = self.b
@@ -357,7 +370,8 @@ class WanBench:
         lim = self.limits.get(link)
         if lim:
             print(f"  limits: curl of 32 MiB through the link {lim['measured_s']:.2f} s; expected "
-                  f"size/rate + 2 RTT (setup + request) = {lim['expected_s']:.2f} s "
+                  f"size/rate + 2 RTT (setup + request){SLOW_START_LIMIT if ', slow start' in link else ''} "
+                  f"= {lim['expected_s']:.2f} s "
                   f"({lim['measured_s'] / lim['expected_s']:.2f}×)")
         m = [self.seconds(link, r, "mediafs", "cold") for r in MEDIA_ROWS]
         best = [self.best_peer(link, r, "cold") for r in MEDIA_ROWS]
