@@ -274,7 +274,7 @@ class Proxy:
         # mid-response); a failed write to the client ends it at once.
         up = DelayLine(loop, s_writer, lambda failed: done.set())
         down = DelayLine(loop, c_writer, lambda failed: failed and done.set(), on_deliver=log.client_got)
-        conn = (c_writer, s_writer)
+        conn = (c_writer, s_writer, done)
         self.connections.add(conn)
         pumps = [loop.create_task(self.pump_up(c_reader, up, accepted, log)),
                  loop.create_task(self.pump_down(s_reader, down, log))]
@@ -288,6 +288,16 @@ class Proxy:
             for w in (c_writer, s_writer):
                 w.transport.abort()
             self.connections.discard(conn)
+
+    def close_all(self):
+        """Close every connection, as a server's keep-alive timeout closes
+        idle ones (the client sees the end of its stream); returns how many.
+        The bench sends SIGUSR1 for this only when no transfer is running."""
+        for c_writer, s_writer, done in list(self.connections):
+            c_writer.close()
+            s_writer.close()
+            done.set()
+        return len(self.connections)
 
     async def pump_up(self, reader, line, accepted, log):
         loop = asyncio.get_running_loop()
@@ -357,19 +367,22 @@ async def serve(args):
                   slow_start=args.slow_start, rto_s=None if args.rto_ms is None else args.rto_ms / 1000,
                   fifo_s=args.fifo_ms / 1000 if args.fifo_ms else None)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", args.port, backlog=1024)
-    print(server.sockets[0].getsockname()[1], flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    # SIGUSR1: close every connection, then say how many on stdout.
+    loop.add_signal_handler(signal.SIGUSR1, lambda: print(f"closed {proxy.close_all()}", flush=True))
     if args.lifetime:
         loop.call_later(args.lifetime, stop.set)
     # Stop with the parent too: the bench holds our stdin open while it lives.
     if args.stdin_watch:
         loop.add_reader(sys.stdin.fileno(), lambda: os.read(sys.stdin.fileno(), 4096) or stop.set())
+    # The port last: the bench may signal as soon as it has read it.
+    print(server.sockets[0].getsockname()[1], flush=True)
     await stop.wait()
     server.close()
-    for c_writer, s_writer in list(proxy.connections):
+    for c_writer, s_writer, _ in list(proxy.connections):
         c_writer.transport.abort()
         s_writer.transport.abort()
 

@@ -7,6 +7,7 @@ mounts and drop_caches.
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -125,6 +126,15 @@ class LinkEmulator:
 
     def base(self):
         return f"{self.scheme}://127.0.0.1:{self.port}/"
+
+    def close_connections(self):
+        """Close every connection through the link (SIGUSR1), as a server's
+        keep-alive timeout would; returns how many it closed."""
+        self.proc.send_signal(signal.SIGUSR1)
+        line = self.proc.stdout.readline()
+        if not line.startswith("closed "):
+            raise RuntimeError(f"linkem answered {line!r} to SIGUSR1")
+        return int(line.split()[1])
 
     def __exit__(self, *exc):
         if self.proc.poll() is None:
@@ -251,10 +261,16 @@ class WanBench:
                 with b.mount(tool, [src], cache, f"wan-{key}-{phase}", base=em.base() + self.dir) as mnt:
                     if tool == "rclone":
                         # Its listing before the timed part: mediafs, given
-                        # the file's URL, has none to do.
+                        # the file's URL, has none to do. Then the link
+                        # closes the connections the listing left open, as
+                        # a server's keep-alive timeout would have by the
+                        # time a player opens the file: mediafs opens its
+                        # first connection in the timed part, so rclone does.
                         os.listdir(mnt.mp)
                         os.stat(os.path.join(mnt.mp, name))
                         setup = b.nginx.since(m, settle=0)
+                        if em.close_connections():
+                            time.sleep(0.05)  # rclone's pool sees each end of stream
                         m = b.nginx.mark()
                     dt = self.act(how, os.path.join(mnt.mp, name))
                     if how == "head" and phase == "replay" and tool == "mediafs":

@@ -5,6 +5,7 @@
 # times given, and the window each answer started with, from its log.
 import concurrent.futures
 import http.client
+import signal
 import subprocess
 import sys
 import time
@@ -99,6 +100,25 @@ def test_a_request_on_a_new_connection_waits_for_setup_and_request_round_trips(l
     # wake a callback up to a millisecond early).
     assert first >= 0.39
     assert second >= 0.19
+
+
+def test_sigusr1_closes_every_connection_and_says_how_many(server, source):
+    proc, port = start_linkem(server.port, 5, 0)
+    try:
+        conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(2)]
+        for conn in conns:
+            range_get(conn, "small.bin", 0, 99)
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.stdout.readline() == "closed 2\n"
+        for conn in conns:
+            assert conn.sock.recv(1) == b""  # the end of the stream: the link closed it
+            conn.close()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        assert range_get(conn, "small.bin", 0, 99) == source("small.bin").read_bytes()[:100]
+        conn.close()
+    finally:
+        proc.terminate()
+        harness.stop_popen(proc, timeout=5)
 
 
 def test_the_emulator_exits_when_the_process_that_started_it_closes_its_stdin(server):
