@@ -4,6 +4,7 @@ delay in each direction and paces all downstream bytes through one shared rate,
 so every client behind it sees the same round trip time and shares one link.
 
     python3 bench/linkem.py --upstream 127.0.0.1:8080 --delay-ms 50 --rate-mbit 50 [--port 0]
+                            [--slow-start] [--fifo-ms MS]
 
 Prints the listening port on the first line of stdout, then serves until
 SIGTERM/SIGINT or until --lifetime seconds have passed. Python 3 standard
@@ -21,8 +22,22 @@ The model (see bench/README.md, "WAN scenarios"):
   connection holds at most one chunk waiting for the pacer and at most
   IN_FLIGHT_CAP bytes on the delay line, so backpressure reaches the server's
   socket as on a real link, and nginx's $body_bytes_sent stays honest.
-- Not modelled: TCP slow start, loss, an upstream rate cap, a bounded
-  bottleneck queue.
+- With --slow-start (the "slow start" model; without it, the "paced" one):
+  each connection's downstream bytes are also bounded by a congestion window,
+  as the server's TCP would bound them. A new connection starts at
+  INIT_WINDOW (10 segments of 1460 bytes, RFC 6928); each byte acknowledged
+  grows the window by a byte, so it doubles each round trip until the link's
+  rate is the bound; an acknowledgment reaches the sender one round trip
+  after its byte left the bottleneck. After an idle spell longer than the RTO
+  (--rto-ms; default RTT + 200 ms, Linux's minimum RTO over its smoothed
+  RTT) with nothing in flight, the window drops back to the initial window
+  (RFC 5681 4.1; Linux halves it per RTO idle, down to the same floor).
+- Queues: by default each connection keeps one chunk waiting for the pacer
+  and they take turns (per-connection queues, as fair queueing would);
+  with --fifo-ms MS they share one FIFO queue holding up to MS of the link's
+  time, so a connection's bytes wait behind what others queued before them.
+- Not modelled: loss, an upstream rate cap, slow start of the upstream
+  direction (requests are far below one window).
 
 Round trips (--requests-log FILE): each HTTP/1.1 request the client sends
 (a head ending in a blank line; GET and HEAD carry no body) is one JSON line
@@ -45,6 +60,9 @@ import sys
 CHUNK = 16 * 1024              # read size: the pacer's granularity (0.65 ms at 200 Mbit/s)
 IN_FLIGHT_CAP = 4 * 1024 * 1024  # bytes one direction may hold on the delay line (a receive window)
 PACER_LEAD = 0.004             # s: a connection queues its next chunk this long before the link frees
+SEGMENT = 1460                 # bytes: an Ethernet path's TCP segment (MSS)
+INIT_WINDOW = 10 * SEGMENT     # a new connection's congestion window (RFC 6928, Linux's default)
+RTO_FLOOR = 0.2                # s: Linux's minimum RTO, over the smoothed RTT
 
 
 class Link:
@@ -61,6 +79,43 @@ class Link:
         start = max(now, self.free_at)
         self.free_at = start + nbytes / self.rate
         return self.free_at
+
+
+class Window:
+    """The congestion window of one connection's downstream sender under the
+    slow-start model: bytes may leave while `in_flight` < `cwnd`; each byte
+    acknowledged (one round trip after it left) adds one byte to the window,
+    so it doubles each round trip; after an idle spell longer than `rto`
+    with nothing in flight it is back at the initial window (RFC 5681 4.1).
+    Times are the caller's: the class does no I/O, so its arithmetic is
+    testable without a clock."""
+
+    def __init__(self, rto, init=INIT_WINDOW, cap=IN_FLIGHT_CAP):
+        self.init, self.rto, self.cap = init, rto, cap
+        self.cwnd = init
+        self.in_flight = 0
+        self.acks = collections.deque()  # (time the ack reaches the sender, bytes), in order
+        self.last_send = None
+
+    def allowance(self, now):
+        """Bytes that may leave at `now`: the window less what is in flight."""
+        while self.acks and self.acks[0][0] <= now:
+            _, n = self.acks.popleft()
+            self.in_flight -= n
+            # Slow start: never left here (no loss is modelled); the
+            # receive window (cap) is the ceiling, the pacer the link's rate.
+            self.cwnd = min(self.cwnd + n, self.cap)
+        if not self.in_flight and self.last_send is not None and now - self.last_send > self.rto:
+            self.cwnd = min(self.cwnd, self.init)
+        return self.cwnd - self.in_flight
+
+    def next_ack(self):
+        return self.acks[0][0] if self.acks else None
+
+    def sent(self, now, nbytes, acked_at):
+        self.in_flight += nbytes
+        self.acks.append((acked_at, nbytes))
+        self.last_send = now
 
 
 class DelayLine:
@@ -145,6 +200,13 @@ class RequestLog:
         if len(self.head) > 65536:  # not HTTP: stop looking
             self.out = None
 
+    def server_sends(self, window):
+        """The first bytes of an answer leave the server: with the slow-start
+        model, the sender's window at that moment (counts for the tests)."""
+        if self.out is not None and self.last is not None and len(self.last) == 2:
+            self.last.append(window)
+            self.write({"id": self.last[0], "window": window})
+
     def client_got(self, now):
         if self.last is not None and not self.last[1]:
             self.last[1] = True
@@ -157,7 +219,9 @@ class RequestLog:
 
 def read_requests(path):
     """The requests a --requests-log holds, each a dict with "answered"
-    (None: no answer reached the client), in the order they were sent."""
+    (None: no answer reached the client) and, under the slow-start model,
+    "window" (the sender's congestion window in bytes when its answer's
+    first byte left the server), in the order they were sent."""
     by_id = {}
     with open(path) as f:
         for line in f:
@@ -165,7 +229,7 @@ def read_requests(path):
             if "sent" in rec:
                 by_id[rec["id"]] = dict(rec, answered=None)
             elif rec["id"] in by_id:
-                by_id[rec["id"]]["answered"] = rec["answered"]
+                by_id[rec["id"]].update((k, v) for k, v in rec.items() if k != "id")
     return sorted(by_id.values(), key=lambda r: r["sent"])
 
 
@@ -183,10 +247,14 @@ def rounds(requests):
 
 
 class Proxy:
-    def __init__(self, upstream, delay_s, rate_bytes_per_s, requests_log=None):
+    def __init__(self, upstream, delay_s, rate_bytes_per_s, requests_log=None, slow_start=False, rto_s=None,
+                 fifo_s=None):
         self.upstream = upstream
         self.delay = delay_s
         self.link = Link(rate_bytes_per_s)
+        self.slow_start = slow_start
+        self.rto = rto_s if rto_s is not None else 2 * delay_s + RTO_FLOOR
+        self.fifo = fifo_s  # None: per-connection queues
         self.connections = set()
         self.requests_log = requests_log
         self.conn_ids = itertools.count(1)
@@ -206,10 +274,10 @@ class Proxy:
         # mid-response); a failed write to the client ends it at once.
         up = DelayLine(loop, s_writer, lambda failed: done.set())
         down = DelayLine(loop, c_writer, lambda failed: failed and done.set(), on_deliver=log.client_got)
-        conn = (c_writer, s_writer)
+        conn = (c_writer, s_writer, done)
         self.connections.add(conn)
         pumps = [loop.create_task(self.pump_up(c_reader, up, accepted, log)),
-                 loop.create_task(self.pump_down(s_reader, down))]
+                 loop.create_task(self.pump_down(s_reader, down, log))]
         try:
             await done.wait()
         except asyncio.CancelledError:
@@ -220,6 +288,16 @@ class Proxy:
             for w in (c_writer, s_writer):
                 w.transport.abort()
             self.connections.discard(conn)
+
+    def close_all(self):
+        """Close every connection, as a server's keep-alive timeout closes
+        idle ones (the client sees the end of its stream); returns how many.
+        The bench sends SIGUSR1 for this only when no transfer is running."""
+        for c_writer, s_writer, done in list(self.connections):
+            c_writer.close()
+            s_writer.close()
+            done.set()
+        return len(self.connections)
 
     async def pump_up(self, reader, line, accepted, log):
         loop = asyncio.get_running_loop()
@@ -236,24 +314,47 @@ class Proxy:
         except (ConnectionError, OSError):
             line.put(loop.time() + self.delay, None)
 
-    async def pump_down(self, reader, line):
+    async def pump_down(self, reader, line, log):
         loop = asyncio.get_running_loop()
+        window = Window(self.rto) if self.slow_start else None
         try:
             while True:
                 data = await reader.read(CHUNK)
                 if not data:
                     line.put(loop.time() + self.delay, None)
                     return
-                leaves = self.link.reserve(loop.time(), len(data))
-                line.put(leaves + self.delay, data)
-                # Read the next chunk just before this one has left the
-                # bottleneck: the server's socket then fills as it would behind
-                # a real link, connections share the pacer in turn, and a lone
-                # connection keeps the link busy despite the timer's slack.
-                wait = leaves - loop.time() - PACER_LEAD
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                await line.room.wait()
+                if window is not None:
+                    window.allowance(loop.time())  # acks in, restart after idle applied
+                    log.server_sends(window.cwnd)
+                while data:
+                    piece = data
+                    if window is not None:
+                        room = window.allowance(loop.time())
+                        if room <= 0:
+                            # Wait for the next acknowledgment to open the window.
+                            await asyncio.sleep(max(0.0, window.next_ack() - loop.time()))
+                            continue
+                        piece = data[:room]
+                    data = data[len(piece):]
+                    now = loop.time()
+                    leaves = self.link.reserve(now, len(piece))
+                    if window is not None:
+                        window.sent(now, len(piece), leaves + 2 * self.delay)
+                    line.put(leaves + self.delay, piece)
+                    if self.fifo is None:
+                        # Read the next chunk just before this one has left
+                        # the bottleneck: the server's socket then fills as it
+                        # would behind a real link, connections share the pacer
+                        # in turn, and a lone connection keeps the link busy
+                        # despite the timer's slack.
+                        wait = leaves - loop.time() - PACER_LEAD
+                    else:
+                        # One shared FIFO: queue behind everyone while it
+                        # holds less than its size of the link's time.
+                        wait = self.link.free_at - self.fifo - loop.time()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    await line.room.wait()
         except (ConnectionError, OSError):
             line.put(loop.time() + self.delay, None)
 
@@ -262,21 +363,26 @@ async def serve(args):
     host, _, port = args.upstream.rpartition(":")
     rate = args.rate_mbit * 1e6 / 8 if args.rate_mbit else None
     requests_log = open(args.requests_log, "a") if args.requests_log else None
-    proxy = Proxy((host or "127.0.0.1", int(port)), args.delay_ms / 1000, rate, requests_log)
+    proxy = Proxy((host or "127.0.0.1", int(port)), args.delay_ms / 1000, rate, requests_log,
+                  slow_start=args.slow_start, rto_s=None if args.rto_ms is None else args.rto_ms / 1000,
+                  fifo_s=args.fifo_ms / 1000 if args.fifo_ms else None)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", args.port, backlog=1024)
-    print(server.sockets[0].getsockname()[1], flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    # SIGUSR1: close every connection, then say how many on stdout.
+    loop.add_signal_handler(signal.SIGUSR1, lambda: print(f"closed {proxy.close_all()}", flush=True))
     if args.lifetime:
         loop.call_later(args.lifetime, stop.set)
     # Stop with the parent too: the bench holds our stdin open while it lives.
     if args.stdin_watch:
         loop.add_reader(sys.stdin.fileno(), lambda: os.read(sys.stdin.fileno(), 4096) or stop.set())
+    # The port last: the bench may signal as soon as it has read it.
+    print(server.sockets[0].getsockname()[1], flush=True)
     await stop.wait()
     server.close()
-    for c_writer, s_writer in list(proxy.connections):
+    for c_writer, s_writer, _ in list(proxy.connections):
         c_writer.transport.abort()
         s_writer.transport.abort()
 
@@ -292,9 +398,16 @@ def main():
     p.add_argument("--stdin-watch", action="store_true", help="exit when stdin reaches end of file")
     p.add_argument("--requests-log", metavar="FILE",
                    help="append each request and the arrival of its answer as JSON lines (for rounds())")
+    p.add_argument("--slow-start", action="store_true",
+                   help="the slow-start model: a congestion window per connection, 10 segments at first, doubling "
+                        "each round trip; back to 10 after an idle spell longer than the RTO")
+    p.add_argument("--rto-ms", type=float, help="the RTO of --slow-start's restart after idle (default RTT + 200)")
+    p.add_argument("--fifo-ms", type=float, default=0.0,
+                   help="one shared FIFO bottleneck queue of this many ms of the link's time "
+                        "(0: per-connection queues taking turns)")
     args = p.parse_args()
-    if args.delay_ms < 0 or args.rate_mbit < 0 or args.lifetime < 0:
-        p.error("--delay-ms, --rate-mbit and --lifetime must be ≥ 0")
+    if args.delay_ms < 0 or args.rate_mbit < 0 or args.lifetime < 0 or args.fifo_ms < 0 or (args.rto_ms or 0) < 0:
+        p.error("--delay-ms, --rate-mbit, --lifetime, --rto-ms and --fifo-ms must be ≥ 0")
     asyncio.run(serve(args))
 
 

@@ -327,6 +327,9 @@ def main():
     p.add_argument("--only", help=f"comma-separated subset of: {', '.join(SCENARIOS)}")
     p.add_argument("--wan-quick", action="store_true",
                    help="WAN scenarios at 100 ms / 50 Mbit/s only (default: also 40 ms / 200 Mbit/s)")
+    p.add_argument("--wan-models", default="paced,slowstart", metavar="M,M",
+                   help="WAN scenarios: link models, of paced (delay + shared rate) and slowstart (the same + "
+                        "TCP's window per connection) (default: both)")
     p.add_argument("--mediaserver-quick", action="store_true",
                    help="media-server scenario: mediafs alone, with the scan and with read classes off only "
                         "(default: also the frame extraction named as a scanner, and rclone alone and with the scan)")
@@ -342,6 +345,8 @@ def main():
     args = p.parse_args()
     if args.size_mib < 1:
         p.error("--size-mib must be ≥ 1")
+    if not args.wan_models or set(args.wan_models.split(",")) - {"paced", "slowstart"}:
+        p.error("--wan-models takes paced, slowstart or both")
     if not args.hls_transports or set(args.hls_transports.split(",")) - {"http", "h2"}:
         p.error("--hls-transports takes http, h2 or both")
     Runner(args).run()
