@@ -21,6 +21,8 @@ PROJECT_PACKAGES+=(chromium)
 # The remote control's tests drive it with rclone's own client (`rclone rc`);
 # apache2 brings htpasswd for their htpasswd file.
 PROJECT_PACKAGES+=(rclone)
+# The SFTP bench's peer (`make bench --only sftp`): sshfs beside rclone :sftp:.
+PROJECT_PACKAGES+=(sshfs)
 # The archive tests check the members' bytes against what unar extracts.
 PROJECT_PACKAGES+=(unar)
 # `make deb` and the package's test: dpkg-shlibdeps (Depends), lintian, and
