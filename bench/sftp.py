@@ -41,34 +41,6 @@ def run(b):
     b.parts["sftp"].run()
 
 
-class Link:
-    """bench/linkem.py in front of sshd; stopped by its pid (and by itself
-    when its stdin closes)."""
-
-    def __init__(self, upstream_port):
-        self.argv = [sys.executable, W.LINKEM, "--upstream", f"127.0.0.1:{upstream_port}", "--delay-ms",
-                     str(RTT_MS / 2), "--rate-mbit", str(MBIT), "--lifetime", "3600", "--stdin-watch"]
-
-    def __enter__(self):
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.__exit__()
-            raise RuntimeError(f"linkem did not start (rc={self.proc.poll()})")
-        self.port = int(line)
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return False
-
-
 class SFTPBench:
     def __init__(self, b):
         self.b = b
@@ -93,7 +65,8 @@ class SFTPBench:
                 f.write(b"x" * (1000 + i))
         server = OpenSSHServer(os.path.join(rig.WORK, "sftp-sshd")).start()
         try:
-            with Link(server.port) as link:
+            # The WAN scenario's emulator, in front of sshd instead of nginx.
+            with W.LinkEmulator(server.port, RTT_MS, MBIT) as link:
                 self.known_hosts = os.path.join(rig.WORK, "sftp-known-hosts")
                 key = " ".join(open(f"{server.host_key}.pub").read().split()[:2])
                 with open(self.known_hosts, "w") as f:
