@@ -228,9 +228,7 @@ public final class AdminListener: Sendable {
             do {
                 let parameters = try RemoteControl.parameters(query: query, body: body.bytes, contentType: contentType)
                 json = remoteControl.answer(command: command, parameters: parameters, catalog: catalog)
-                if json.status == 200 || RemoteControl.commands.contains(command) {
-                    Log.info("remote control: \(command) answered \(json.status)")
-                }
+                Log.info("remote control: \(command) answered \(json.status)")
             } catch let failure as RemoteControl.Failure {
                 json = (failure.status, ["error": failure.message, "path": command, "status": Int(failure.status)])
             } catch {

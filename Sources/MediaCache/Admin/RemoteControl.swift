@@ -25,9 +25,6 @@ public struct RemoteControl: Sendable {
         self.mountpoint = mountpoint
     }
 
-    /// The commands served, by path without its slash.
-    static let commands: Set<String> = ["core/version", "core/pid", "rc/noop", "vfs/forget", "vfs/refresh",
-                                        "vfs/list", "vfs/stats"]
     /// Directories one recursive refresh lists at most.
     static let maxRecursive = 10_000
     /// The largest request body read.

@@ -173,14 +173,19 @@ public final class CacheBudget: Sendable {
     /// older bytes first. Returns whether they fit.
     @discardableResult
     func awaitRoom(_ count: Int64, until deadline: Deadline, for readClass: ReadClass = .play) -> Bool {
-        let started: (wake: Bool, pass: Int)?? = locked { state in
-            guard Self.room(state, readClass) < count else { return .some(nil) }
+        enum Start { case fits, passesThrough, wait(wake: Bool, pass: Int) }
+        let start: Start = locked { state in
+            guard Self.room(state, readClass) < count else { return .fits }
             // No pass would make room: the read goes on, uncached, at once.
-            if state.passesThrough { return nil }
-            return (Self.press(&state, short: true, readClass), state.passes)
+            if state.passesThrough { return .passesThrough }
+            return .wait(wake: Self.press(&state, short: true, readClass), pass: state.passes)
         }
-        guard let started else { return false }
-        guard let (wake, pass) = started else { return true }
+        let (wake, pass): (Bool, Int)
+        switch start {
+        case .fits: return true
+        case .passesThrough: return false
+        case .wait(let pressed, let passes): (wake, pass) = (pressed, passes)
+        }
         if wake { onPressure() }
         return state.withScope { scope in
             while Self.room(scope.state, readClass) < count && scope.state.passes <= pass + (wake ? 0 : 1) {
