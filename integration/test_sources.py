@@ -153,7 +153,10 @@ def test_handmade_listing_is_a_directory_with_lazily_listed_subdirectories(mount
     assert os.path.isdir(m.path("sub")) and not os.path.isdir(m.path("a.bin"))
     assert os.listdir(m.path("sub")) == ["d.bin"]
     assert any(r.path == "/media/sub/" for r in srv.requests)
-    # nginx's lengths are the files' sizes with no request; the row without one is probed.
+    # nginx's lengths are the files' sizes with no request; the row without one is probed
+    # (in the background, after the listing: waited for, or it lands in the count below).
+    srv.wait_for(lambda log: any(r.method == "HEAD" and r.path == "/media/sub/d.bin" and r.done for r in log),
+                 timeout=WAIT)
     srv.wait_idle(WAIT)
     before = len(srv.requests)
     assert [os.stat(m.path(n)).st_size for n in ("a.bin", "b c.bin")] == [10_000, 11_000]
