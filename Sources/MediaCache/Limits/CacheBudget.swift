@@ -206,6 +206,9 @@ public final class CacheBudget: Sendable {
     /// Whether the room ran low since the last measurement.
     public var isPressed: Bool { locked { $0.pressed } }
 
+    /// Whether reads took more than the last pass measured (`overdraw`).
+    var isOverdrawn: Bool { locked { $0.room < 0 } }
+
     /// Whether the scan budget's room ran low since the last measurement.
     public var isScanPressed: Bool { locked { $0.scanPressed } }
 

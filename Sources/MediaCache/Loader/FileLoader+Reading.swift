@@ -11,6 +11,11 @@ extension FileLoader {
     /// Reads up to `buffer.count` bytes at `offset`: short at the end of the
     /// file, 0 past it. Waits for missing bytes, bounded by the timeout.
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, pattern: ReadPattern) throws -> Int {
+        // The bytes this read will wait on are a read's from now on, before
+        // its lookup's probe brings them and while it waits for room.
+        let (last, overflow) = offset.addingReportingOverflow(Int64(buffer.count))
+        let coming = offset >= 0 && !overflow ? lock.withLock { $0.fetches.announce(offset..<last) } : nil
+        defer { if let coming { lock.withLock { $0.fetches.arrived(coming) } } }
         prepareEntry()
         let info = try contentInfo()
         guard offset >= 0, offset < info.length else { return 0 }

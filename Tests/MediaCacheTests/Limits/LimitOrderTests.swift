@@ -52,7 +52,9 @@ final class LimitOrderTests: XCTestCase {
 
     /// The room is measured at 64 KiB; a 400 KB read waits for a pass,
     /// which finds nothing to free (the room stays 64 KiB), and its
-    /// transfer reserves only that. Its other bytes used to pass uncached.
+    /// transfer reserves only that. Its other bytes used to pass uncached;
+    /// later, a lookup probe's chunk that came before the read waited
+    /// (3 runs in 120 under ThreadSanitizer).
     func testAReadsOwnBytes_areCachedPastTheRoom_andTheOverdraftWakesTheEvictor() throws {
         let passes = Locked(0)
         let budgetBox = Locked<CacheBudget?>(nil)
@@ -68,7 +70,11 @@ final class LimitOrderTests: XCTestCase {
         XCTAssertTrue(fetcher.waitUntil { _ in loader.status().state == .idle })
         XCTAssertEqual(loader.status().cachedBytes, Int64(Self.size), "every byte the read waited on is cached")
         XCTAssertGreaterThan(passes.withLock { $0 }, 0, "running short woke the evictor")
-        XCTAssertTrue(budget.isPressed || passes.withLock { $0 } > 1, "the overdraft presses for a pass")
+        XCTAssertGreaterThanOrEqual(budget.mark, Int64(Self.size), "every byte went through the budget, most overdrawn")
+        // Whether the overdraft came before the pass's answer (the read was
+        // announced while its lookup's probe ran) or after it is the
+        // threads' order; either way an overdrawn room has a pass coming.
+        XCTAssertTrue(!budget.isOverdrawn || budget.isPressed, "the overdraft presses for a pass")
     }
 
     /// Readahead (bytes no read waits on) still fetches only what fits.

@@ -12,6 +12,11 @@ struct TransferBook {
     private(set) var transfers: [TransferID: LoaderState.Transfer] = [:]
     /// Reads waiting for bytes, by wait number.
     private(set) var waits: [Int: LoaderState.Wait] = [:]
+    /// Reads begun and not yet waiting (their lookup's probe, their wait
+    /// for room), by number: a transfer's bytes they will wait on are
+    /// theirs already. A probe's second chunk once came in that gap, found
+    /// no room and no wait, and passed to the read uncached.
+    private var coming: [Int: Range<Int64>] = [:]
     private var nextWait = 0
     /// Long transfers that gave their connection up (`FetchError.yielded`),
     /// by owner: the owner's next cached read reads ahead again at once,
@@ -63,12 +68,22 @@ struct TransferBook {
 
     mutating func removeWait(_ number: Int) { waits[number] = nil }
 
+    /// A read of `range` has begun; returns its number for `arrived`.
+    mutating func announce(_ range: Range<Int64>) -> Int {
+        let number = takeNumber()
+        coming[number] = range
+        return number
+    }
+
+    /// The read announced as `number` waits (or has ended).
+    mutating func arrived(_ number: Int) { coming[number] = nil }
+
     /// Bytes arrived for a waiting read, copied into its buffer.
     mutating func filled(_ number: Int, _ range: Range<Int64>) { waits[number]?.filled.insert(range) }
 
-    /// Whether a read waits on bytes of `range`.
+    /// Whether a read waits on bytes of `range`, or will.
     func isWaitedOn(_ range: Range<Int64>) -> Bool {
-        waits.values.contains(where: { $0.range.overlaps(range) })
+        waits.values.contains(where: { $0.range.overlaps(range) }) || coming.values.contains(where: { $0.overlaps(range) })
     }
 
     // MARK: Transfers
