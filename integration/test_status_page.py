@@ -3,10 +3,13 @@ headless browser (Debian's Chromium): its script fetches /status.json and
 draws it, and what it shows (each reader's bytes read and fetched, each
 file's cached bytes and ranges, the totals) equals what
 `mediafs status --json` says at the same moment, with every reader idle.
-The page asks for nothing but the mount's own listener."""
+The page asks for nothing but the mount's own listener. A second test keeps
+the page open (Chromium driven over its DevTools pipe) and watches it redraw
+as a reader comes, reads on and leaves, and as the mount goes away."""
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -82,6 +85,86 @@ def page_dom(port, profile):
     parser.feed(out)
     assert parser.body.get("data-loaded") == "1", f"the page's script drew nothing:\n{out[:2000]}\n{err[-2000:]}"
     return parser
+
+
+class Browser:
+    """Headless Chromium driven over its DevTools pipe (--remote-debugging-pipe:
+    commands on its fd 3, answers on its fd 4, each a JSON text ended by a
+    NUL), so a test can keep one page open and read its DOM as it redraws,
+    with nothing from outside Debian's Chromium and the standard library."""
+
+    def __init__(self, profile):
+        to_browser_r, self.to_browser = os.pipe()
+        self.from_browser, from_browser_w = os.pipe()
+
+        def fds():
+            os.dup2(to_browser_r, 3)
+            os.dup2(from_browser_w, 4)
+
+        self.proc = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                      f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(3, 4),
+                                     preexec_fn=fds, start_new_session=True)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self.pending = b""
+        self.next_id = 0
+        self.session = None
+
+    def call(self, method, timeout=60, **params):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params}
+        if self.session is not None and not method.startswith("Target."):
+            message["sessionId"] = self.session
+        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" not in self.pending:
+                assert time.monotonic() < deadline, f"Chromium did not answer {method} within {timeout} s"
+                ready, _, _ = select.select([self.from_browser], [], [], 1)
+                if ready:
+                    chunk = os.read(self.from_browser, 1 << 16)
+                    assert chunk, f"Chromium closed its pipe during {method}"
+                    self.pending += chunk
+            text, self.pending = self.pending.split(b"\0", 1)
+            answer = json.loads(text)
+            if answer.get("id") == self.next_id:
+                assert "error" not in answer, (method, answer["error"])
+                return answer.get("result", {})
+
+    def open(self, url):
+        target = self.call("Target.createTarget", url=url)["targetId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+
+    def value(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        assert "exceptionDetails" not in result, result
+        return result["result"].get("value")
+
+    def close(self):
+        for fd in (self.to_browser, self.from_browser):
+            os.close(fd)
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        stop_popen(self.proc)
+
+
+# The page's readers table, as the test reads it from the live DOM.
+READERS = ("[...document.querySelectorAll('#readers tr[data-pid]')].map(tr => "
+           "({pid: +tr.dataset.pid, read: +tr.dataset.bytesRead, fetched: +tr.dataset.bytesFetched, "
+           "ended: tr.classList.contains('ended'), file: tr.dataset.file}))")
+
+# Reads as many bytes as each line of its input says, printing its total.
+READER = ("import os, sys\n"
+          "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+          "n = 0\n"
+          "for line in sys.stdin:\n"
+          "    want = n + int(line)\n"
+          "    while n < want:\n"
+          "        b = os.read(fd, min(65536, want - n))\n"
+          "        if not b: break\n"
+          "        n += len(b)\n"
+          "    print(n, flush=True)\n")
 
 
 def status_json(m):
@@ -165,6 +248,61 @@ def test_the_page_in_a_browser_shows_the_readers_files_and_totals_of_status_json
     assert int(budgets["network"]["used"]) == totals["bytes_from_network"]
     for c in ("play", "scan", "background"):
         assert int(budgets[c]["used"]) == totals[f"{c}_bytes_fetched"], c
+
+
+def test_the_page_redraws_as_a_reader_comes_reads_on_and_leaves_and_says_when_the_mount_is_gone(mount, srv, tmp_path):
+    files = {"a.bin": data_of(4 * MiB, 7)}
+    port = free_port()
+    m = mount_listed(mount, srv, files, extra=["--metrics", f"127.0.0.1:{port}"])
+    browser = Browser(tmp_path / "chromium")
+    reader = None
+    try:
+        browser.open(f"http://127.0.0.1:{port}/")
+        wait_until(lambda: browser.value("document.body?.dataset.loaded") == "1", "the page's first drawing", timeout=60)
+        assert browser.value(READERS) == [], "no reader before any read"
+
+        # A reader comes: the open page shows it, with the bytes it read.
+        reader = subprocess.Popen([sys.executable, "-c", READER, m.path("a.bin")],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        reader.stdin.write(f"{MiB}\n")
+        reader.stdin.flush()
+        assert int(reader.stdout.readline()) == MiB
+
+        def row():
+            rows = [r for r in browser.value(READERS) if r["pid"] == reader.pid]
+            return rows[0] if rows else None
+        wait_until(lambda: row() is not None and row()["read"] >= MiB, "the page to draw the new reader")
+        assert row()["file"] == "/a.bin" and not row()["ended"]
+
+        # It reads on: the same page shows the new count, which status --json gives too.
+        reader.stdin.write(f"{2 * MiB}\n")
+        reader.stdin.flush()
+        assert int(reader.stdout.readline()) == 3 * MiB
+        wait_until(lambda: row()["read"] >= 3 * MiB, "the page to redraw the reader's bytes")
+        listed = [r for r in status_json(m)["readers"] if r["pid"] == reader.pid]
+        assert len(listed) == 1 and listed[0]["bytes_read"] == row()["read"], (listed, row())
+
+        # It leaves: drawn as ended, its bytes kept.
+        reader.stdin.close()
+        assert reader.wait(timeout=30) == 0
+        # (The kernel's readahead is counted as read: a little over 3 MiB.)
+        wait_until(lambda: row()["ended"], "the page to draw the reader as ended")
+        listed = [r for r in status_json(m)["readers"] if r["pid"] == reader.pid]
+        assert len(listed) == 1 and listed[0]["ended"] is not None, listed
+        wait_until(lambda: row()["read"] == listed[0]["bytes_read"], "the page to show the ended reader's bytes")
+        last = row()["read"]
+        assert last >= 3 * MiB
+
+        # The mount goes: the page says the mount does not answer and keeps the last rows.
+        m.unmount()
+        wait_until(lambda: browser.value("document.getElementById('updated').className") == "stale",
+                   "the page to say the mount does not answer")
+        assert row() is not None and row()["read"] == last, "the last answer stays on the page"
+    finally:
+        if reader is not None and reader.poll() is None:
+            reader.stdin.close()
+            stop_popen(reader)
+        browser.close()
 
 
 def test_the_listener_answers_get_and_head_only_and_names_its_paths(mount, srv):
