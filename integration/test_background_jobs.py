@@ -60,7 +60,10 @@ def jellyfin(tmp_path):
     os.symlink(os.path.realpath(sys.executable), link)
 
     def run(jobs):
-        proc = subprocess.Popen([str(link), str(script), json.dumps(jobs)], stdout=subprocess.PIPE, text=True)
+        # In the test's directory, as Jellyfin runs them in its own: an
+        # attachment dump writes its files (font.ttf) where it runs.
+        proc = subprocess.Popen([str(link), str(script), json.dumps(jobs)], stdout=subprocess.PIPE, text=True,
+                                cwd=tmp_path)
         try:
             out, _ = proc.communicate(timeout=300)
         finally:
