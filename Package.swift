@@ -24,7 +24,7 @@ let package = Package(
         // compiler keeps them from reaching up into it.
         .target(name: "MediaSupport", dependencies: ["CCurl"], exclude: ["README.md"]),
         .target(name: "MediaStore", dependencies: ["MediaSupport", "CCrypto", "CSystem"], exclude: ["README.md"]),
-        .target(name: "MediaNetwork", dependencies: ["MediaSupport", "CCurl", "CSSH2"], exclude: ["README.md"]),
+        .target(name: "MediaNetwork", dependencies: ["MediaSupport", "CCurl", "CSSH2", "CCrypto"], exclude: ["README.md"]),
         // What the sources say (listings, playlists, manifests, archives'
         // indexes) and how a VOD's parts become one file's bytes: below the
         // core, so it cannot reach into a loader or the catalog.

@@ -19,9 +19,9 @@ import harness
 from davservers import _stop, _wait_listening
 
 
-def keygen(path, comment="mediafs-test"):
-    """A fresh ed25519 key pair at path and path.pub."""
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+def keygen(path, comment="mediafs-test", key_type="ed25519"):
+    """A fresh key pair (ed25519 unless said) at path and path.pub."""
+    subprocess.run(["ssh-keygen", "-q", "-t", key_type, "-N", "", "-C", comment, "-f", str(path)],
                    check=True, timeout=30)
     return path
 
@@ -38,11 +38,14 @@ class OpenSSHServer:
     authorized_keys (one user key), a known_hosts a client may use, and
     the log. `password_user`, when given, may also log in by password."""
 
-    def __init__(self, workdir, password_user=None):
+    def __init__(self, workdir, password_user=None, more_host_key_types=()):
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = harness.free_port()
         self.host_key = keygen(self.dir / "host_key", "mediafs-test-host")
+        # Other host keys it offers too (as Debian's sshd has RSA, ECDSA
+        # and Ed25519); known_hosts names only the first.
+        more_keys = [keygen(self.dir / f"host_key_{t}", "mediafs-test-host", t) for t in more_host_key_types]
         self.user_key = keygen(self.dir / "user_key", "mediafs-test-user")
         self.authorized = self.dir / "authorized_keys"
         self.authorized.write_text((self.dir / "user_key.pub").read_text())
@@ -57,6 +60,7 @@ class OpenSSHServer:
             f"Port {self.port}\n"
             "ListenAddress 127.0.0.1\n"
             f"HostKey {self.host_key}\n"
+            + "".join(f"HostKey {k}\n" for k in more_keys) +
             f"AuthorizedKeysFile {self.authorized}\n"
             f"PidFile {self.dir / 'sshd.pid'}\n"
             "PasswordAuthentication yes\n"

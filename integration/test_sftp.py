@@ -9,7 +9,9 @@ Each test checks what the server logged, not only what mediafs says.
   (one login); files read byte-exact at any offset; ffprobe reads an mp4
   through it.
 - An unknown or changed host key refuses the mount, naming the host and
-  the key's SHA256 fingerprint; a hashed known_hosts entry is accepted.
+  the key's SHA256 fingerprint; a hashed known_hosts entry is accepted; a
+  server with several host keys is verified by the type known_hosts has
+  (as OpenSSH's client records it), not refused for the one libssh2 likes.
 - Key and password logins (the URL's, ~/.netrc's); the password shows in
   no log and no command line.
 - Faults: the server restarted between reads, every session dropped in
@@ -180,6 +182,29 @@ def test_a_hashed_known_hosts_entry_verifies_the_host(mount, sshd, served, tmp_p
     assert hashed.read_text().startswith("|1|")
     m = mount(sshd.url(f"{served}/"), extra=key_args(sshd, hashed))
     assert read_whole(m.path("café.bin")) == (served / "café.bin").read_bytes()
+
+
+@pytest.mark.parametrize("hashed", [False, True], ids=["plain", "hashed"])
+def test_a_server_with_several_host_keys_is_verified_by_the_type_known_hosts_has(mount, served, tmp_path,
+                                                                                  monkeypatch, hashed):
+    """Debian's sshd offers RSA, ECDSA and Ed25519 keys; OpenSSH's client
+    prefers Ed25519 and records only that; libssh2 prefers ECDSA. Given
+    ssh-keyscan's Ed25519 line alone, the mount asks the server for that
+    type, verifies it and mounts (it was refused: "unknown host key ECDSA")."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    server = OpenSSHServer(tmp_path / "sshd-keys", more_host_key_types=("ecdsa", "rsa")).start()
+    try:
+        scan = subprocess.run(["ssh-keyscan", "-T", "30", "-t", "ed25519", "-p", str(server.port)] + (["-H"] if hashed else [])
+                              + ["127.0.0.1"], capture_output=True, text=True, timeout=60)
+        lines = [line for line in scan.stdout.splitlines() if line and not line.startswith("#")]
+        assert len(lines) == 1 and " ssh-ed25519 " in lines[0], scan
+        known = tmp_path / "known_hosts_ed25519"
+        known.write_text(lines[0] + "\n")
+        m = mount(server.url(f"{served}/"), extra=key_args(server, known))
+        assert read_whole(m.path("café.bin")) == (served / "café.bin").read_bytes()
+    finally:
+        server.stop()
 
 
 def test_a_host_key_changed_under_a_mount_fails_reads_and_says_so(mount, sshd, served, tmp_path):

@@ -57,6 +57,7 @@ package final class SFTPSession: @unchecked Sendable {
             self.session = session
             libssh2_session_set_blocking(session, 1)
             libssh2_session_set_timeout(session, timeout * 1000)
+            preferKnownHostKeyTypes(session, knownHosts: options.ssh.knownHosts)
             guard libssh2_session_handshake(session, socket) == 0 else { throw failure(EIO, "SSH handshake failed") }
             try verifyHostKey(knownHosts: options.ssh.knownHosts)
             try authenticate(url: parsed, options: options)
@@ -112,6 +113,22 @@ package final class SFTPSession: @unchecked Sendable {
             address = current.pointee.ai_next
         }
         throw MediaError(EHOSTUNREACH, "sftp \(name): cannot connect (\(String(cString: strerror(errno))))")
+    }
+
+    /// Asks the server for a key of a type known_hosts has for it
+    /// (KnownHostTypes); libssh2's own order when it has none.
+    private func preferKnownHostKeyTypes(_ session: OpaquePointer, knownHosts: String) {
+        let known = KnownHostTypes.types(for: host, port: port, inFile: knownHosts)
+        guard !known.isEmpty else { return }
+        var list: UnsafeMutablePointer<UnsafePointer<CChar>?>?
+        let count = libssh2_session_supported_algs(session, LIBSSH2_METHOD_HOSTKEY, &list)
+        guard count > 0, let list else { return }
+        defer { libssh2_free(session, list) }
+        let supported = (0..<Int(count)).compactMap { list[$0].map { String(cString: $0) } }
+        guard let preference = KnownHostTypes.preference(known: known, supported: supported) else { return }
+        if libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY, preference) != 0 {
+            Log.debug("sftp \(name): libssh2 took no host key preference '\(preference)'")
+        }
     }
 
     private func verifyHostKey(knownHosts: String) throws {
