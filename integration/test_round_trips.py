@@ -6,7 +6,11 @@ does not depend on its speed; nothing here asserts a time.
 
 Each ceiling is the best count measured (with the container lookahead and
 a scan's long transfers) and no margin: one round trip more, one request
-more, fails. What the previous design took is in each docstring.
+more, fails. What the previous design took is in each docstring. Each runs
+under both link models; where slow start costs a round (the lookup's
+512 KiB take five of its round trips, so a reader's first read past them
+comes after the lookahead's answer: a wave of its own), the slow-start
+ceiling says so (`slow_start_round`).
 """
 
 import json
@@ -30,19 +34,24 @@ DELAY_MS = 30          # each way: 60 ms a round trip
 WAIT = 30.0
 
 
-@pytest.fixture
-def link(srv, tmp_path):
+@pytest.fixture(params=["paced", "slowstart"])
+def link(request, srv, tmp_path):
     """The emulator in front of the fault server, logging requests: yields
-    (base URL, a function returning the requests so far)."""
+    (base URL, a function returning the requests so far). Under both of
+    the bench's link models (decision 0050): paced, and TCP's slow start
+    per connection with its restart after idle, where a design that opens
+    fresh connections pays for each."""
     log = tmp_path / "requests.jsonl"
+    model = ["--slow-start"] if request.param == "slowstart" else []
     proc = subprocess.Popen([sys.executable, str(LINKEM), "--upstream", f"127.0.0.1:{srv.port}",
                              "--delay-ms", str(DELAY_MS), "--rate-mbit", "200", "--lifetime", "600",
-                             "--stdin-watch", "--requests-log", str(log)],
+                             "--stdin-watch", "--requests-log", str(log), *model],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
         assert line.strip().isdigit(), f"linkem printed {line!r}, rc={proc.poll()}"
-        yield f"http://127.0.0.1:{int(line)}/", lambda: linkem.read_requests(log) if log.exists() else []
+        yield (f"http://127.0.0.1:{int(line)}/", lambda: linkem.read_requests(log) if log.exists() else [],
+               request.param)
     finally:
         proc.terminate()
         harness.stop_popen(proc, timeout=5)
@@ -86,7 +95,7 @@ def run_cold(mount, srv, link, films, name, argv):
     """`argv` (with {} for the file) on a cold mount of `name` through the
     link: the requests it sent, their rounds, the mount's stats."""
     srv.add(name, films[name], content_type=TYPES[name.rsplit(".", 1)[1]])
-    base, requests = link
+    base, requests, _ = link
     m = mount(base + name)
     path = str(m.path(name))
     out = subprocess.run([a.replace("{}", path) for a in argv], capture_output=True, timeout=180)
@@ -96,6 +105,14 @@ def run_cold(mount, srv, link, films, name, argv):
     stats = json.loads(xget(m.mountpoint, "stats"))
     print(f"{name} {argv[0]}: {len(got)} requests, {linkem.rounds(got)} rounds\n{describe(got)}")
     return got, linkem.rounds(got), stats
+
+
+def slow_start_round(link, where):
+    """1 when the link starts each connection slowly and the workload reads
+    on past the lookup's head (`where`), else 0. Measured on Dec 6: ffprobe
+    and Jellyfin's probe of the TS and the first 3 s of the mkv; every other
+    row's counts are the paced model's."""
+    return 1 if link[2] == "slowstart" and where else 0
 
 
 FFPROBE = ["ffprobe", "-v", "error", "-show_format", "-show_streams", "{}"]
@@ -122,7 +139,7 @@ def test_a_cold_ffprobe_takes_two_round_trips(mount, srv, link, films, ext):
     Before: mp4 2, mkv 1 (its Cues fetched at the first seek), TS 9 (a
     request each time ffprobe read past the last one's bytes)."""
     got, rounds, stats = run_cold(mount, srv, link, films, f"film.{ext}", FFPROBE)
-    assert rounds <= 2, describe(got)
+    assert rounds <= 2 + slow_start_round(link, ext == "ts"), describe(got)
     assert len(got) <= {"mp4": 2, "mkv": 2, "ts": 3}[ext], describe(got)
     assert stats["lookahead_requests"] == 1, stats
     size = len(films[f"film.{ext}"])
@@ -139,7 +156,7 @@ def test_a_cold_jellyfin_probe_of_a_ts_reads_on_in_one_long_transfer_and_keeps_l
     fetched = stats["scan_bytes_fetched"] + stats["play_bytes_fetched"]
     size = len(films["film.ts"])
     pieces = -(-max(0, size - 512 * KiB) // (8 * MiB))
-    assert rounds <= 1 + pieces, describe(got)
+    assert rounds <= 1 + pieces + slow_start_round(link, True), describe(got)
     assert len(got) <= 2 + pieces, describe(got)
     # Kept: what was read, its hold, the lookup's head and the tail.
     assert fetched <= served * 3 // 2 + 512 * KiB + 256 * KiB, stats
@@ -158,7 +175,7 @@ def test_a_cold_jellyfin_probe_of_an_indexed_file_has_little_sent_past_what_it_r
     name = f"film.{ext}"
     srv.add(f"lib/{name}", films[name], content_type=TYPES[ext])
     srv.add("lib/", index_html([name]).encode(), content_type="text/html")
-    base, requests = link
+    base, requests, _ = link
     m = mount(base + "lib/")
     assert [os.stat(m.path(n)).st_size for n in os.listdir(m.mountpoint)] == [len(films[name])]
     srv.wait_idle(WAIT)
@@ -201,7 +218,7 @@ def test_the_first_three_seconds_take_two_round_trips_three_with_the_moov_at_the
     Matroska file's clusters follow its head, so that long transfer goes
     out in the second wave)."""
     got, rounds, stats = run_cold(mount, srv, link, films, f"film.{ext}", FIRST3S)
-    assert rounds <= {"mp4": 3, "mkv": 2}[ext], describe(got)
+    assert rounds <= {"mp4": 3, "mkv": 2}[ext] + slow_start_round(link, ext == "mkv"), describe(got)
     assert len(got) <= 3, describe(got)
 
 
@@ -231,7 +248,7 @@ def test_a_seek_in_a_listed_file_whose_head_was_never_fetched_does_not_stream_up
     data = films[name]
     srv.add(f"lib/{name}", data, content_type=TYPES[ext])
     srv.add("lib/", index_html([name]).encode(), content_type="text/html")
-    base, requests = link
+    base, requests, _ = link
     m = mount(base + "lib/")
     assert {n: os.stat(m.path(n)).st_size for n in os.listdir(m.mountpoint)} == {name: len(data)}
     srv.wait_idle(WAIT)
@@ -262,7 +279,7 @@ def test_a_cold_ffprobe_of_a_zip_member_takes_the_index_then_the_plain_files_rou
     the container's index in one more wave."""
     name = f"film.{ext}"
     srv.add("film.zip", zipped(name, films[name]), content_type="application/zip")
-    base, requests = link
+    base, requests, _ = link
     m = mount(base + "film.zip")
     assert os.listdir(m.mountpoint) == [name], m.stderr()
     srv.wait_idle(WAIT)
@@ -296,7 +313,7 @@ def test_a_sequential_read_of_a_rar_member_takes_one_request_a_volume_more_than_
     for volume in volumes:
         srv.add(f"lib/{Path(volume).name}", Path(volume).read_bytes(), content_type="application/x-rar-compressed")
     srv.add("lib/", index_html([Path(v).name for v in volumes]).encode(), content_type="text/html")
-    base, requests = link
+    base, requests, _ = link
     m = mount(base + "lib/film.part1.rar")
     assert os.listdir(m.mountpoint) == ["film.mkv"], m.stderr()
     srv.wait_idle(WAIT)
