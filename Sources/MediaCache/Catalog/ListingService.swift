@@ -52,6 +52,9 @@ final class ListingService: Sendable {
     private let wakeFlusher: @Sendable () -> Void
     /// With `--poll-interval`: told the token of each believed listing.
     let poller: ChangePoller?
+    /// Hears of each relisted directory's names added, removed or changed
+    /// (`Catalog.start`), so the kernel drops what it holds of them.
+    let namesChanged = Locked<Catalog.NamesHandler?>(nil)
 
     init(context: ListingContext, dirCacheTime: Double, doubt: ListingDoubt = ListingDoubt(),
          readAgain: [any Listing], archives: Bool,
@@ -215,17 +218,23 @@ final class ListingService: Sendable {
     /// read first, in parallel and without the lock (see
     /// CatalogState.newFiles). nil when `unlessListed` and a listing came
     /// meanwhile; else what relisting left to do, and how many answers
-    /// wait to be saved.
+    /// wait to be saved. Every relisting, whatever asked for it (a lookup
+    /// past the cache time, the user, a poll, the remote control), comes
+    /// here, and here the kernel hears of the names it changed.
     private func relist(_ directory: CatalogState.Directory, with sources: [Source], believedFor: Double,
                         unlessListed: Bool = false) -> (result: CatalogState.Listed, unsaved: Int)? {
         let (isNew, removals) = state.withLock { $0.newFiles(in: sources) }
         let read = CatalogState.loadRecords(zip(sources, isNew).compactMap { $1 ? $0.url : nil }, from: store)
         let now = settings.clock.monotonic()
-        return state.withLock { state in
+        let relisted: (result: CatalogState.Listed, unsaved: Int)? = state.withLock { state in
             if unlessListed && state.isListed(directory) { return nil }
             return (state.relist(directory, with: sources, isNew: isNew, read: read, readAt: removals, at: now,
                                  believedFor: believedFor), state.unsaved.count)
         }
+        if let names = relisted?.result.names, !names.isEmpty, let tell = namesChanged.withLock({ $0 }) {
+            tell(names)
+        }
+        return relisted
     }
 
     /// Lists a directory from the listing saved in the cache, due for a
