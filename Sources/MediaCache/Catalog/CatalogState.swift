@@ -102,9 +102,11 @@ struct CatalogState: Sendable {
         /// Files new to the mount.
         var new = 0
         /// Loaders of files the listing may show changed, with what it
-        /// shows: each decides (`FileLoader.listingShows`) off the lock.
-        var changed: [(loader: FileLoader, listed: ContentInfo)] = []
-        /// The directory's names added, removed and changed, for the kernel.
+        /// shows and their name here: each decides
+        /// (`FileLoader.listingShows`) off the lock.
+        var changed: [(loader: FileLoader, listed: ContentInfo, name: String)] = []
+        /// The directory's names added, removed and changed, for the kernel
+        /// (those whose loader finds them changed join once it has).
         var names: NameChanges
     }
 
@@ -295,7 +297,7 @@ struct CatalogState: Sendable {
         self.records.reserveCapacity(self.records.count + records.count)
         directory.children.reserveCapacity(sources.count)
         directory.order.reserveCapacity(sources.count)
-        var changed: [(loader: FileLoader, listed: ContentInfo)] = []
+        var changed: [(loader: FileLoader, listed: ContentInfo, name: String)] = []
         var learned: [String] = []
         let wall = context.settings.clock.wall()
         for (source, isNew) in zip(sources, isNew) {
@@ -308,7 +310,7 @@ struct CatalogState: Sendable {
                 let name = insert(safe, into: directory, read: record)
                 if let listed = source.listedInfo {
                     switch listedChange(of: source.url, named: directory.path + "/" + name, to: listed, at: wall) {
-                    case .compare(let loader)?: changed.append((loader, listed))
+                    case .compare(let loader)?: changed.append((loader, listed, name))
                     case .learned?: learned.append(name)
                     case nil: break
                     }
