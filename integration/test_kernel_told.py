@@ -14,10 +14,12 @@ answers from what it held for up to a second (entry and negative timeouts).
 
 import json
 import os
+import signal
+import time
 
 import pytest
 
-from harness import autoindex_html, free_port, wait_until, xget, xset
+from harness import autoindex_html, free_port, is_mounted, wait_until, xget, xset
 
 MOUNT_ARGS = ["--timeout", "10"]
 ROUNDS = 5
@@ -142,3 +144,22 @@ def test_the_remote_controls_refresh_tells_the_kernel_too(mount, srv, tmp_path):
         assert answer.status == 200
     wait_until(lambda: notifications(m) >= before + 1, "a kernel entry notification")
     assert os.stat(m.path("b.bin")).st_size == 42
+
+
+def test_a_mount_stopped_by_a_signal_just_after_a_refresh_exits_and_unmounts(mount, srv):
+    # The refresh's job asks the kernel the folder's node id, a lookup once
+    # the folder's entry is past its one-second timeout; a signal ends the
+    # loop meanwhile. The stop must not wait on that lookup (decision 0051).
+    top, sub = {"a.bin": b"a" * 10}, {"x.bin": b"x" * 10}
+    for i in range(3):
+        serve(srv, top, sub)
+        m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+        assert sorted(os.listdir(m.path("sub"))) == sorted(sub)
+        time.sleep(1.1)  # past the entry timeout: the node id's walk sends a lookup
+        sub[f"n{i}.bin"] = b"n"
+        serve(srv, top, sub)
+        xset(m.path("sub"), "refresh", "1")
+        m.proc.send_signal(signal.SIGTERM)
+        assert m.proc.wait(timeout=30) == 0, m.stderr()
+        m.returncode = 0
+        assert not is_mounted(m.mountpoint)
