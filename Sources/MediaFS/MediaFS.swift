@@ -241,8 +241,8 @@ public final class MediaFS: @unchecked Sendable {
             let fuse = OpaquePointer(bitPattern: address)
             var dropped = true
             for path in paths() {
-                guard let status = self.notify(fuse, { fuse_invalidate_path($0, path.hasPrefix("/") ? path : "/" + path) })
-                else { break }
+                let absolute = path.hasPrefix("/") ? path : "/" + path
+                guard let status = self.notify(fuse, { fuse_invalidate_path($0, absolute) }) else { break }
                 // ENOENT: the kernel holds no inode of that name, so no page.
                 if status != 0 && status != -ENOENT {
                     dropped = false
@@ -286,17 +286,19 @@ public final class MediaFS: @unchecked Sendable {
                 if stale.contains(name) {
                     guard let status = notify(fuse, { fuse_invalidate_path($0, path) }) else { return }
                     if status != 0 && status != -ENOENT {
-                        Log.warning("the kernel did not drop its attributes of \(path): \(String(cString: strerror(-status)))")
+                        Log.warning("the kernel did not drop its attributes of \(path): "
+                                    + String(cString: strerror(-status)))
                     }
                 }
                 let sent = notify(fuse) { fuse in
-                    name.withCString { fuse_lowlevel_notify_inval_entry(fuse_get_session(fuse), parent, $0, name.utf8.count) }
+                    name.withCString { fuse_lowlevel_notify_inval_entry(fuse_get_session(fuse), parent, $0,
+                                                                        name.utf8.count) }
                 }
                 guard let status = sent else { return }
                 statistics.countEntryNotification()
                 // ENOENT: the kernel holds no entry of that name.
                 if status != 0 && status != -ENOENT {
-                    Log.warning("the kernel did not drop its entry of \(path): \(String(cString: strerror(-status)))")
+                    Log.warning("the kernel did not drop its entry of \(path): " + String(cString: strerror(-status)))
                 }
             }
         }
