@@ -85,6 +85,23 @@ def test_a_removed_file_is_gone_at_once_after_a_refresh(mount, srv):
         assert name not in os.listdir(m.mountpoint)
 
 
+def test_an_open_file_whose_name_a_refresh_removed_still_fstats_and_reads(mount, srv):
+    top = {"open.bin": b"o" * 5000, "keep.bin": b"k" * 5}
+    serve(srv, top, {})
+    m = mount(srv.url("media/"), extra=MOUNT_ARGS)
+    held = os.open(m.path("open.bin"), os.O_RDONLY)
+    try:
+        del top["open.bin"]
+        serve(srv, top, {})
+        refreshed(m, m.mountpoint, notifications(m), 1)
+        missing(m.path("open.bin"))
+        # Its name is gone, not its attributes: fstat asks them by name.
+        assert os.fstat(held).st_size == 5000
+        assert os.pread(held, 10_000, 0) == b"o" * 5000
+    finally:
+        os.close(held)
+
+
 def test_a_file_whose_size_changed_shows_it_at_once_after_a_refresh(mount, srv):
     top, sub = {"a.bin": b"a" * 10}, {"c.bin": b"c" * 1000}
     serve(srv, top, sub)

@@ -260,11 +260,13 @@ public final class MediaFS: @unchecked Sendable {
     }
 
     /// Tells the kernel of a relisted directory's names (decision 0051),
-    /// so the next stat or lookup sees them as they are: an added name's
-    /// entry, which it may hold as missing for `negative_timeout`, is
-    /// dropped; a removed or changed name's entry too, and its attributes
-    /// and pages (`fuse_invalidate_path`). Queued like every invalidation;
-    /// quiet where the kernel holds nothing of a name.
+    /// so the next stat or lookup sees them as they are: every name's
+    /// entry is dropped (an added one it may hold as missing for
+    /// `negative_timeout`), and a changed name's attributes and pages
+    /// (`fuse_invalidate_path`). Not a removed name's: with its entry gone
+    /// no lookup finds it, and its attributes stay with the handles still
+    /// open on it (fstat asks them by name, which would fail). Queued like
+    /// every invalidation; quiet where the kernel holds nothing of a name.
     func tell(_ names: NameChanges) {
         guard let fuse else { return }
         let address = UInt(bitPattern: fuse)
@@ -280,10 +282,10 @@ public final class MediaFS: @unchecked Sendable {
                 // The directory went, or the mount is going: nothing to drop.
                 return Log.debug("no kernel entries of \(names.directory) invalidated: \(error.message)")
             }
-            let stale = Set(names.removed + names.changed)
+            let changed = Set(names.changed)
             for name in names.removed + names.changed + names.added {
                 let path = names.directory + "/" + name
-                if stale.contains(name) {
+                if changed.contains(name) {
                     guard let status = notify(fuse, { fuse_invalidate_path($0, path) }) else { return }
                     if status != 0 && status != -ENOENT {
                         Log.warning("the kernel did not drop its attributes of \(path): "
