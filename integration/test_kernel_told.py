@@ -12,10 +12,12 @@ stats with no wait. Without the notifications the stats fail: the kernel
 answers from what it held for up to a second (entry and negative timeouts).
 """
 
+import base64
 import json
 import os
 import signal
 import time
+import urllib.request
 
 import pytest
 
@@ -140,8 +142,6 @@ def test_one_refresh_tells_the_kernel_of_every_name_it_changed_and_no_other(moun
 
 
 def test_the_remote_controls_refresh_tells_the_kernel_too(mount, srv, tmp_path):
-    import base64
-    import urllib.request
     top = {"a.bin": b"a" * 10}
     serve(srv, top, {})
     secret = tmp_path / "rc-pass"
