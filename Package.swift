@@ -36,7 +36,7 @@ let package = Package(
                                                    "CCurl", "CSystem", "CMicroHTTPD"],
                 exclude: ["README.md", "Catalog/README.md", "Loader/README.md",
                           "Limits/README.md", "Admin/README.md", "ReadClasses/README.md"]),
-        .target(name: "MediaFS", dependencies: ["CFuse", "MediaCache", "MediaStore", "MediaSupport"], exclude: ["README.md"]),
+        .target(name: "MediaFS", dependencies: ["CFuse", "CSystem", "MediaCache", "MediaStore", "MediaSupport"], exclude: ["README.md"]),
         .executableTarget(name: "mediafs", dependencies: ["MediaFS", "MediaCache", "MediaSupport", "MediaStore", "MediaNetwork",
                                                          "MediaSources", "CSystem"],
                           path: "Sources/CLI", exclude: ["README.md"]),

@@ -4,6 +4,7 @@
 #ifndef MEDIAFS_CSYSTEM_SHIM_H
 #define MEDIAFS_CSYSTEM_SHIM_H
 #include <crypt.h>
+#include <fcntl.h>
 #include <linux/falloc.h>
 #include <malloc.h>
 #include <sys/syscall.h>
@@ -31,5 +32,26 @@ static inline int mediafs_malloc_trim(void) {
 /// threshold at its 128 KiB default.
 static inline void mediafs_malloc_tune(void) {
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
+}
+
+/// name_to_handle_at(AT_FDCWD, path, handle, &mount_id, 0), through
+/// syscall(2) since it and struct file_handle are declared only under
+/// _GNU_SOURCE: the kernel's file handle of `path`, its bytes copied to
+/// `bytes` (at most `*size`; `*size` set to their count) and its type to
+/// `*type`. Returns 0, or -1 with errno set.
+static inline int mediafs_name_to_handle(const char *path, unsigned char *bytes, unsigned int *size, int *type) {
+    struct {
+        unsigned int handle_bytes;
+        int handle_type;
+        unsigned char f_handle[128];
+    } handle;
+    int mount_id;
+    handle.handle_bytes = sizeof handle.f_handle;
+    if (syscall(SYS_name_to_handle_at, AT_FDCWD, path, &handle, &mount_id, 0) != 0) return -1;
+    unsigned int count = handle.handle_bytes < *size ? handle.handle_bytes : *size;
+    for (unsigned int i = 0; i < count; i++) bytes[i] = handle.f_handle[i];
+    *size = count;
+    *type = handle.handle_type;
+    return 0;
 }
 #endif

@@ -81,6 +81,11 @@ public final class MediaFS: @unchecked Sendable {
     /// Sends the kernel its invalidations: one thread, stopped before the
     /// session is destroyed, so none touches `struct fuse` after.
     private let invalidations = Worker(name: "mediafs-invalidate")
+    /// Whether notifications may reach the session: closed, under this
+    /// lock, once the loop has ended and before the session is unmounted,
+    /// so none is written to its descriptor once closed (and perhaps reused
+    /// by another open).
+    private let notifying = Locked(true)
 
     /// The mount's passthrough, known from the first open on (after INIT).
     var passthrough: Passthrough? {
@@ -173,7 +178,8 @@ public final class MediaFS: @unchecked Sendable {
             if options.passthrough { Passthrough.install(on: session!) }
 
             serving = true
-            catalog.start { [weak self] url, done in self?.invalidate(urls: [url], then: done) ?? false }
+            catalog.start(onChange: { [weak self] url, done in self?.invalidate(urls: [url], then: done) ?? false },
+                          onNames: { [weak self] names in self?.tell(names) })
             for listener in options.listeners { listener.start(serving: catalog) }
             Log.info("mounted " + (catalog.rootListingURL ?? "\(catalog.names.count) sources")
                      + " at \(options.mountpoint)")
@@ -188,7 +194,13 @@ public final class MediaFS: @unchecked Sendable {
             options.onUnmounted?()
             // Nothing may reach `fuse` once it is destroyed: the kernel has
             // let go, so pending invalidations are moot; then every other
-            // thread is joined and the metadata persisted.
+            // thread is joined and the metadata persisted. The session is
+            // unmounted first (the deferred call then does nothing): a job
+            // asking the kernel a node id may wait on a lookup no thread
+            // serves now (a loop ended by a signal), until the connection
+            // ends.
+            notifying.withLock { $0 = false }
+            fuse_unmount(fuse)
             invalidations.stop(drain: false)
             for listener in options.listeners { listener.stop() }
             catalog.stop()
@@ -229,7 +241,8 @@ public final class MediaFS: @unchecked Sendable {
             let fuse = OpaquePointer(bitPattern: address)
             var dropped = true
             for path in paths() {
-                let status = fuse_invalidate_path(fuse, path.hasPrefix("/") ? path : "/" + path)
+                let absolute = path.hasPrefix("/") ? path : "/" + path
+                guard let status = self.notify(fuse, { fuse_invalidate_path($0, absolute) }) else { break }
                 // ENOENT: the kernel holds no inode of that name, so no page.
                 if status != 0 && status != -ENOENT {
                     dropped = false
@@ -244,6 +257,59 @@ public final class MediaFS: @unchecked Sendable {
             Log.warning("the kernel took over \(Self.invalidationWait) s to drop its cached pages")
         }
         return true
+    }
+
+    /// Tells the kernel of a relisted directory's names (decision 0051),
+    /// so the next stat or lookup sees them as they are: every name's
+    /// entry is dropped (an added one it may hold as missing for
+    /// `negative_timeout`), and a changed name's attributes and pages
+    /// (`fuse_invalidate_path`). Not a removed name's: with its entry gone
+    /// no lookup finds it, and its attributes stay with the handles still
+    /// open on it (fstat asks them by name, which would fail). Queued like
+    /// every invalidation; quiet where the kernel holds nothing of a name.
+    func tell(_ names: NameChanges) {
+        guard let fuse else { return }
+        let address = UInt(bitPattern: fuse)
+        let (mountpoint, statistics) = (options.mountpoint, catalog.statistics)
+        invalidations.submit { [self] in
+            let fuse = OpaquePointer(bitPattern: address)
+            // Asking the node id walks the mount: not once the loop has ended.
+            guard notifying.withLock({ $0 }) else { return }
+            let parent: UInt64
+            switch KernelNode.id(of: names.directory, under: mountpoint) {
+            case .success(let id): parent = id
+            case .failure(let error):
+                // The directory went, or the mount is going: nothing to drop.
+                return Log.debug("no kernel entries of \(names.directory) invalidated: \(error.message)")
+            }
+            let changed = Set(names.changed)
+            for name in names.removed + names.changed + names.added {
+                let path = names.directory + "/" + name
+                if changed.contains(name) {
+                    guard let status = notify(fuse, { fuse_invalidate_path($0, path) }) else { return }
+                    if status != 0 && status != -ENOENT {
+                        Log.warning("the kernel did not drop its attributes of \(path): "
+                                    + String(cString: strerror(-status)))
+                    }
+                }
+                let sent = notify(fuse) { fuse in
+                    name.withCString { fuse_lowlevel_notify_inval_entry(fuse_get_session(fuse), parent, $0,
+                                                                        name.utf8.count) }
+                }
+                guard let status = sent else { return }
+                statistics.countEntryNotification()
+                // ENOENT: the kernel holds no entry of that name.
+                if status != 0 && status != -ENOENT {
+                    Log.warning("the kernel did not drop its entry of \(path): " + String(cString: strerror(-status)))
+                }
+            }
+        }
+    }
+
+    /// Sends one notification through `fuse`, unless the loop has ended
+    /// (nil then).
+    private func notify(_ fuse: OpaquePointer?, _ send: (OpaquePointer?) -> Int32) -> Int32? {
+        notifying.withLock { open in open ? send(fuse) : nil }
     }
 
     /// Called from `destroy`: the last chance to persist metadata.

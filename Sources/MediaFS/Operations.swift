@@ -146,12 +146,20 @@ func makeOperations() -> fuse_operations {
 
     ops.destroy = { _ in adapter().stop() }
 
-    ops.getattr = { path, stat, _ in
+    ops.getattr = { path, stat, info in
         reply("getattr") {
             let fs = adapter()
             // Off the first open's path: the lookup that precedes it comes here.
             fs.pinKernelReadaheadOnce()
             fs.catalog.statistics.countAttributeRequest()
+            // Asked through an open file (the kernel names the handle for a
+            // regular file's read or fstat): its file's, whatever its name
+            // leads to now. A refresh that removed the name has the kernel
+            // drop its attributes (0051), and the handle reads on.
+            if let info, info.pointee.fh != 0 {
+                stat!.pointee = fileStat(fs, try OpenFile.borrow(info.pointee.fh).loader.attributes())
+                return 0
+            }
             guard let attributes = try fs.catalog.attributes(at: pathString(path)) else {
                 stat!.pointee = directoryStat(fs)
                 return 0

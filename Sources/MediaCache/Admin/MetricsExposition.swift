@@ -69,6 +69,9 @@ public struct MetricsExposition: Sendable {
         out.metric("mediafs_attribute_requests_total", .counter,
                    "Stats that reached the daemon (getattr); readdirplus and the kernel's cache answer the rest.",
                    counters.attributeRequests)
+        out.metric("mediafs_kernel_entry_notifications_total", .counter,
+                   "Kernel entries of names a listing refresh added, removed or changed, invalidated at once.",
+                   counters.kernelEntryNotifications)
         out.header("mediafs_http_responses_total", .counter,
                    "HTTP responses by status class; error: a request that got no response.")
         for kind in Statistics.ResponseClass.allCases {

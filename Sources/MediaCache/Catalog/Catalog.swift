@@ -180,6 +180,11 @@ public final class Catalog: Sendable {
     /// it will, and then calls back, with whether every name was dropped.
     public typealias ChangeHandler = @Sendable (_ url: String, _ done: @escaping @Sendable (Bool) -> Void) -> Bool
 
+    /// Hears (on the listings worker, with no lock held; it must not wait
+    /// on the kernel) of a relisted directory's names added, removed or
+    /// changed.
+    public typealias NamesHandler = @Sendable (NameChanges) -> Void
+
     /// Every path in the mount whose name leads to one of `urls` (a change
     /// or a purge must reach the kernel's inode of each).
     public func paths(of urls: Set<String>) -> [String] {
@@ -189,9 +194,10 @@ public final class Catalog: Sendable {
     /// Starts the background thread that persists metadata and applies the
     /// cache limits (at once, then every `flushInterval`). `onChange` hears
     /// of files (by URL) whose remote content changed; without it no kernel
-    /// holds their pages.
-    public func start(onChange: ChangeHandler? = nil) {
+    /// holds their pages; `onNames` of relisted directories' names.
+    public func start(onChange: ChangeHandler? = nil, onNames: NamesHandler? = nil) {
         changeHandler.withLock { $0 = onChange }
+        listingService.namesChanged.withLock { $0 = onNames }
         let (listingService, recordProber) = (self.listingService, self.recordProber)
         listingService.poller?.start { directory, seen in listingService.relistChanged(directory, seen: seen) }
         let allowance = settings.backgroundDaily
@@ -503,7 +509,8 @@ public final class Catalog: Sendable {
                           bytesFromCache: counters.bytesFromCache,
                           bytesFromNetwork: counters.bytesFromNetwork, requests: counters.requests,
                           transfersInFlight: counters.transfersInFlight, kernelReadOpens: counters.kernelReadOpens,
-                          attributeRequests: counters.attributeRequests, openHandles: openHandles,
+                          attributeRequests: counters.attributeRequests,
+                          kernelEntryNotifications: counters.kernelEntryNotifications, openHandles: openHandles,
                           playBytesFetched: counters.fetchedByClass[ReadClass.play.rawValue],
                           scanBytesFetched: counters.fetchedByClass[ReadClass.scan.rawValue],
                           playBytesServed: counters.servedByClass[ReadClass.play.rawValue],
@@ -542,6 +549,8 @@ public final class Catalog: Sendable {
         var cacheNoRoom: Bool
         var cacheFreeBytes, cacheMinFree: Int64?
         var bytesFromCache, bytesFromNetwork, requests, transfersInFlight, kernelReadOpens, attributeRequests: Int64
+        /// Entries of relisted names the kernel was told to drop (decision 0051).
+        var kernelEntryNotifications: Int64
         /// Handles of the mount's files open now, as far as the daemon has
         /// heard: the kernel sends a close's release after close(2) returns.
         var openHandles: Int64

@@ -102,8 +102,22 @@ struct CatalogState: Sendable {
         /// Files new to the mount.
         var new = 0
         /// Loaders of files the listing may show changed, with what it
-        /// shows: each decides (`FileLoader.listingShows`) off the lock.
-        var changed: [(loader: FileLoader, listed: ContentInfo)] = []
+        /// shows and their name here: each decides
+        /// (`FileLoader.listingShows`) off the lock.
+        var changed: [(loader: FileLoader, listed: ContentInfo, name: String)] = []
+        /// The directory's names added, removed and changed, for the kernel
+        /// (those whose loader finds them changed join once it has).
+        var names: NameChanges
+    }
+
+    /// What a listing's entry showing another version of a file leaves to
+    /// do (`listedChange`).
+    enum ListedChange {
+        /// The loader compares, off the lock, and tells the kernel itself.
+        case compare(FileLoader)
+        /// A record with no metadata took the listing's size and date: the
+        /// kernel is told of its name with the directory's (NameChanges).
+        case learned
     }
 
     /// Lists its names when a directory source is the mount's root (a
@@ -236,14 +250,13 @@ struct CatalogState: Sendable {
     /// kernel told now, not at the next open; one with no metadata left
     /// (evicted) just takes the listing's size and date.
     mutating func listedChange(of url: String, named path: String, to listed: ContentInfo, at now: Double)
-        -> FileLoader? {
-        if let loader = loaders[url] { return loader }
+        -> ListedChange? {
+        if let loader = loaders[url] { return .compare(loader) }
         guard let record = records[url], record.mayDiffer(from: listed) else { return nil }
         guard record.hasMeta else {
-            _ = learn(listed, of: url, at: now, replacing: true)
-            return nil
+            return learn(listed, of: url, at: now, replacing: true) ? .learned : nil
         }
-        return liveLoader(url: url, path: path)
+        return liveLoader(url: url, path: path).map { .compare($0) }
     }
 
     /// Which of a listing's files are new to the mount: their records are
@@ -261,10 +274,14 @@ struct CatalogState: Sendable {
     /// bytes of an entry gone to the trash. Directories the listing kept
     /// stay the same objects (their own listings with them); names that
     /// left (a file, or a directory and all below it) take their loaders
-    /// with them, unless another name still leads there.
+    /// with them, unless another name still leads there. Says which names
+    /// were added, removed or changed, for the kernel (NameChanges).
     mutating func relist(_ directory: Directory, with sources: [Source], isNew: [Bool], read: [EntryRecord?],
                          readAt readRemovals: Int, at now: Double, believedFor: Double) -> Listed {
         let old = directory.children
+        // Before its first listing no lookup of its names was answered, so
+        // the kernel holds none of them.
+        let kernelSawNames = directory.listedAt != nil
         directory.order = []
         directory.children = [:]
         directory.naming = FileNaming()
@@ -280,7 +297,8 @@ struct CatalogState: Sendable {
         self.records.reserveCapacity(self.records.count + records.count)
         directory.children.reserveCapacity(sources.count)
         directory.order.reserveCapacity(sources.count)
-        var changed: [(loader: FileLoader, listed: ContentInfo)] = []
+        var changed: [(loader: FileLoader, listed: ContentInfo, name: String)] = []
+        var learned: [String] = []
         let wall = context.settings.clock.wall()
         for (source, isNew) in zip(sources, isNew) {
             let record = isNew ? next.next() ?? nil : nil
@@ -290,9 +308,12 @@ struct CatalogState: Sendable {
                 _ = directory.add(safe.name, .directory(existing))
             } else {
                 let name = insert(safe, into: directory, read: record)
-                if let listed = source.listedInfo,
-                   let loader = listedChange(of: source.url, named: directory.path + "/" + name, to: listed, at: wall) {
-                    changed.append((loader, listed))
+                if let listed = source.listedInfo {
+                    switch listedChange(of: source.url, named: directory.path + "/" + name, to: listed, at: wall) {
+                    case .compare(let loader)?: changed.append((loader, listed, name))
+                    case .learned?: learned.append(name)
+                    case nil: break
+                    }
                 }
             }
         }
@@ -301,7 +322,12 @@ struct CatalogState: Sendable {
         directory.refreshAt = now + believedFor
         let kept = Set(directory.children.values.map(\.identity))
         let left = old.values.contains { !kept.contains($0.identity) }
-        return Listed(dropped: left ? retireUnreferenced() : [], new: records.count, changed: changed)
+        var names = NameChanges(directory: directory.path)
+        if kernelSawNames {
+            names = NameChanges.between(old, directory.children, in: directory.path) { $0.identity == $1.identity }
+            if !learned.isEmpty { names.changed = Array(Set(names.changed).union(learned)).sorted() }
+        }
+        return Listed(dropped: left ? retireUnreferenced() : [], new: records.count, changed: changed, names: names)
     }
 
     /// Names added at run time follow a new listing's, each under the name

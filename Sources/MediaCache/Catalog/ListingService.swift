@@ -52,6 +52,9 @@ final class ListingService: Sendable {
     private let wakeFlusher: @Sendable () -> Void
     /// With `--poll-interval`: told the token of each believed listing.
     let poller: ChangePoller?
+    /// Hears of each relisted directory's names added, removed or changed
+    /// (`Catalog.start`), so the kernel drops what it holds of them.
+    let namesChanged = Locked<Catalog.NamesHandler?>(nil)
 
     init(context: ListingContext, dirCacheTime: Double, doubt: ListingDoubt = ListingDoubt(),
          readAgain: [any Listing], archives: Bool,
@@ -134,8 +137,7 @@ final class ListingService: Sendable {
         if !believe, !judged(shown, of: directory, origin: listing.origin) { return }
         guard let (result, unsaved) = relist(directory, with: shown, believedFor: dirCacheTime) else { return }
         poller?.note(directory, token: token?.adopting(validatorsOf: seen))
-        FileLoader.settle(result.dropped)
-        let changes = applyChanges(result.changed)
+        let changes = settle(result)
         revalidateChanged(changedVODs)
         if listing.refreshes { save(sources, of: directory) }
         // What the listing said of its files waits to be saved.
@@ -203,11 +205,21 @@ final class ListingService: Sendable {
         }
     }
 
-    /// Has each file a listing may show changed compare and, if it did
-    /// change, drop its bytes and the kernel's pages now (off the lock: a
-    /// change frees bytes). Returns how many changed.
-    private func applyChanges(_ changed: [(loader: FileLoader, listed: ContentInfo)]) -> Int {
-        changed.reduce(0) { count, change in count + (change.loader.listingShows(change.listed) ? 1 : 0) }
+    /// What a relisting leaves to do off the lock, whatever asked for it
+    /// (a lookup past the cache time, the user, a poll, the remote
+    /// control, a remount's saved listing): the loaders of names that left
+    /// are stopped; each file the listing may show changed compares and,
+    /// if it did change, drops its bytes and has the kernel drop its pages
+    /// (a change frees bytes); then the kernel hears of the names added,
+    /// removed and changed, after those pages' job on the same worker.
+    /// Returns how many files changed.
+    private func settle(_ result: CatalogState.Listed) -> Int {
+        FileLoader.settle(result.dropped)
+        var names = result.names
+        let changed = result.changed.filter { $0.loader.listingShows($0.listed) }.map(\.name)
+        if !changed.isEmpty { names.changed = Array(Set(names.changed).union(changed)).sorted() }
+        if !names.isEmpty, let tell = namesChanged.withLock({ $0 }) { tell(names) }
+        return changed.count
     }
 
     /// Replaces a directory's names by `sources`, believed for
@@ -246,8 +258,7 @@ final class ListingService: Sendable {
         }, of: listing, fromSaved: true)
         // A listing fetched meanwhile is newer than the saved one.
         if let result = relist(directory, with: sources, believedFor: 0, unlessListed: true)?.result {
-            FileLoader.settle(result.dropped)
-            _ = applyChanges(result.changed)
+            _ = settle(result)
         }
         Log.debug("listed \(listing.origin) from its saved listing: \(sources.count) entries; refreshing it")
         return true

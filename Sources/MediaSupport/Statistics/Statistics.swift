@@ -65,6 +65,12 @@ public final class Statistics: Sendable {
         kernel.attributeRequests.add(1, ordering: .relaxed)
     }
 
+    /// The kernel was told to drop its entry of a name a relisting added,
+    /// removed or changed (tests count these, not times).
+    package func countEntryNotification() {
+        kernel.entryNotifications.add(1, ordering: .relaxed)
+    }
+
     /// A transfer (or probe) was started again after a failure.
     package func countRetry() {
         retries.add(1, ordering: .relaxed)
@@ -112,6 +118,7 @@ public final class Statistics: Sendable {
         package var transfersInFlight: Int64
         package var kernelReadOpens: Int64
         package var attributeRequests: Int64 = 0
+        package var kernelEntryNotifications: Int64 = 0
         package var retries: Int64 = 0
         package var evictions: Int64 = 0
         package var graceResumes: Int64 = 0
@@ -132,6 +139,7 @@ public final class Statistics: Sendable {
                  transfersInFlight: transfersInFlight.load(ordering: .relaxed),
                  kernelReadOpens: kernel.readOpens.load(ordering: .relaxed),
                  attributeRequests: kernel.attributeRequests.load(ordering: .relaxed),
+                 kernelEntryNotifications: kernel.entryNotifications.load(ordering: .relaxed),
                  retries: retries.load(ordering: .relaxed),
                  evictions: evictions.load(ordering: .relaxed),
                  graceResumes: graceResumes.load(ordering: .relaxed),

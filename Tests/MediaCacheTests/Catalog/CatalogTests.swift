@@ -57,7 +57,7 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(Set(object?.keys.map { $0 } ?? []).subtracting(["cache_free_bytes", "cache_min_free"]),
                        ["entries", "cached_bytes", "cache_max_size", "pinned_bytes", "pinned_over_limit", "cache_no_room",
                         "bytes_from_cache", "bytes_from_network", "requests", "transfers_in_flight",
-                        "kernel_read_opens", "attribute_requests", "open_handles", "play_bytes_fetched", "scan_bytes_fetched",
+                        "kernel_read_opens", "attribute_requests", "kernel_entry_notifications", "open_handles", "play_bytes_fetched", "scan_bytes_fetched",
                         "play_bytes_served", "scan_bytes_served", "background_bytes_fetched",
                         "background_bytes_served", "grace_resumes", "transfers_yielded",
                         "scan_reads_delayed", "lookahead_requests", "limit_passes",
