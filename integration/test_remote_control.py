@@ -3,7 +3,9 @@ client the gateways' docs show) and by plain HTTP where the test needs the
 status: `vfs/refresh` and `vfs/forget` list a directory again and the name
 is there (or gone) when the call returns; bad credentials and paths outside
 the mount do nothing. The listing is an in-process FaultServer's index,
-whose request log says what reached the server."""
+whose request log says what reached the server; the same calls against
+Apache's mod_dav and S3 (moto) show the change to stat and ls at once
+(the kernel told, decision 0051), each one listing at the server."""
 
 import base64
 import json
@@ -179,3 +181,109 @@ def test_the_remote_control_from_mount_options_as_fstab_gives_them(mount, srv):
     port = free_port()
     m = mount(srv.url("media/"), extra=["-o", f"rc=127.0.0.1:{port},rc_no_auth"])
     assert post(f"http://127.0.0.1:{port}/", "core/pid", user=None) == (200, {"pid": m.pid})
+
+
+def rc_args(tmp_path):
+    """--rc on a free loopback port with the test's password file: (args, url)."""
+    secret = tmp_path / "rc-pass"
+    secret.write_text(PASSWORD + "\n")
+    secret.chmod(0o600)
+    port = free_port()
+    return (["--timeout", "10", "--rc", f"127.0.0.1:{port}", "--rc-user", "gateway", "--rc-pass-file", str(secret)],
+            f"http://127.0.0.1:{port}/")
+
+
+def missing(path):
+    """Whether a stat says ENOENT (it leaves the kernel a negative entry)."""
+    try:
+        os.stat(path)
+        return False
+    except FileNotFoundError:
+        return True
+
+
+def test_refresh_and_forget_on_apache_webdav_show_at_once_to_stat_and_ls(mount, tmp_path):
+    """A gateway adds and removes files on Apache's mod_dav and calls
+    rclone's API: when `vfs/refresh` returns, the added name stats (the
+    kernel had it cached as missing) and lists; when `vfs/forget` returns,
+    the removed one is gone to stat and ls. Each call sent the server one
+    listing (a depth-1 PROPFIND) of that directory and nothing else."""
+    from davservers import ApacheDav, make_served_dir
+    served = make_served_dir()
+    server = ApacheDav(served)
+    try:
+        (served / "shows").mkdir()
+        (served / "shows" / "a.mkv").write_bytes(b"a" * 100)
+        for path in [served, *served.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        server.start()
+        args, url = rc_args(tmp_path)
+        m = mount(server.url("open").replace("http://", "dav://"), extra=args)
+        assert os.listdir(m.path("shows")) == ["a.mkv"]
+        assert missing(m.path("shows/new.mkv"))
+        (served / "shows" / "new.mkv").write_bytes(b"n" * 50)
+        (served / "shows" / "new.mkv").chmod(0o644)
+        server.log.clear()
+        code, out, err = rclone_rc(url, "vfs/refresh", "dir=shows")
+        assert code == 0 and json.loads(out)["result"] == {"shows": "OK"}, (out, err)
+        assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats when the call returns"
+        assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"]
+        assert server.log.propfinds() == [("/open/shows/", "1")], server.log.propfinds()
+
+        assert os.stat(m.path("shows/a.mkv")).st_size == 100
+        (served / "shows" / "a.mkv").unlink()
+        server.log.clear()
+        code, out, err = rclone_rc(url, "vfs/forget", "file=shows/a.mkv")
+        assert code == 0 and json.loads(out)["forgotten"] == ["shows/a.mkv"], (out, err)
+        assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat when the call returns"
+        assert os.listdir(m.path("shows")) == ["new.mkv"]
+        assert server.log.propfinds() == [("/open/shows/", "1")], server.log.propfinds()
+    finally:
+        server.remove()
+        shutil.rmtree(served, ignore_errors=True)
+
+
+def test_refresh_and_forget_on_s3_show_at_once_to_stat_and_ls(mount, monkeypatch, tmp_path):
+    """The same against S3 (moto behind the signature-checking proxy): one
+    list request of the prefix per call."""
+    from s3proxy import CheckingProxy, MotoServer
+    moto = MotoServer()
+    proxy = CheckingProxy(moto.port, region="us-east-1")
+    try:
+        client = moto.client()
+        client.create_bucket(Bucket="media")
+        client.put_object(Bucket="media", Key="lib/shows/a.mkv", Body=b"a" * 100)
+        proxy.add_key("AKIDRCTEST", "s3cr3t")
+        for name in list(os.environ):
+            if name.startswith("AWS_"):
+                monkeypatch.delenv(name)
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDRCTEST")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t")
+        args, url = rc_args(tmp_path)
+        m = mount("s3://media/lib/", extra=["--s3-endpoint", proxy.url, *args])
+        assert os.listdir(m.path("shows")) == ["a.mkv"]
+        assert missing(m.path("shows/new.mkv"))
+
+        def lists():
+            return [r.query.get("prefix") for r in proxy.requests(method="GET", list_only=True)]
+        client.put_object(Bucket="media", Key="lib/shows/new.mkv", Body=b"n" * 50)
+        proxy.clear()
+        code, out, err = rclone_rc(url, "vfs/refresh", "dir=shows")
+        assert code == 0 and json.loads(out)["result"] == {"shows": "OK"}, (out, err)
+        assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats when the call returns"
+        assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"]
+        assert lists() == ["lib/shows/"], lists()
+
+        assert os.stat(m.path("shows/a.mkv")).st_size == 100
+        client.delete_object(Bucket="media", Key="lib/shows/a.mkv")
+        proxy.clear()
+        code, out, err = rclone_rc(url, "vfs/forget", "file=shows/a.mkv")
+        assert code == 0 and json.loads(out)["forgotten"] == ["shows/a.mkv"], (out, err)
+        assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat when the call returns"
+        assert os.listdir(m.path("shows")) == ["new.mkv"]
+        assert lists() == ["lib/shows/"], lists()
+    finally:
+        proxy.stop()
+        moto.stop()
