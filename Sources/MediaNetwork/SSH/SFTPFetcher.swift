@@ -8,8 +8,9 @@
 // Threads: libssh2's sessions are not thread-safe; a transfer runs on a
 // worker thread of its server's (server and login: SFTPSessions' key)
 // with a session of its own, taken and given back. At most
-// `maxSessionsPerServer` run at once per server; the rest queue, most
-// urgent first, then in order. Its transfers' IDs have bit 62 set (the
+// `maxSessionsPerServer` run at once per server, more than one only for
+// readers waiting (`addWorker`); the rest queue, most urgent first, then
+// in order. Its transfers' IDs have bit 62 set (the
 // segmented fetcher above takes bit 63, libcurl counts from 1).
 //
 // What the libcurl path gave, kept: the head RemoteFileHead makes (206,
@@ -33,7 +34,7 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
     /// OpenSSH's default MaxSessions (10) and MaxStartups (10).
     package static let maxSessionsPerServer = 4
     /// A session that drops is replaced this many times in one transfer.
-    static let maxReconnects = 1
+    static let maxReconnects = 2
 
     private struct State {
         var next: TransferID = SFTPFetcher.ownBit
@@ -75,9 +76,7 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
             state.next += 1
             guard !state.stopping else { return (transfer, false, true) }
             state.queued[server, default: []].append(transfer)
-            let spawn = state.workers[server, default: 0] < Self.maxSessionsPerServer
-            if spawn { state.workers[server, default: 0] += 1 }
-            return (transfer, spawn, false)
+            return (transfer, Self.addWorker(for: transfer.priority, server, &state), false)
         }
         if stopping {
             transfer.delegate.transfer(transfer.id, completeWith: MediaError(ECANCELED, "shutting down"))
@@ -107,10 +106,28 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
 
     package func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
         guard id & Self.ownBit != 0 else { return base.promote(id, to: priority) }
-        state.withLock { state in
-            for list in state.queued.values { list.first { $0.id == id }?.promote(to: priority) }
+        let spawn = state.withLock { state -> String? in
             state.running[id]?.promote(to: priority)
+            for (server, list) in state.queued {
+                guard let transfer = list.first(where: { $0.id == id }) else { continue }
+                transfer.promote(to: priority)
+                return Self.addWorker(for: transfer.priority, server, &state) ? server : nil
+            }
+            return nil
         }
+        if let spawn { Thread.detachNewThread { [self] in work(spawn) } }
+    }
+
+    /// Whether a transfer of `priority` just queued for `server` gets a
+    /// worker of its own (counted here): the first always; another, with
+    /// a session of its own (a login, when none is kept: most of a second
+    /// across an ocean), only for a reader waiting now, never for
+    /// readahead or a probe, which wait for the workers there are.
+    private static func addWorker(for priority: FetchRequest.Priority, _ server: String, _ state: inout State) -> Bool {
+        let workers = state.workers[server, default: 0]
+        guard workers == 0 || (priority == .read && workers < maxSessionsPerServer) else { return false }
+        state.workers[server] = workers + 1
+        return true
     }
 
     package func allow(_ id: TransferID, through bytes: Int64) {
@@ -178,31 +195,30 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
         let path = SFTPSession.remotePath(MediaURL(request.url)?.path ?? "/")
         var progress = SFTPReadProgress(request: request)
         var reconnects = 0
+        // After a failure, a new session: those kept may have dropped with it.
+        var mayUseKept = true
         while true {
             if transfer.cancelled { return finish(transfer, progress, MediaError(ECANCELED, "cancelled")) }
-            let session: SFTPSession
+            var session: SFTPSession?
             do {
-                session = try SFTPSessions.take(url: request.url, options: options)
-                    ?? SFTPSession(url: request.url, options: options, timeout: timeout)
-            } catch {
-                return finish(transfer, progress, error as? MediaError ?? MediaError.io("\(error)"))
-            }
-            do {
-                let outcome = try read(transfer, path: path, on: session, progress: &progress, buffer: buffer)
-                SFTPSessions.give(session, url: request.url, options: options)
+                if mayUseKept { session = SFTPSessions.take(url: request.url, options: options) }
+                let current = try session ?? SFTPSession(url: request.url, options: options, timeout: timeout)
+                session = current
+                let outcome = try read(transfer, path: path, on: current, progress: &progress, buffer: buffer)
+                SFTPSessions.give(current, url: request.url, options: options)
                 return finish(transfer, progress, outcome)
-            } catch let error as MediaError {
-                SFTPSessions.give(session, url: request.url, options: options)
+            } catch {
+                if let session { SFTPSessions.give(session, url: request.url, options: options) }
+                let failure = error as? MediaError ?? MediaError.io("\(error)")
                 // A session that dropped (a server restarted, a connection
                 // killed) is replaced; one that timed out is not waited on twice.
-                guard session.broken, reconnects < Self.maxReconnects, !error.message.contains("--timeout") else {
-                    return finish(transfer, progress, error)
+                guard session?.broken ?? SFTPSessions.isTransport(failure), reconnects < Self.maxReconnects,
+                      !failure.message.contains("--timeout") else {
+                    return finish(transfer, progress, failure)
                 }
                 reconnects += 1
-                Log.debug("\(MediaError.redacted(request.url)): the SFTP session dropped (\(error.message)); on a new one")
-            } catch {
-                SFTPSessions.give(session, url: request.url, options: options)
-                return finish(transfer, progress, MediaError.io("\(error)"))
+                mayUseKept = false
+                Log.debug("\(MediaError.redacted(request.url)): SFTP session lost (\(failure.message)); on a new one")
             }
         }
     }

@@ -195,6 +195,12 @@ package final class SFTPSession: @unchecked Sendable {
             if mediafs_ssh_password(session, user, password) == 0 { return }
             tried.append(from)
         }
+        // A connection lost during the login (the server killed, a
+        // timeout) is no refusal: the caller may try again.
+        if [LIBSSH2_ERROR_SOCKET_RECV, LIBSSH2_ERROR_SOCKET_SEND, LIBSSH2_ERROR_SOCKET_DISCONNECT,
+            LIBSSH2_ERROR_SOCKET_TIMEOUT, LIBSSH2_ERROR_TIMEOUT].contains(libssh2_session_last_errno(session)) {
+            throw failure(EIO, "connection lost during the login")
+        }
         let list = tried.isEmpty ? "nothing to offer: no agent, no key in ~/.ssh, no password"
             : "tried " + tried.joined(separator: ", ")
         throw MediaError(EACCES, "sftp \(name): login as '\(user)' refused (\(list))")
