@@ -244,7 +244,10 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
         }
         guard let range = progress.remaining, !range.isEmpty else { return nil }
         var stopped = false
-        _ = try session.read(path: path, range: range, buffer: buffer) { bytes in
+        // Readahead and preload are windows of a sequential read, the next
+        // one after them.
+        let streaming = request.priority == .readahead || request.priority == .preload
+        _ = try session.read(path: path, range: range, streaming: streaming, buffer: buffer) { bytes in
             pace?.wait(for: bytes.count, priority: transfer.priority)
             guard !transfer.cancelled, transfer.delegate.transfer(transfer.id, receiveBody: bytes) else {
                 stopped = true

@@ -56,7 +56,11 @@ extension SFTPSession {
     /// Reads `range` of the open file at `path` into `buffer`, handing
     /// each piece to `deliver` (false stops). Returns the bytes delivered;
     /// fewer than asked at the file's end.
-    package func read(path: String, range: Range<Int64>, buffer: UnsafeMutableRawBufferPointer,
+    /// `streaming`: the read is a window of a sequential reader's, whose
+    /// next window follows it: libssh2 is let ask ahead past its end, so
+    /// the next one, on the same handle, finds its first bytes under way
+    /// instead of waiting a round trip for them.
+    package func read(path: String, range: Range<Int64>, streaming: Bool = false, buffer: UnsafeMutableRawBufferPointer,
                       deliver: (UnsafeRawBufferPointer) -> Bool) throws -> Int64 {
         guard let file = openFiles.file(at: path) else { throw failure(EIO, "'\(path)' is not open") }
         // A seek drops what was asked ahead; a read that goes on where the
@@ -67,7 +71,8 @@ extension SFTPSession {
         var done: Int64 = 0
         let total = range.upperBound - range.lowerBound
         while done < total {
-            let ask = Self.ask(remaining: total - done, buffer: buffer.count)
+            let ask = streaming ? Int(min(total - done, Int64(buffer.count)))
+                : Self.ask(remaining: total - done, buffer: buffer.count)
             let count = libssh2_sftp_read(file.handle, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), ask)
             if count == 0 { break }
             guard count > 0 else { throw sftpFailure("reading '\(path)' failed") }
