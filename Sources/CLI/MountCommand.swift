@@ -584,6 +584,7 @@ struct MountCommand {
             options.listeners.append(try AdminListener(address: address, exposition: exposition, remoteControl: control))
         }
         let statistics = Statistics(clock: clock)
+        let readTimeout = Int(reads.timeout.rounded(.up))
         let preloadNext = self.preloadNext
         let revalidateAfter = reads.revalidateAfter
         let dirCacheTime = self.dirCacheTime
@@ -594,9 +595,12 @@ struct MountCommand {
         // One directory URL is mounted as its root; anything else, a name per source.
         let sourceIsRoot = Source.isMountRoot(arguments: sources, parsed: parsed)
         let fs = MediaFS(options: options, clock: clock) {
-            let network = CurlFetcher(clock: clock, options: http, statistics: statistics,
-                                      limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)),
-                                      backgroundLimit: backgroundBandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
+            let curl = CurlFetcher(clock: clock, options: http, statistics: statistics,
+                                   limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)),
+                                   backgroundLimit: backgroundBandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
+            // sftp:// files are read on libssh2's kept sessions, the rest by libcurl.
+            let network = SFTPFetcher(base: curl, options: http, timeout: readTimeout, clock: clock,
+                                      bytesPerSecond: bandwidthLimit)
             // The catalog serves segmented VODs' files from their segments'
             // URLs over it: the arguments' now, those listings find once found.
             return Catalog(sources: parsed, sourceIsRoot: sourceIsRoot, store: store, fetcher: network,

@@ -1,6 +1,6 @@
-// libssh2, for SFTP listings: one directory read with its entries'
-// attributes (size, mtime, type), which libcurl's sftp:// only gives as
-// `ls -l` text. Its function-like macros are not callable from Swift:
+// libssh2, for SFTP listings (one directory read with its entries'
+// attributes: size, mtime, type, which libcurl's sftp:// only gives as
+// `ls -l` text) and reads on kept file handles. Its function-like macros are not callable from Swift:
 // typed inline wrappers here, each named after the macro it stands for.
 #ifndef MEDIAFS_CSSH2_SHIM_H
 #define MEDIAFS_CSSH2_SHIM_H
@@ -26,6 +26,16 @@ static inline LIBSSH2_SFTP_HANDLE *mediafs_sftp_opendir(LIBSSH2_SFTP *sftp, cons
 /// libssh2_sftp_stat()
 static inline int mediafs_sftp_stat(LIBSSH2_SFTP *sftp, const char *path, LIBSSH2_SFTP_ATTRIBUTES *attrs) {
     return libssh2_sftp_stat_ex(sftp, path, (unsigned int)strlen(path), LIBSSH2_SFTP_STAT, attrs);
+}
+
+/// libssh2_sftp_open() of a file, for reading.
+static inline LIBSSH2_SFTP_HANDLE *mediafs_sftp_open_read(LIBSSH2_SFTP *sftp, const char *path) {
+    return libssh2_sftp_open_ex(sftp, path, (unsigned int)strlen(path), LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
+}
+
+/// libssh2_sftp_fstat()
+static inline int mediafs_sftp_fstat(LIBSSH2_SFTP_HANDLE *handle, LIBSSH2_SFTP_ATTRIBUTES *attrs) {
+    return libssh2_sftp_fstat_ex(handle, attrs, 0);
 }
 
 /// libssh2_userauth_password()

@@ -1,7 +1,8 @@
 // The seam between the cache and the network: a request goes in, the
 // response head, the body bytes and the end come back to a delegate, in that
 // order, on the fetcher's own thread. Core tests replace it with a fake that
-// counts requests; the mount uses CurlFetcher.
+// counts requests; the mount uses CurlFetcher, under SFTPFetcher (sftp://
+// reads) and SegmentedFetcher (VODs' parts).
 import MediaSupport
 #if canImport(Glibc)
 import Glibc

@@ -7,7 +7,8 @@
 // The host key is verified against known_hosts before anything is sent
 // (SSHHostKey names the refusal); then the agent, the keys, and a password
 // from the URL or ~/.netrc are tried, as ssh tries them. File bytes are
-// not read here: CurlFetcher reads them, pinned to the key verified here.
+// read on it too (SFTPSession+Reads, for SFTPFetcher), on handles kept
+// open between reads (SFTPOpenFiles).
 import CSSH2
 import Foundation
 import MediaSupport
@@ -37,8 +38,17 @@ package final class SFTPSession: @unchecked Sendable {
     package let user: String
     private let origin: HTTPOrigin
     private var socket: Int32 = -1
-    private var session: OpaquePointer?
-    private var sftp: OpaquePointer?
+    /// The libssh2 session and its SFTP channel; SFTPSession+Reads uses them.
+    private(set) var session: OpaquePointer?
+    private(set) var sftp: OpaquePointer?
+    /// Files opened for reads, kept open between them.
+    var openFiles = SFTPOpenFiles()
+    /// A transport failure (a timeout, a dropped connection) happened: the
+    /// session is closed, never kept (SFTPSessions), and nothing more is
+    /// sent on it, not even the close of its handles.
+    package internal(set) var broken = false
+    /// The read timeout in seconds, for the log line that names it.
+    let timeout: Int
 
     /// Connects to the URL's host, verifies its key, logs in and opens SFTP;
     /// throws a MediaError naming the host and what failed.
@@ -47,6 +57,7 @@ package final class SFTPSession: @unchecked Sendable {
             throw MediaError(EINVAL, "'\(MediaError.redacted(url))' is not an sftp:// URL")
         }
         self.origin = origin
+        self.timeout = timeout
         host = parsed.host.hasPrefix("[") ? String(parsed.host.dropFirst().dropLast()) : parsed.host
         port = origin.port
         user = parsed.user.flatMap { $0.removingPercentEncoding } ?? options.ssh.defaultUser
@@ -73,9 +84,9 @@ package final class SFTPSession: @unchecked Sendable {
 
     private static let libraryReady: Void = { libssh2_init(0) }()
 
-    private var name: String { port == 22 ? host : "[\(host)]:\(port)" }
+    var name: String { port == 22 ? host : "[\(host)]:\(port)" }
 
-    private func failure(_ errno: Int32, _ what: String) -> MediaError {
+    func failure(_ errno: Int32, _ what: String) -> MediaError {
         var detail = ""
         if let session {
             var message: UnsafeMutablePointer<CChar>?
@@ -201,6 +212,12 @@ package final class SFTPSession: @unchecked Sendable {
             if mediafs_ssh_password(session, user, password) == 0 { return }
             tried.append(from)
         }
+        // A connection lost during the login (the server killed, a
+        // timeout) is no refusal: the caller may try again.
+        if [LIBSSH2_ERROR_SOCKET_RECV, LIBSSH2_ERROR_SOCKET_SEND, LIBSSH2_ERROR_SOCKET_DISCONNECT,
+            LIBSSH2_ERROR_SOCKET_TIMEOUT, LIBSSH2_ERROR_TIMEOUT].contains(libssh2_session_last_errno(session)) {
+            throw failure(EIO, "connection lost during the login")
+        }
         let list = tried.isEmpty ? "nothing to offer: no agent, no key in ~/.ssh, no password"
             : "tried " + tried.joined(separator: ", ")
         throw MediaError(EACCES, "sftp \(name): login as '\(user)' refused (\(list))")
@@ -277,8 +294,12 @@ package final class SFTPSession: @unchecked Sendable {
     }
 
     /// What the server's SFTP status says, as an errno and a sentence.
-    private func sftpFailure(_ what: String) -> MediaError {
+    func sftpFailure(_ what: String) -> MediaError {
         guard let session, let sftp, libssh2_session_last_errno(session) == LIBSSH2_ERROR_SFTP_PROTOCOL else {
+            broken = true
+            if let session, libssh2_session_last_errno(session) == LIBSSH2_ERROR_TIMEOUT {
+                return MediaError(EIO, "sftp \(name): \(what): no answer in \(timeout) s (--timeout)")
+            }
             return failure(EIO, what)
         }
         switch libssh2_sftp_last_error(sftp) {
@@ -292,6 +313,9 @@ package final class SFTPSession: @unchecked Sendable {
     }
 
     private func close() {
+        // A broken session's handles are left to the server, which closes
+        // them with the connection; waiting on a dead one would only time out.
+        if !broken { openFiles.closeAll() } else { openFiles.forgetAll() }
         if let sftp { libssh2_sftp_shutdown(sftp) }
         sftp = nil
         if let session {

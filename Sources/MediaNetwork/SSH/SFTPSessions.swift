@@ -4,14 +4,18 @@
 // that is a second a listing. A session is used by one caller at a time
 // (taken out, given back); one that fails in transport is closed and the
 // listing runs once more on a new one, so a server restarted meanwhile
-// costs nothing but that handshake. Keys are held in memory only.
+// costs nothing but that handshake. Reads (SFTPFetcher) take and give
+// back the same sessions, with the files they keep open. Keys are held in
+// memory only.
 import Foundation
 import MediaSupport
 
 package enum SFTPSessions {
     /// Idle sessions kept per server and login: a listing at a time runs
     /// on the listings worker, and a lookup's first listing beside it.
-    package static let maxIdlePerKey = 2
+    /// Reads (SFTPFetcher) run on up to `SFTPFetcher.maxSessionsPerServer`
+    /// of them at once, and keep them all.
+    package static let maxIdlePerKey = 4
 
     private static let idle = Locked<[String: [SFTPSession]]>([:])
 
@@ -46,8 +50,19 @@ package enum SFTPSessions {
     }
 
     /// Whether a failure says the session is gone, not what it was asked.
-    static func isTransport(_ error: MediaError) -> Bool {
+    package static func isTransport(_ error: MediaError) -> Bool {
         ![ENOENT, EACCES, ENOTDIR, EISDIR, EFBIG].contains(error.errno)
+    }
+
+    /// A kept session for `url`'s server and login, or nil: the caller
+    /// (a read) opens one itself, and gives either back with `give`.
+    package static func take(url: String, options: HTTPOptions) -> SFTPSession? {
+        take(key(url: url, options: options))
+    }
+
+    /// Keeps `session` for later, unless it broke.
+    package static func give(_ session: SFTPSession, url: String, options: HTTPOptions) {
+        give(session, key(url: url, options: options))
     }
 
     private static func take(_ key: String) -> SFTPSession? {
@@ -55,6 +70,7 @@ package enum SFTPSessions {
     }
 
     private static func give(_ session: SFTPSession, _ key: String) {
+        guard !session.broken else { return }
         let extra: SFTPSession? = idle.withLock { sessions in
             var list = sessions[key, default: []]
             list.append(session)

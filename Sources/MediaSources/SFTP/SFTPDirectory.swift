@@ -3,8 +3,9 @@
 // directories, regular files carry the size and mtime the listing gives
 // (so `ls -l` sends nothing more), anything else (a socket, a device, a
 // link to nowhere) is left out. Files are read by the fetcher as
-// `sftp://` URLs (libcurl). A file whose size or mtime a refresh finds
-// changed is a new version (the listing's ChangeDetection).
+// `sftp://` URLs (SFTPFetcher, on the same kept sessions). A file whose
+// size or mtime a refresh finds changed is a new version (the listing's
+// ChangeDetection).
 import Foundation
 import MediaSupport
 import MediaStore
