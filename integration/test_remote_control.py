@@ -193,6 +193,22 @@ def rc_args(tmp_path):
             f"http://127.0.0.1:{port}/")
 
 
+def told(m, before):
+    """Waits until the kernel was told of one more entry than `before`: the
+    call answers once the directory is listed, and its names reach the
+    kernel from the invalidations worker just after (decision 0051)."""
+    from harness import wait_until, xget
+
+    def count():
+        return json.loads(xget(m.mountpoint, "stats"))["kernel_entry_notifications"]
+    wait_until(lambda: count() > before, "the kernel to be told of the changed name")
+
+
+def notified(m):
+    from harness import xget
+    return json.loads(xget(m.mountpoint, "stats"))["kernel_entry_notifications"]
+
+
 def missing(path):
     """Whether a stat says ENOENT (it leaves the kernel a negative entry)."""
     try:
@@ -207,7 +223,9 @@ def test_refresh_and_forget_on_apache_webdav_show_at_once_to_stat_and_ls(mount, 
     rclone's API: when `vfs/refresh` returns, the added name stats (the
     kernel had it cached as missing) and lists; when `vfs/forget` returns,
     the removed one is gone to stat and ls. Each call sent the server one
-    listing (a depth-1 PROPFIND) of that directory and nothing else."""
+    listing (a depth-1 PROPFIND) of that directory and nothing else. The
+    call answers once listed (ls then shows it); the kernel is told just
+    after, so stat is checked once the notification count moved."""
     from davservers import ApacheDav, make_served_dir
     served = make_served_dir()
     server = ApacheDav(served)
@@ -224,19 +242,23 @@ def test_refresh_and_forget_on_apache_webdav_show_at_once_to_stat_and_ls(mount, 
         (served / "shows" / "new.mkv").write_bytes(b"n" * 50)
         (served / "shows" / "new.mkv").chmod(0o644)
         server.log.clear()
+        before = notified(m)
         code, out, err = rclone_rc(url, "vfs/refresh", "dir=shows")
         assert code == 0 and json.loads(out)["result"] == {"shows": "OK"}, (out, err)
-        assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats when the call returns"
-        assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"]
+        assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"], "listed when the call returns"
+        told(m, before)
+        assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats once the kernel is told"
         assert server.log.propfinds() == [("/open/shows/", "1")], server.log.propfinds()
 
         assert os.stat(m.path("shows/a.mkv")).st_size == 100
         (served / "shows" / "a.mkv").unlink()
         server.log.clear()
+        before = notified(m)
         code, out, err = rclone_rc(url, "vfs/forget", "file=shows/a.mkv")
         assert code == 0 and json.loads(out)["forgotten"] == ["shows/a.mkv"], (out, err)
-        assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat when the call returns"
-        assert os.listdir(m.path("shows")) == ["new.mkv"]
+        assert os.listdir(m.path("shows")) == ["new.mkv"], "gone from the listing when the call returns"
+        told(m, before)
+        assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat once the kernel is told"
         assert server.log.propfinds() == [("/open/shows/", "1")], server.log.propfinds()
     finally:
         server.remove()
@@ -270,19 +292,23 @@ def test_refresh_and_forget_on_s3_show_at_once_to_stat_and_ls(mount, monkeypatch
             return [r.query.get("prefix") for r in proxy.requests(method="GET", list_only=True)]
         client.put_object(Bucket="media", Key="lib/shows/new.mkv", Body=b"n" * 50)
         proxy.clear()
+        before = notified(m)
         code, out, err = rclone_rc(url, "vfs/refresh", "dir=shows")
         assert code == 0 and json.loads(out)["result"] == {"shows": "OK"}, (out, err)
-        assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats when the call returns"
-        assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"]
+        assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"], "listed when the call returns"
+        told(m, before)
+        assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats once the kernel is told"
         assert lists() == ["lib/shows/"], lists()
 
         assert os.stat(m.path("shows/a.mkv")).st_size == 100
         client.delete_object(Bucket="media", Key="lib/shows/a.mkv")
         proxy.clear()
+        before = notified(m)
         code, out, err = rclone_rc(url, "vfs/forget", "file=shows/a.mkv")
         assert code == 0 and json.loads(out)["forgotten"] == ["shows/a.mkv"], (out, err)
-        assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat when the call returns"
-        assert os.listdir(m.path("shows")) == ["new.mkv"]
+        assert os.listdir(m.path("shows")) == ["new.mkv"], "gone from the listing when the call returns"
+        told(m, before)
+        assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat once the kernel is told"
         assert lists() == ["lib/shows/"], lists()
     finally:
         proxy.stop()
