@@ -197,16 +197,40 @@ def told(m, before):
     """Waits until the kernel was told of one more entry than `before`: the
     call answers once the directory is listed, and its names reach the
     kernel from the invalidations worker just after (decision 0051)."""
-    from harness import wait_until, xget
-
-    def count():
-        return json.loads(xget(m.mountpoint, "stats"))["kernel_entry_notifications"]
-    wait_until(lambda: count() > before, "the kernel to be told of the changed name")
+    from harness import wait_until
+    wait_until(lambda: notified(m) > before, "the kernel to be told of the changed name")
 
 
 def notified(m):
     from harness import xget
     return json.loads(xget(m.mountpoint, "stats"))["kernel_entry_notifications"]
+
+
+def refresh_then_forget(m, url, add, remove, clear_log, listings, listed):
+    """`vfs/refresh dir=shows` after `add()` put shows/new.mkv (50 bytes) on
+    the server, then `vfs/forget file=shows/a.mkv` after `remove()` took
+    shows/a.mkv (100 bytes) away: ls right when each call returns, stat
+    once the kernel is told, and `listings()` == `listed` for each call."""
+    add()
+    clear_log()
+    before = notified(m)
+    code, out, err = rclone_rc(url, "vfs/refresh", "dir=shows")
+    assert code == 0 and json.loads(out)["result"] == {"shows": "OK"}, (out, err)
+    assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"], "listed when the call returns"
+    told(m, before)
+    assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats once the kernel is told"
+    assert listings() == listed, listings()
+
+    assert os.stat(m.path("shows/a.mkv")).st_size == 100
+    remove()
+    clear_log()
+    before = notified(m)
+    code, out, err = rclone_rc(url, "vfs/forget", "file=shows/a.mkv")
+    assert code == 0 and json.loads(out)["forgotten"] == ["shows/a.mkv"], (out, err)
+    assert os.listdir(m.path("shows")) == ["new.mkv"], "gone from the listing when the call returns"
+    told(m, before)
+    assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat once the kernel is told"
+    assert listings() == listed, listings()
 
 
 def missing(path):
@@ -239,27 +263,10 @@ def test_refresh_and_forget_on_apache_webdav_show_at_once_to_stat_and_ls(mount, 
         m = mount(server.url("open").replace("http://", "dav://"), extra=args)
         assert os.listdir(m.path("shows")) == ["a.mkv"]
         assert missing(m.path("shows/new.mkv"))
-        (served / "shows" / "new.mkv").write_bytes(b"n" * 50)
-        (served / "shows" / "new.mkv").chmod(0o644)
-        server.log.clear()
-        before = notified(m)
-        code, out, err = rclone_rc(url, "vfs/refresh", "dir=shows")
-        assert code == 0 and json.loads(out)["result"] == {"shows": "OK"}, (out, err)
-        assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"], "listed when the call returns"
-        told(m, before)
-        assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats once the kernel is told"
-        assert server.log.propfinds() == [("/open/shows/", "1")], server.log.propfinds()
-
-        assert os.stat(m.path("shows/a.mkv")).st_size == 100
-        (served / "shows" / "a.mkv").unlink()
-        server.log.clear()
-        before = notified(m)
-        code, out, err = rclone_rc(url, "vfs/forget", "file=shows/a.mkv")
-        assert code == 0 and json.loads(out)["forgotten"] == ["shows/a.mkv"], (out, err)
-        assert os.listdir(m.path("shows")) == ["new.mkv"], "gone from the listing when the call returns"
-        told(m, before)
-        assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat once the kernel is told"
-        assert server.log.propfinds() == [("/open/shows/", "1")], server.log.propfinds()
+        new = served / "shows" / "new.mkv"
+        refresh_then_forget(m, url, add=lambda: (new.write_bytes(b"n" * 50), new.chmod(0o644)),
+                            remove=(served / "shows" / "a.mkv").unlink, clear_log=server.log.clear,
+                            listings=server.log.propfinds, listed=[("/open/shows/", "1")])
     finally:
         server.remove()
         shutil.rmtree(served, ignore_errors=True)
@@ -288,28 +295,11 @@ def test_refresh_and_forget_on_s3_show_at_once_to_stat_and_ls(mount, monkeypatch
         assert os.listdir(m.path("shows")) == ["a.mkv"]
         assert missing(m.path("shows/new.mkv"))
 
-        def lists():
-            return [r.query.get("prefix") for r in proxy.requests(method="GET", list_only=True)]
-        client.put_object(Bucket="media", Key="lib/shows/new.mkv", Body=b"n" * 50)
-        proxy.clear()
-        before = notified(m)
-        code, out, err = rclone_rc(url, "vfs/refresh", "dir=shows")
-        assert code == 0 and json.loads(out)["result"] == {"shows": "OK"}, (out, err)
-        assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"], "listed when the call returns"
-        told(m, before)
-        assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats once the kernel is told"
-        assert lists() == ["lib/shows/"], lists()
-
-        assert os.stat(m.path("shows/a.mkv")).st_size == 100
-        client.delete_object(Bucket="media", Key="lib/shows/a.mkv")
-        proxy.clear()
-        before = notified(m)
-        code, out, err = rclone_rc(url, "vfs/forget", "file=shows/a.mkv")
-        assert code == 0 and json.loads(out)["forgotten"] == ["shows/a.mkv"], (out, err)
-        assert os.listdir(m.path("shows")) == ["new.mkv"], "gone from the listing when the call returns"
-        told(m, before)
-        assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat once the kernel is told"
-        assert lists() == ["lib/shows/"], lists()
+        refresh_then_forget(
+            m, url, add=lambda: client.put_object(Bucket="media", Key="lib/shows/new.mkv", Body=b"n" * 50),
+            remove=lambda: client.delete_object(Bucket="media", Key="lib/shows/a.mkv"), clear_log=proxy.clear,
+            listings=lambda: [r.query.get("prefix") for r in proxy.requests(method="GET", list_only=True)],
+            listed=["lib/shows/"])
     finally:
         proxy.stop()
         moto.stop()
