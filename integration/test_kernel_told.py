@@ -159,8 +159,30 @@ def test_the_remote_controls_refresh_tells_the_kernel_too(mount, srv, tmp_path):
                                               "Authorization": "Basic " + base64.b64encode(b"gw:rc-secret").decode()})
     with urllib.request.urlopen(request, timeout=60) as answer:
         assert answer.status == 200
-    wait_until(lambda: notifications(m) >= before + 1, "a kernel entry notification")
+    # The call answers once the kernel was told: no wait here.
+    assert notifications(m) == before + 1
     assert os.stat(m.path("b.bin")).st_size == 42
+
+
+def test_a_name_added_at_the_root_and_removed_again_shows_each_time(mount, srv):
+    """`user.mediafs.add` and `remove` on the root change its names as a
+    relisting does: a name the kernel held as missing stats once it is
+    added, and is gone once it is removed (the setxattr holds the root,
+    so the kernel is told just after it returns)."""
+    srv.add("a.bin", b"a" * 10)
+    srv.add("b.bin", b"b" * 21)
+    m = mount(srv.url("a.bin"), extra=MOUNT_ARGS)
+    for _ in range(ROUNDS):
+        missing(m.path("b.bin"))  # the kernel now holds it as missing
+        before = notifications(m)
+        xset(m.mountpoint, "add", srv.url("b.bin"))
+        wait_until(lambda: notifications(m) >= before + 1, "the added name's notification")
+        assert os.stat(m.path("b.bin")).st_size == 21, m.stderr()
+        before = notifications(m)
+        xset(m.mountpoint, "remove", "b.bin")
+        wait_until(lambda: notifications(m) >= before + 1, "the removed name's notification")
+        missing(m.path("b.bin"))
+    assert notifications(m) == 2 * ROUNDS
 
 
 def test_a_mount_stopped_by_a_signal_just_after_a_refresh_exits_and_unmounts(mount, srv):

@@ -193,14 +193,6 @@ def rc_args(tmp_path):
             f"http://127.0.0.1:{port}/")
 
 
-def told(m, before):
-    """Waits until the kernel was told of one more entry than `before`: the
-    call answers once the directory is listed, and its names reach the
-    kernel from the invalidations worker just after (decision 0051)."""
-    from harness import wait_until
-    wait_until(lambda: notified(m) > before, "the kernel to be told of the changed name")
-
-
 def notified(m):
     from harness import xget
     return json.loads(xget(m.mountpoint, "stats"))["kernel_entry_notifications"]
@@ -209,16 +201,19 @@ def notified(m):
 def refresh_then_forget(m, url, add, remove, clear_log, listings, listed):
     """`vfs/refresh dir=shows` after `add()` put shows/new.mkv (50 bytes) on
     the server, then `vfs/forget file=shows/a.mkv` after `remove()` took
-    shows/a.mkv (100 bytes) away: ls right when each call returns, stat
-    once the kernel is told, and `listings()` == `listed` for each call."""
+    shows/a.mkv (100 bytes) away: when each call returns the kernel was
+    told (the call waits for it), so stat, then ls, see the new state, and
+    `listings()` == `listed` for each call. Each name is stat'ed first, so
+    the kernel holds it (as missing, or as a file) when the call comes."""
+    assert missing(m.path("shows/new.mkv")), "the kernel now holds the name as missing"
     add()
     clear_log()
     before = notified(m)
     code, out, err = rclone_rc(url, "vfs/refresh", "dir=shows")
     assert code == 0 and json.loads(out)["result"] == {"shows": "OK"}, (out, err)
+    assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats when the call returns"
     assert sorted(os.listdir(m.path("shows"))) == ["a.mkv", "new.mkv"], "listed when the call returns"
-    told(m, before)
-    assert os.stat(m.path("shows/new.mkv")).st_size == 50, "the added name stats once the kernel is told"
+    assert notified(m) == before + 1, "the kernel was told of the one added name"
     assert listings() == listed, listings()
 
     assert os.stat(m.path("shows/a.mkv")).st_size == 100
@@ -227,9 +222,9 @@ def refresh_then_forget(m, url, add, remove, clear_log, listings, listed):
     before = notified(m)
     code, out, err = rclone_rc(url, "vfs/forget", "file=shows/a.mkv")
     assert code == 0 and json.loads(out)["forgotten"] == ["shows/a.mkv"], (out, err)
+    assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat when the call returns"
     assert os.listdir(m.path("shows")) == ["new.mkv"], "gone from the listing when the call returns"
-    told(m, before)
-    assert missing(m.path("shows/a.mkv")), "the removed name is gone to stat once the kernel is told"
+    assert notified(m) == before + 1, "the kernel was told of the one removed name"
     assert listings() == listed, listings()
 
 
@@ -247,9 +242,7 @@ def test_refresh_and_forget_on_apache_webdav_show_at_once_to_stat_and_ls(mount, 
     rclone's API: when `vfs/refresh` returns, the added name stats (the
     kernel had it cached as missing) and lists; when `vfs/forget` returns,
     the removed one is gone to stat and ls. Each call sent the server one
-    listing (a depth-1 PROPFIND) of that directory and nothing else. The
-    call answers once listed (ls then shows it); the kernel is told just
-    after, so stat is checked once the notification count moved."""
+    listing (a depth-1 PROPFIND) of that directory and nothing else."""
     from davservers import ApacheDav, make_served_dir
     served = make_served_dir()
     server = ApacheDav(served)

@@ -179,7 +179,8 @@ public final class MediaFS: @unchecked Sendable {
 
             serving = true
             catalog.start(onChange: { [weak self] url, done in self?.invalidate(urls: [url], then: done) ?? false },
-                          onNames: { [weak self] names in self?.tell(names) })
+                          names: NameTeller(tell: { [weak self] names in self?.tell(names) },
+                                            waitUntilTold: { [weak self] in self?.waitUntilTold() }))
             for listener in options.listeners { listener.start(serving: catalog) }
             Log.info("mounted " + (catalog.rootListingURL ?? "\(catalog.names.count) sources")
                      + " at \(options.mountpoint)")
@@ -303,6 +304,16 @@ public final class MediaFS: @unchecked Sendable {
                     Log.warning("the kernel did not drop its entry of \(path): " + String(cString: strerror(-status)))
                 }
             }
+        }
+    }
+
+    /// Returns once the invalidations queued before it are sent: its own
+    /// job runs after them, on the same worker (bounded, as a purge's).
+    func waitUntilTold() {
+        let done = OneShot<Bool>()
+        guard invalidations.submit({ done.fulfil(true) }) else { return }
+        if done.wait(until: Deadline.after(seconds: Self.invalidationWait, clock: clock)) == nil {
+            Log.warning("the kernel took over \(Self.invalidationWait) s to hear of changed names")
         }
     }
 

@@ -162,6 +162,7 @@ public struct RemoteControl: Sendable {
                 result[text] = (error as? MediaError)?.message ?? "\(error)"
             }
         }
+        catalog.waitUntilKernelTold()
         return ["result": result]
     }
 
@@ -216,6 +217,7 @@ public struct RemoteControl: Sendable {
                 // A root of sources, an archive's folder: no listing to forget.
             }
         }
+        catalog.waitUntilKernelTold()
         return ["forgotten": forgotten]
     }
 

@@ -180,10 +180,6 @@ public final class Catalog: Sendable {
     /// it will, and then calls back, with whether every name was dropped.
     public typealias ChangeHandler = @Sendable (_ url: String, _ done: @escaping @Sendable (Bool) -> Void) -> Bool
 
-    /// Hears (on the listings worker, with no lock held; it must not wait
-    /// on the kernel) of a relisted directory's names added, removed or
-    /// changed.
-    public typealias NamesHandler = @Sendable (NameChanges) -> Void
 
     /// Every path in the mount whose name leads to one of `urls` (a change
     /// or a purge must reach the kernel's inode of each).
@@ -194,10 +190,11 @@ public final class Catalog: Sendable {
     /// Starts the background thread that persists metadata and applies the
     /// cache limits (at once, then every `flushInterval`). `onChange` hears
     /// of files (by URL) whose remote content changed; without it no kernel
-    /// holds their pages; `onNames` of relisted directories' names.
-    public func start(onChange: ChangeHandler? = nil, onNames: NamesHandler? = nil) {
+    /// holds their pages; `names` tells it of the names relistings and
+    /// root edits add, remove or change.
+    public func start(onChange: ChangeHandler? = nil, names: NameTeller? = nil) {
         changeHandler.withLock { $0 = onChange }
-        listingService.namesChanged.withLock { $0 = onNames }
+        listingService.teller.withLock { $0 = names }
         let (listingService, recordProber) = (self.listingService, self.recordProber)
         listingService.poller?.start { directory, seen in listingService.relistChanged(directory, seen: seen) }
         let allowance = settings.backgroundDaily
@@ -422,6 +419,14 @@ public final class Catalog: Sendable {
         try listingService.refresh(directory, shown: path.isEmpty ? "/" : path)
     }
 
+    /// Returns once the kernel heard of every name change made so far
+    /// (bounded), so a stat after it sees them: for a caller outside any
+    /// FUSE request (the remote control), since a refresh through an
+    /// xattr answers while the kernel holds the directory that news needs.
+    public func waitUntilKernelTold() {
+        listingService.waitUntilTold()
+    }
+
     // MARK: Runtime sources
 
     /// Adds a URL to the mount root at run time; returns its name. At a
@@ -436,6 +441,8 @@ public final class Catalog: Sendable {
             return (name, known ? nil : state.liveLoader(url: trimmed, path: "/" + name))
         }
         loader?.prefetchInfo()
+        // The kernel may hold the name as missing (a stat before the add).
+        listingService.tell(NameChanges(directory: "", added: [name]))
         Log.info("added \(MediaError.redacted(trimmed)) as \(name)")
         return name
     }
@@ -446,6 +453,7 @@ public final class Catalog: Sendable {
         let trimmed = String(name.trimmingSpaces)
         let dropped = try state.withLock { try $0.removeFromRoot(trimmed) }
         FileLoader.settle(dropped)
+        listingService.tell(NameChanges(directory: "", removed: [trimmed]))
         Log.info("removed \(trimmed)")
     }
 

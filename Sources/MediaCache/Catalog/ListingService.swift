@@ -54,7 +54,7 @@ final class ListingService: Sendable {
     let poller: ChangePoller?
     /// Hears of each relisted directory's names added, removed or changed
     /// (`Catalog.start`), so the kernel drops what it holds of them.
-    let namesChanged = Locked<Catalog.NamesHandler?>(nil)
+    let teller = Locked<NameTeller?>(nil)
 
     init(context: ListingContext, dirCacheTime: Double, doubt: ListingDoubt = ListingDoubt(),
          readAgain: [any Listing], archives: Bool,
@@ -218,8 +218,18 @@ final class ListingService: Sendable {
         var names = result.names
         let changed = result.changed.filter { $0.loader.listingShows($0.listed) }.map(\.name)
         if !changed.isEmpty { names.changed = Array(Set(names.changed).union(changed)).sorted() }
-        if !names.isEmpty, let tell = namesChanged.withLock({ $0 }) { tell(names) }
+        if !names.isEmpty { tell(names) }
         return changed.count
+    }
+
+    /// Queues the kernel's news of `names`, once the mount is serving.
+    func tell(_ names: NameChanges) {
+        teller.withLock { $0 }?.tell(names)
+    }
+
+    /// Returns once the news queued so far reached the kernel (bounded).
+    func waitUntilTold() {
+        teller.withLock { $0 }?.waitUntilTold()
     }
 
     /// Replaces a directory's names by `sources`, believed for

@@ -1,5 +1,6 @@
 // The names a relisting tells the kernel of (decision 0051): the diff of
-// two name tables, and what a catalog's refreshes hand to `start(onNames:)`.
+// two name tables, and what a catalog's refreshes hand to `start(names:)`, and a
+// root's added and removed names.
 import Foundation
 import XCTest
 @testable import MediaCache
@@ -67,7 +68,7 @@ final class NameChangesTests: XCTestCase {
                               settings: LoaderSettings())
         made.append(catalog)
         let heard = Locked<[NameChanges]>([])
-        catalog.start(onNames: { names in heard.withLock { $0.append(names) } })
+        catalog.start(names: NameTeller(tell: { names in heard.withLock { $0.append(names) } }, waitUntilTold: {}))
         return (catalog, heard)
     }
 
@@ -92,6 +93,16 @@ final class NameChangesTests: XCTestCase {
                                                            changed: ["moved.mp4"])])
         try c.refresh("/")
         XCTAssertEqual(heard.withLock { $0 }.count, 1, "a refresh that changed nothing reported names")
+    }
+
+    func testANameAddedAtTheRoot_andRemoved_isReportedEachTime() throws {
+        let (c, heard) = try catalog(FakeListing(origin: "fake", entries: [file("a.mp4")]))
+        _ = try c.list("/")
+        let name = try c.add(url: "https://a.example/dir/")
+        XCTAssertEqual(try c.list("/").map(\.name).sorted(), ["a.mp4", name])
+        try c.remove(name: name)
+        XCTAssertEqual(heard.withLock { $0 }, [NameChanges(directory: "", added: [name]),
+                                               NameChanges(directory: "", removed: [name])])
     }
 
     func testARefreshOfASubdirectory_reportsItsPath() throws {
