@@ -235,18 +235,29 @@ def test_a_file_changed_at_the_origin_is_never_mixed_and_is_seen_once_the_tier_l
     old_etag = origin_etag(tier, "moving.bin")
     m = mount(tier.url("moving.bin"), extra=(*MOUNT_ARGS, "--retries", "1", "--revalidate", "never"))
     path = m.path("moving.bin")
-    assert read_range(path, 0, 4 * MiB) == old[:4 * MiB]
+    # A small read, so the mount streams nothing ahead: its cache holds the
+    # lookup's head and nothing near 8 MiB (a 4 MiB read's long transfer
+    # once ran past 9 MiB before the change, and the read below was then
+    # answered, rightly, from the mount's own old bytes).
+    assert read_range(path, 0, 64 * 1024) == old[:64 * 1024]
+    # Another client of the tier had the old file's slice at 8 MiB.
+    warm = urllib.request.Request(tier.url("moving.bin"), headers={"Range": f"bytes={8 * MiB}-{9 * MiB - 1}"})
+    with urllib.request.urlopen(warm, timeout=20) as r:
+        assert r.status == 206 and r.read() == old[8 * MiB:9 * MiB]
+    assert all(int(e.range.split("=")[1].split("-")[1] or SIZE) < 8 * MiB for e in tier.tier.log()
+               if e.range and e.range != f"bytes={8 * MiB}-{9 * MiB - 1}"), tier.tier.log()
 
     write_file(tier, "moving.bin", new, 1_700_000_000)
     new_etag = origin_etag(tier, "moving.bin")
     assert new_etag != old_etag
-    # The tier holds the old file's first slices and fetches the new file's
-    # for the rest: nginx's slice module refuses to stitch the two and cuts
-    # the response, so the read fails rather than mix versions.
-    got = harness.guarded(lambda: read_range(path, 8 * MiB, 1 * MiB))
+    # The tier holds the old file's slice at 8 MiB and fetches the new
+    # file's at 9 MiB: nginx's slice module refuses to stitch the two and
+    # cuts the response, so the read fails rather than mix versions.
+    got = harness.guarded(lambda: read_range(path, 8 * MiB + MiB // 2, 1 * MiB))
     assert isinstance(got, OSError) and got.errno == errno.EIO, "a read stitched from two versions"
     assert "etag mismatch in slice response" in (tier.tier.workdir / "error.log").read_text()
-    assert read_range(path, 0, 1 * MiB) == old[:1 * MiB]
+    # The mount's own old bytes (the lookup's 512 KiB head) still read.
+    assert read_range(path, 0, 512 * 1024) == old[:512 * 1024]
 
     # Once the tier's old slices are gone (proxy_cache_valid ran out), the
     # mount's If-Range names the old ETag and the tier answers it with a 200
