@@ -24,7 +24,7 @@ export MEDIAFS_BIN := $(abspath $(BIN))
 ARCHIVE_FIXTURES ?= $(HOME)/.cache/mediafs-archive-fixtures
 export MEDIAFS_RARFILE_FIXTURES ?= $(abspath $(ARCHIVE_FIXTURES))
 
-.PHONY: all build deps archive-fixtures test tsan house demo bench install deb clean stress stress-suite
+.PHONY: all build deps archive-fixtures test tsan tsan-build tsan-run house demo bench install deb clean stress stress-suite
 
 all: build
 
@@ -47,12 +47,13 @@ PYTEST := python3 -m pytest -p no:cacheprovider
 INTEGRATION = $(PYTEST) -n $(JOBS) --dist loadgroup -m "not alone" --durations=15 $(PYTEST_ARGS) integration/ \
 	&& { $(PYTEST) -m alone --durations=5 $(PYTEST_ARGS) integration/; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]; }
 
-# The release build beside the ThreadSanitizer build and its unit run: a
-# release build compiles a module at a time, so it leaves a core mostly
-# idle on this 2-core machine (130% CPU); each target's output is printed
-# whole when it ends.
+# The release build beside the ThreadSanitizer build: a release build
+# compiles a module at a time, so it leaves a core mostly idle on this
+# 2-core machine (130% CPU); each build's output is printed whole when it
+# ends. The unit run comes after both, on a machine of its own.
 test: deps archive-fixtures house
-	$(MAKE) -j2 --output-sync=target build tsan
+	$(MAKE) -j2 --output-sync=target build tsan-build
+	$(MAKE) tsan-run
 	$(INTEGRATION)
 
 # The house rules no compiler checks (no cycle among the core's folders,
@@ -62,8 +63,13 @@ house:
 
 # The unit tests, once, under ThreadSanitizer (a debug build, so the lock
 # ranks are checked too), a test class per process, several at once.
-tsan: archive-fixtures
+tsan: tsan-build
+	$(MAKE) tsan-run
+
+tsan-build:
 	swift build --build-tests --sanitize=thread --disable-swift-testing --scratch-path .build-tsan
+
+tsan-run: archive-fixtures
 	python3 scripts/unit-tests.py "$$(swift build --show-bin-path --sanitize=thread --scratch-path .build-tsan)/mediafsPackageTests.xctest"
 
 # The long versions of the stress, soak and start-up tests: `make test` runs
