@@ -281,6 +281,13 @@ http {{
             entries.append(LogEntry(method, uri, "" if rng == "-" else rng, int(status), int(sent)))
         return entries
 
+    def wait_log(self, predicate, what, timeout=harness.WAIT):
+        """The requests logged, once predicate(entries) holds: nginx writes
+        a request's line after its last byte went out, so a client can be
+        done (a read answered, a process exited) before the line is."""
+        return harness.wait_until(lambda: es if predicate(es := self.log()) else None,
+                                  f"nginx's log to show {what}", timeout=timeout)
+
     def clear_log(self):
         # nginx appends (O_APPEND), so truncating in place is safe.
         if self.access_log.exists():

@@ -271,8 +271,8 @@ def test_a_seek_to_the_middle_decodes_and_asks_only_for_the_segments_it_covers(m
     start = sum(len(p) for p in parts[:middle]) + 1000
     expected = b"".join(parts)[start:start + 65536]
     assert read_range(path, start, 65536) == expected
-    gets = [e for e in hls.log() if e.method == "GET"]
-    assert gets, "the read reached the server"
+    gets = [e for e in hls.wait_log(lambda es: any(e.method == "GET" for e in es), "the read's GET")
+            if e.method == "GET"]
     assert {e.method for e in hls.log()} == {"GET"}, "lengths were known: no probe"
     asked = [names.index(e.uri.rsplit("/", 1)[1]) for e in gets]
     # The loader's readahead may reach forward; back, only to the page the
@@ -424,7 +424,8 @@ def test_a_key_on_another_origin_is_refused_before_it_is_fetched(hls, fixtures, 
     status, out = refused(tmp_path, hls.url("aes/elsewhere.m3u8"))
     assert status == 1, out
     assert "origin" in out, out
-    assert [e.uri for e in hls.log()] == ["/aes/elsewhere.m3u8"], "the key was not asked for"
+    logged = hls.wait_log(lambda es: es, "the playlist's request")
+    assert [e.uri for e in logged] == ["/aes/elsewhere.m3u8"], "the key was not asked for"
 
 
 # ---------------------------------------------------------------- DASH
@@ -647,7 +648,7 @@ def test_a_vod_remounts_with_its_server_gone_and_is_read_again_when_it_returns(m
     assert harness.wait_for_stderr(second, "server unreachable: serving the saved copy"), second.stderr()
     hls.start()
     assert harness.wait_for_stderr(second, "read again: unchanged", timeout=20), second.stderr()
-    assert playlist in " ".join(e.uri for e in hls.log())
+    hls.wait_log(lambda es: any(playlist in e.uri for e in es), "the playlist read again")
     assert tree(second.mountpoint) == before
 
 
