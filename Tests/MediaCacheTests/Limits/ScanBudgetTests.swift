@@ -97,7 +97,7 @@ final class ScanBudgetTests: XCTestCase {
         XCTAssertEqual(span, 2 << 20)
         let names = (0..<3).map { "https://media.example/big\($0).mp4" }
         for (i, url) in names.enumerated() {
-            fetcher.add(url, bytes: (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) })
+            fetcher.add(url, bytes: steppedBytes(0..<length, times: 7, plus: i))
         }
         let loaders = names.map(makeLoader)
         // Each file as a scan reads it: its header, its moov at the end,
@@ -140,7 +140,7 @@ final class ScanBudgetTests: XCTestCase {
             try loaders[0].read(into: $0, at: Int64(reads[1].lowerBound), pattern: ReadPattern(readClass: .scan))
         }
         XCTAssertEqual(count, reads[1].count)
-        XCTAssertEqual(buffer, reads[1].map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        XCTAssertEqual(buffer, steppedBytes(reads[1], times: 7))
         XCTAssertEqual(fetcher.gets.count, gets)
 
         // Too little room even for the probe ranges: files go whole, the
