@@ -24,7 +24,14 @@ final class EntryRecordTests: XCTestCase {
     private let url = "https://media.example/a.bin"
     private static let size = 1 << 20
     /// No zero byte: a read of a hole in a fresh data file would show.
-    private let content = (0..<EntryRecordTests.size).map { UInt8(1 + $0 % 251) }
+    /// Made once per process, in place: as a stored property made through
+    /// `map` it was made again for every test XCTest creates, listing
+    /// included (most of the 12 s `--list-tests` took under ThreadSanitizer).
+    private static let content = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+        for i in 0..<size { buffer[i] = UInt8(1 + i % 251) }
+        initialized = size
+    }
+    private var content: [UInt8] { Self.content }
 
     override func setUpWithError() throws {
         base = try TemporaryDirectory.make("records")

@@ -39,7 +39,11 @@ final class RoundTripTests: XCTestCase {
     }
 
     private func addContent(count: Int) -> [UInt8] {
-        let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        // Written in place: through `map`, 8 MiB took 7 s under ThreadSanitizer.
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            for i in 0..<count { buffer[i] = UInt8(truncatingIfNeeded: i &* 7 &+ i >> 9) }
+            initialized = count
+        }
         fetcher.add(url, bytes: bytes)
         return bytes
     }
