@@ -54,6 +54,20 @@ def clean_env(**extra):
     return env
 
 
+def own_aws_environment(monkeypatch, directory, key=None):
+    """Replaces this process's AWS variables (and so a mount's, which
+    inherits them) with the test's own: no credentials or config file of
+    the machine's, and `key` = (id, secret) when given."""
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(directory / "none-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(directory / "none-config"))
+    if key:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", key[0])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key[1])
+
+
 @dataclass
 class Seen:
     method: str

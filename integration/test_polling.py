@@ -196,7 +196,7 @@ def test_s3_polls_are_one_first_page_request_per_prefix_and_only_a_changed_prefi
     prefix's listing, the same request a listing starts with, so the
     server's count says a poll per prefix a round, and mediafs's own log
     (`-d`: a line each listing) says nothing was listed."""
-    from s3proxy import CheckingProxy, MotoServer
+    from s3proxy import CheckingProxy, MotoServer, own_aws_environment
     moto = MotoServer()
     proxy = CheckingProxy(moto.port, region="us-east-1")
     try:
@@ -205,13 +205,7 @@ def test_s3_polls_are_one_first_page_request_per_prefix_and_only_a_changed_prefi
         for d in ("d0", "d1", "d2"):
             client.put_object(Bucket="media", Key=f"lib/{d}/a.bin", Body=b"a" * 10)
         proxy.add_key("AKIDPOLLTEST", "s3cr3t")
-        for name in list(os.environ):
-            if name.startswith("AWS_"):
-                monkeypatch.delenv(name)
-        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDPOLLTEST")
-        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t")
+        own_aws_environment(monkeypatch, tmp_path, ("AKIDPOLLTEST", "s3cr3t"))
         m = mount("s3://media/lib/", extra=["--s3-endpoint", proxy.url, "--timeout", "10", "-d",
                                             "--poll-interval", "1s"])
         assert sorted(os.listdir(m.mountpoint)) == ["d0", "d1", "d2"]

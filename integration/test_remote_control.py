@@ -268,7 +268,7 @@ def test_refresh_and_forget_on_apache_webdav_show_at_once_to_stat_and_ls(mount, 
 def test_refresh_and_forget_on_s3_show_at_once_to_stat_and_ls(mount, monkeypatch, tmp_path):
     """The same against S3 (moto behind the signature-checking proxy): one
     list request of the prefix per call."""
-    from s3proxy import CheckingProxy, MotoServer
+    from s3proxy import CheckingProxy, MotoServer, own_aws_environment
     moto = MotoServer()
     proxy = CheckingProxy(moto.port, region="us-east-1")
     try:
@@ -276,13 +276,7 @@ def test_refresh_and_forget_on_s3_show_at_once_to_stat_and_ls(mount, monkeypatch
         client.create_bucket(Bucket="media")
         client.put_object(Bucket="media", Key="lib/shows/a.mkv", Body=b"a" * 100)
         proxy.add_key("AKIDRCTEST", "s3cr3t")
-        for name in list(os.environ):
-            if name.startswith("AWS_"):
-                monkeypatch.delenv(name)
-        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDRCTEST")
-        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t")
+        own_aws_environment(monkeypatch, tmp_path, ("AKIDRCTEST", "s3cr3t"))
         args, url = rc_args(tmp_path)
         m = mount("s3://media/lib/", extra=["--s3-endpoint", proxy.url, *args])
         assert os.listdir(m.path("shows")) == ["a.mkv"]

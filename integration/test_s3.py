@@ -15,7 +15,7 @@ import zlib
 import pytest
 
 from harness import data_of, mediafs, read_range, read_whole, wait_for_stderr, wait_until, xget, xset
-from s3proxy import CheckingProxy, MotoServer
+from s3proxy import CheckingProxy, MotoServer, own_aws_environment
 
 KEY_ID = "AKIDMEDIAFSTEST"
 SECRET = "s3cr3t/with+odd=chars"
@@ -66,16 +66,11 @@ def s3():
 def s3_mount(s3, mount, monkeypatch, tmp_path):
     """s3_mount(*sources, key=(id, secret) or None, extra=()) -> Mount, with
     the AWS variables of this process replaced by the test's own."""
-    for name in list(os.environ):
-        if name.startswith("AWS_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none-config"))
+    own_aws_environment(monkeypatch, tmp_path)
 
     def make(*sources, key=(KEY_ID, SECRET), extra=(), endpoint=True, cache_dir=None):
         if key:
-            monkeypatch.setenv("AWS_ACCESS_KEY_ID", key[0])
-            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key[1])
+            own_aws_environment(monkeypatch, tmp_path, key)
         s3.clear()
         return mount(*sources, extra=[*(["--s3-endpoint", s3.url] if endpoint else []), "--timeout", "10",
                                       *extra], cache_dir=cache_dir)

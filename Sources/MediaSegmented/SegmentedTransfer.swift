@@ -220,7 +220,6 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         return true
     }
 
-
     func transfer(_ id: TransferID, receiveBody bytes: UnsafeRawBufferPointer) -> Bool {
         guard inFlight.due > 0 else { inFlight.pieceDone = true; return false }
         guard let decryptor = inFlight.decryptor else { return forward(bytes) }

@@ -180,7 +180,6 @@ public final class Catalog: Sendable {
     /// it will, and then calls back, with whether every name was dropped.
     public typealias ChangeHandler = @Sendable (_ url: String, _ done: @escaping @Sendable (Bool) -> Void) -> Bool
 
-
     /// Every path in the mount whose name leads to one of `urls` (a change
     /// or a purge must reach the kernel's inode of each).
     public func paths(of urls: Set<String>) -> [String] {
