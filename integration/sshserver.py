@@ -11,7 +11,9 @@ read. A password user (a system user the test names) gets internal-sftp.
 
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,7 +40,7 @@ class OpenSSHServer:
     authorized_keys (one user key), a known_hosts a client may use, and
     the log. `password_user`, when given, may also log in by password."""
 
-    def __init__(self, workdir, password_user=None, more_host_key_types=()):
+    def __init__(self, workdir, password_user=None, more_host_key_types=(), logins_droppable=False):
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = harness.free_port()
@@ -55,13 +57,32 @@ class OpenSSHServer:
         self.known_hosts = self.dir / "known_hosts"
         self.known_hosts.write_text(self.known_hosts_line())
         self.password_user = password_user
+        # With `logins_droppable`, the authorized key comes from a command
+        # sshd runs for each publickey login, which, while `drop_logins`
+        # is on, kills the connection's sshd before it answers: a server
+        # lost in the middle of a login. sshd runs such a command only
+        # from a root-owned path no one else may write (not /tmp).
+        keys_source = f"AuthorizedKeysFile {self.authorized}\n"
+        self.drop_flag = None
+        if logins_droppable:
+            self.command_dir = Path(tempfile.mkdtemp(prefix="mediafs-sshd-", dir="/run"))
+            self.command_dir.chmod(0o755)
+            self.drop_flag = self.dir / "drop-logins"
+            command = self.command_dir / "authorized-keys"
+            command.write_text("#!/bin/sh\n"
+                               f"if [ -e {self.drop_flag} ]; then kill -9 $PPID; exit 1; fi\n"
+                               f"exec cat {self.authorized}\n")
+            command.chmod(0o755)
+            keys_source = ("AuthorizedKeysFile none\n"
+                           f"AuthorizedKeysCommand {command} %u\n"
+                           "AuthorizedKeysCommandUser root\n")
         self.config = self.dir / "sshd_config"
         self.config.write_text(
             f"Port {self.port}\n"
             "ListenAddress 127.0.0.1\n"
             f"HostKey {self.host_key}\n"
             + "".join(f"HostKey {k}\n" for k in more_keys) +
-            f"AuthorizedKeysFile {self.authorized}\n"
+            keys_source +
             f"PidFile {self.dir / 'sshd.pid'}\n"
             "PasswordAuthentication yes\n"
             "KbdInteractiveAuthentication no\n"
@@ -115,6 +136,16 @@ class OpenSSHServer:
             for pid in children:
                 harness.stop_pid(pid, timeout=0)
             self.proc = None
+        if self.drop_flag is not None:
+            shutil.rmtree(self.command_dir, ignore_errors=True)
+
+    def drop_logins(self, on):
+        """While on, every publickey login's connection is killed before
+        the server answers it (needs `logins_droppable`)."""
+        if on:
+            self.drop_flag.touch()
+        else:
+            self.drop_flag.unlink(missing_ok=True)
 
     def session_pids(self):
         """The listener's children: one sshd per connection."""

@@ -326,6 +326,46 @@ def test_a_session_dropped_mid_read_is_opened_again_and_the_read_gets_the_right_
     assert sshd.logins() > logins, "the read logged in again"
 
 
+def test_a_login_the_server_drops_before_answering_is_a_lost_connection_not_a_refusal(mount, tmp_path, served,
+                                                                                     monkeypatch):
+    """The race of a stress run, made certain: the server's process for a
+    login is killed before it answers (libssh2 calls that
+    PUBLICKEY_UNVERIFIED, "Waiting for USERAUTH response", the same error
+    as a key refused). It is a connection lost, as a server down is: the
+    mount goes ahead and says so, and once logins are answered it lists and
+    reads. A refusal (EACCES) would have refused the mount, and a read
+    that met it would have failed for good."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    server = OpenSSHServer(tmp_path / "sshd-drops", logins_droppable=True).start()
+    try:
+        server.drop_logins(True)
+        m = mount(server.url(f"{served}/"), extra=key_args(server))
+        assert harness.wait_for_stderr(m, "connection lost during the login"), m.stderr()
+        assert "login as 'root' refused" not in m.stderr(), m.stderr()
+        assert server.count("Connection from") >= 1 and server.logins() == 0
+        server.drop_logins(False)
+        harness.wait_until(lambda: sorted(os.listdir(m.mountpoint)) == sorted(p.name for p in served.iterdir()),
+                           "the listing once logins are answered", timeout=30)
+        assert read_whole(m.path("café.bin")) == (served / "café.bin").read_bytes()
+    finally:
+        server.stop()
+
+
+def test_a_key_the_server_does_not_know_is_refused_and_says_so(tmp_path, served, monkeypatch):
+    """A refusal stays one: the server answers and keeps the connection."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    server = OpenSSHServer(tmp_path / "sshd-other").start()
+    try:
+        other = keygen(tmp_path / "other_key")
+        status, stderr = mount_refused([server.url(f"{served}/"), "--timeout", "10", "--ssh-key", other,
+                                        "--ssh-known-hosts", server.known_hosts], tmp_path)
+        assert status != 0 and "login as 'root' refused" in stderr and "connection lost" not in stderr, stderr
+    finally:
+        server.stop()
+
+
 def test_a_file_gone_from_the_server_is_an_error_naming_the_host(mount, sshd, served):
     m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
     assert m.path("two words.bin").stat().st_size == 70_000

@@ -214,15 +214,28 @@ package final class SFTPSession: @unchecked Sendable {
         }
         // A connection lost or garbled during the login (the server
         // killed, a timeout) is no refusal: the caller may try again.
-        if Self.lostDuringLogin.contains(libssh2_session_last_errno(session)) {
-            throw failure(EIO, "connection lost during the login")
+        // libssh2 names some such losses a refusal: a publickey login whose
+        // answer never came is PUBLICKEY_UNVERIFIED, "Waiting for USERAUTH
+        // response" (a stress run killed the server's process for a login
+        // in flight, and the read failed EACCES). A server that refuses
+        // keeps the connection open for the next method; one that ended
+        // it did not answer.
+        if Self.lostDuringLogin.contains(libssh2_session_last_errno(session)) || peerClosed() {
+            throw failure(EIO, "connection lost during the login (the server closed it without an answer, or "
+                          + "after too many refused tries)")
         }
         let list = tried.isEmpty ? "nothing to offer: no agent, no key in ~/.ssh, no password"
             : "tried " + tried.joined(separator: ", ")
-        // libssh2's own words after the list: a refusal seen once in a
-        // stress run, right after the server's sessions were killed, could
-        // not be told from the server's answer without them.
         throw failure(EACCES, "login as '\(user)' refused (\(list))")
+    }
+
+    /// Whether the server closed the connection (end of file or reset,
+    /// without waiting): what a refusal does not do.
+    private func peerClosed() -> Bool {
+        guard socket >= 0 else { return true }
+        var byte: UInt8 = 0
+        let n = recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
     }
 
     /// libssh2's failures that say the connection, not the server's
