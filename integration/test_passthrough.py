@@ -27,6 +27,10 @@ def stats(m):
     return json.loads(os.getxattr(str(m.mountpoint), "user.mediafs.stats"))
 
 
+def readers(m):
+    return json.loads(os.getxattr(str(m.mountpoint), "user.mediafs.readers"))
+
+
 def read_all(fd, size):
     chunks, offset = [], 0
     while offset < size:
@@ -69,6 +73,10 @@ def test_complete_file_is_read_by_the_kernel_not_the_daemon(mount, srv):
     assert after["bytes_from_cache"] == before["bytes_from_cache"], \
         "the daemon served reads the kernel should have served itself"
     assert gets(srv, "p.bin") == [], "a cached file caused requests"
+    # This process's account says the kernel read some of it itself: its
+    # bytes read are a floor.
+    mine = [r for r in readers(m) if r["pid"] == os.getpid()]
+    assert len(mine) == 1 and mine[0]["kernel_reads"] is True, readers(m)
 
 
 def test_no_passthrough_option_reads_through_the_daemon(mount, srv):
@@ -77,6 +85,8 @@ def test_no_passthrough_option_reads_through_the_daemon(mount, srv):
     for _ in range(2):
         assert read_whole(path) == data
     assert stats(m)["kernel_read_opens"] == 0
+    mine = [r for r in readers(m) if r["pid"] == os.getpid()]
+    assert len(mine) == 1 and mine[0]["kernel_reads"] is False, readers(m)
 
 
 def test_open_in_page_cache_mode_keeps_later_opens_out_of_passthrough(mount, srv):

@@ -121,6 +121,55 @@ def test_the_python_reader_and_dd_count_what_they_say_they_read(mount, srv):
         assert abs(rows[name]["bytes_read"] - count) <= count // 100, (name, rows[name], count)
 
 
+def test_processes_reading_a_descriptor_another_opened_are_each_attributed_what_they_read(mount, srv):
+    """A handle shared across fork: this test's process opens the file and
+    dd reads it as its stdin; a shell opens another and two of its children
+    (head, then cat) read it in turn. Each reading process is listed by its
+    own pid and name with the bytes it read (dd's own count within 1%; head
+    and cat together the whole file), and ends with the handle; the openers
+    read nothing. What the handle's transfers fetched stays in its
+    opener's account (the server's log says how much)."""
+    files = {"d.bin": data_of(5 * MiB + 777, 95), "s.bin": data_of(4 * MiB + 5, 96)}
+    m = mount_listed(mount, srv, files)
+    with open(m.path("d.bin"), "rb") as shared:
+        dd = subprocess.run(["dd", "of=/dev/null", "bs=1M"], stdin=shared, capture_output=True, text=True,
+                            timeout=120)
+    assert dd.returncode == 0, dd.stderr
+    dd_bytes = dd_count(dd.stderr)
+    assert dd_bytes == len(files["d.bin"])
+    # The group is not the shell's last command, so the shell forks head
+    # and cat rather than becoming cat (its pid would be the opener's).
+    shell = subprocess.Popen(["sh", "-c", '{ head -c 1048576 >/dev/null; cat >/dev/null; } < "$1"; true',
+                              "sh", m.path("s.bin")])
+    try:
+        assert shell.wait(timeout=120) == 0
+    finally:
+        stop_popen(shell)
+    srv.wait_idle(30)
+    wait_until(lambda: sum(1 for r in readers(m) if r["ended"] is not None) >= 5,
+               "every reader's last close to reach the daemon")
+    rows = readers(m)
+    by_file = {name: [r for r in rows if os.path.basename(r["file"]) == name] for name in files}
+    # d.bin: this process opened it, dd read it.
+    opener = [r for r in by_file["d.bin"] if r["pid"] == os.getpid()]
+    reader = [r for r in by_file["d.bin"] if r["process"] == "dd"]
+    assert len(opener) == 1 and len(reader) == 1, by_file["d.bin"]
+    assert abs(reader[0]["bytes_read"] - dd_bytes) <= dd_bytes // 100, (reader[0], dd_bytes)
+    assert opener[0]["bytes_read"] == 0, opener[0]
+    assert opener[0]["bytes_fetched"] == sent_for(srv, "d.bin") >= len(files["d.bin"]), opener[0]
+    assert reader[0]["bytes_fetched"] == 0, reader[0]
+    assert reader[0]["ended"] is not None and reader[0]["open_handles"] == 0, reader[0]
+    # s.bin: the shell opened it, head and then cat read it.
+    names = {r["process"]: r for r in by_file["s.bin"]}
+    assert set(names) == {"sh", "head", "cat"} or set(names) == {"dash", "head", "cat"}, by_file["s.bin"]
+    shell_row = names.get("sh") or names.get("dash")
+    assert shell_row["pid"] == shell.pid and shell_row["bytes_read"] == 0, shell_row
+    assert names["head"]["bytes_read"] >= 1 * MiB, names["head"]
+    assert names["cat"]["bytes_read"] > 0, names["cat"]
+    total = names["head"]["bytes_read"] + names["cat"]["bytes_read"]
+    assert abs(total - len(files["s.bin"])) <= len(files["s.bin"]) // 100, (names, len(files["s.bin"]))
+
+
 def test_a_readers_command_line_is_listed_short_and_without_secrets(mount, srv):
     """A reader whose arguments carry a URL with a password and a token: the
     listing (text and JSON) names the process and its parent, and holds

@@ -125,7 +125,10 @@ struct StatusCommand {
         for reader in readers {
             let ended = time(reader, "ended").map { "  (ended \($0))" } ?? ""
             lines.append(pad("\(number(reader, "pid"))", 8) + pad(reader["process"] as? String ?? "", 16)
-                         + pad(reader["class"] as? String ?? "", 6) + pad(Self.human(number(reader, "bytes_read")), 11)
+                         + pad(reader["class"] as? String ?? "", 6)
+                         // `+`: the kernel read some of it itself (passthrough), uncounted.
+                         + pad(Self.human(number(reader, "bytes_read"))
+                               + ((reader["kernel_reads"] as? Bool) == true ? "+" : ""), 11)
                          + pad(Self.human(number(reader, "bytes_fetched")), 11)
                          + pad(Self.human(number(reader, "bytes_per_second")) + "/s", 13)
                          + pad(time(reader, "since") ?? "", 9) + (reader["file"] as? String ?? "") + ended)

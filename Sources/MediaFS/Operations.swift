@@ -226,7 +226,8 @@ func makeOperations() -> fuse_operations {
             let fs = adapter()
             var mode: Passthrough.Mode?
             let reader = fs.classifier.reader(thread: fuse_get_context()!.pointee.pid)
-            let opened = try fs.catalog.open(pathString(path), flags: info!.pointee.flags, reader: reader) { loader in
+            let opened = try fs.catalog.open(pathString(path), flags: info!.pointee.flags, reader: reader,
+                                             classifier: fs.classifier) { loader in
                 mode = fs.passthrough?.open(loader)
                 if case .passthrough? = mode { return true }
                 return false
@@ -248,7 +249,9 @@ func makeOperations() -> fuse_operations {
             let started = timings.clock.monotonic()
             defer { timings.readWait.observe(since: started, on: timings.clock) }
             do {
-                return Int32(try file.loader.read(into: target, at: Int64(offset), pattern: file.pattern))
+                let account = file.shared?.account(thread: fuse_get_context()!.pointee.pid)
+                return Int32(try file.loader.read(into: target, at: Int64(offset), pattern: file.pattern,
+                                                  account: account))
             } catch let error as MediaError {
                 // A failing server is logged once per file (its first
                 // failure), not once per read the kernel retries.
@@ -264,7 +267,7 @@ func makeOperations() -> fuse_operations {
         if let mode = file.mode, adapter().passthrough?.close(mode, of: file.loader) == true, let path {
             adapter().invalidate([pathString(path)])
         }
-        adapter().catalog.release(file.pattern, of: file.loader)
+        adapter().catalog.release(file.pattern, of: file.loader, shared: file.shared)
         OpenFile.release(info!.pointee.fh)
         return 0
     }

@@ -127,7 +127,7 @@ function render(s) {
     who.appendChild(el("div", r.arguments + (r.parent ? "  (parent " + r.parent + ")" : ""), "args"));
     cell(tr, r.class, "class-" + r.class);
     cell(tr, r.file);
-    cell(tr, human(r.bytes_read), "n"); cell(tr, human(r.bytes_fetched), "n");
+    cell(tr, human(r.bytes_read) + (r.kernel_reads ? "+" : ""), "n"); cell(tr, human(r.bytes_fetched), "n");
     cell(tr, r.ended === null ? human(r.bytes_per_second) + "/s" : "ended " + clock(r.ended), "n");
     cell(tr, clock(r.since));
     return tr;

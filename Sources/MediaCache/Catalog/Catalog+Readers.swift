@@ -16,7 +16,8 @@ extension Catalog {
                       parent: account.process.parentName, readClass: account.readClass.label,
                       file: ReaderProcess.cut(account.file, to: Self.readerFileLimit), bytesRead: account.bytesRead,
                       bytesFetched: account.bytesFetched, bytesPerSecond: Int64(account.rate(now: now)),
-                      since: account.since, ended: account.endedAt, openHandles: account.openHandles)
+                      since: account.since, ended: account.endedAt, openHandles: account.openHandles,
+                      kernelReads: account.kernelReads)
         }
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
@@ -35,10 +36,12 @@ extension Catalog {
         var since: Double
         var ended: Double?
         var openHandles: Int
+        /// The kernel read a handle of its itself: `bytesRead` is a floor.
+        var kernelReads: Bool
 
         enum CodingKeys: String, CodingKey {
             case pid, process, arguments, parent, file, bytesRead, bytesFetched, bytesPerSecond, since, ended
-            case openHandles
+            case openHandles, kernelReads
             case readClass = "class"
         }
 
@@ -57,6 +60,7 @@ extension Catalog {
             // null while it reads, so a reader of the JSON sees the key.
             try container.encode(ended, forKey: .ended)
             try container.encode(openHandles, forKey: .openHandles)
+            try container.encode(kernelReads, forKey: .kernelReads)
         }
     }
 }

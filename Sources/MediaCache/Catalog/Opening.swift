@@ -31,6 +31,10 @@ public struct Opened: Sendable {
     public let loader: FileLoader
     public let pattern: ReadPattern
     public let served: Served
+    /// Who else reads through this handle (a descriptor shared with a
+    /// child), each counted apart; nil when the kernel reads it itself or
+    /// its opener is not known.
+    public let shared: SharedReaders?
 }
 
 extension Opened.Served {
@@ -61,7 +65,9 @@ extension Catalog {
     /// process, or of one of its nearest ancestors). `kernelReads` offers
     /// the loader to the mount's passthrough, after revalidation and before
     /// the handle is attached; it returns whether the kernel took it.
-    public func open(_ path: String, flags: Int32, reader: Reader,
+    /// `classifier` names the process of a thread that reads the handle
+    /// later (SharedReaders); nil: every read counts as the opener's.
+    public func open(_ path: String, flags: Int32, reader: Reader, classifier: ProcessClassifier? = nil,
                      kernelReads: (FileLoader) -> Bool = { _ in false }) throws -> Opened {
         try Self.refuseWriting(flags: flags)
         let loader = try file(at: path)
@@ -78,6 +84,7 @@ extension Catalog {
         if kernelReads(loader) {
             loader.attach(pattern, throughPageCache: false)
             statistics.countKernelReadOpen()
+            pattern.account?.readByKernel()
             served = .kernelReads
         } else if !pattern.readsAhead {
             loader.attach(pattern, throughPageCache: false)
@@ -90,13 +97,20 @@ extension Catalog {
             }
         }
         opened(path)
-        return Opened(loader: loader, pattern: pattern, served: served)
+        var shared: SharedReaders?
+        if served != .kernelReads, let classifier, let opener = reader.process {
+            shared = SharedReaders(opener: opener, readClass: reader.readClass, file: path, book: readers,
+                                   lookUp: { classifier.reader(thread: $0).process })
+        }
+        return Opened(loader: loader, pattern: pattern, served: served, shared: shared)
     }
 
     /// A handle closed: its loader lets go of what it alone asked for, and
-    /// its reader's account counts one handle fewer.
-    public func release(_ pattern: ReadPattern, of loader: FileLoader) {
+    /// its reader's account counts one handle fewer, as do those of the
+    /// processes that read through it (`shared`).
+    public func release(_ pattern: ReadPattern, of loader: FileLoader, shared: SharedReaders? = nil) {
         loader.release(pattern)
         if let account = pattern.account { readers.closed(account) }
+        shared?.close()
     }
 }

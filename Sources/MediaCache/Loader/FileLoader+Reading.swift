@@ -10,7 +10,10 @@ extension FileLoader {
 
     /// Reads up to `buffer.count` bytes at `offset`: short at the end of the
     /// file, 0 past it. Waits for missing bytes, bounded by the timeout.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, pattern: ReadPattern) throws -> Int {
+    /// The bytes count in `account` (another process reading the handle),
+    /// else in the handle's own.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, pattern: ReadPattern,
+                     account: ReaderAccount? = nil) throws -> Int {
         // The bytes this read will wait on are a read's from now on, before
         // its lookup's probe brings them and while it waits for room.
         let (last, overflow) = offset.addingReportingOverflow(Int64(buffer.count))
@@ -52,7 +55,7 @@ extension FileLoader {
             statistics.bytesFromCache.add(Int64(part.count), ordering: .relaxed)
         }
         statistics.countServed(Int64(target.count), byClass: pattern.readClass.rawValue)
-        pattern.account?.countRead(Int64(target.count))
+        (account ?? pattern.account)?.countRead(Int64(target.count))
         return target.count
     }
 

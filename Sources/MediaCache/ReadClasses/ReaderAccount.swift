@@ -18,6 +18,7 @@ public final class ReaderAccount: Sendable {
     private let fetched = Atomic<Int64>(0)
     private let handles = Atomic<Int>(0)
     private let refused = Atomic<Bool>(false)
+    private let kernel = Atomic<Bool>(false)
     /// Wall time of its last close (while no handle is open), else 0.
     private let ended = Atomic<UInt64>(0)
 
@@ -41,6 +42,12 @@ public final class ReaderAccount: Sendable {
     public func countRead(_ count: Int64) { read.add(count, ordering: .relaxed) }
     /// Bytes a transfer its reads started brought from the network.
     public func countFetched(_ count: Int64) { fetched.add(count, ordering: .relaxed) }
+
+    /// Whether the kernel read one of its handles itself (passthrough):
+    /// those bytes never reach the daemon, so `bytesRead` is a floor.
+    public var kernelReads: Bool { kernel.load(ordering: .relaxed) }
+    /// One of its handles is read by the kernel itself.
+    public func readByKernel() { kernel.store(true, ordering: .relaxed) }
 
     /// True the first time a read of its was refused for a budget: the
     /// log says so once per process and file.

@@ -370,6 +370,21 @@ final class FileLoaderTests: XCTestCase {
         XCTAssertEqual(b.account?.bytesFetched, delivered((12 << 20)..<(16 << 20)), "b's read of a's bytes fetched nothing")
         XCTAssertGreaterThanOrEqual(a.account!.bytesFetched, 100_000)
         XCTAssertGreaterThanOrEqual(b.account!.bytesFetched, 5_000)
+        // Another process reading a's handle (a shared descriptor): its
+        // bytes count in its own account; what a's handle fetches for it
+        // stays a's.
+        let child = book.opened(by: process(3), as: .play, file: "/v")
+        let fetchedBefore = a.account!.bytesFetched
+        var buffer = [UInt8](repeating: 0, count: 7_000)
+        let n = try buffer.withUnsafeMutableBytes {
+            try loader.read(into: $0, at: 8 << 20, pattern: a, account: child)
+        }
+        XCTAssertEqual(Array(buffer[..<n]), Self.expected(source, 8 << 20, 7_000))
+        XCTAssertTrue(fetcher.waitUntil { $0.gets.allSatisfy(\.finished) })
+        XCTAssertEqual(child.bytesRead, 7_000)
+        XCTAssertEqual(a.account?.bytesRead, 100_000, "the opener's count did not grow")
+        XCTAssertEqual(child.bytesFetched, 0)
+        XCTAssertGreaterThanOrEqual(a.account!.bytesFetched, fetchedBefore)
         loader.release(a)
         loader.release(b)
     }
