@@ -24,10 +24,10 @@ MAX_PER_IP = 3
 
 
 class FTPServer:
-    def __init__(self, workdir, root, user="seed", password="ftp-Pa55", tls=False):
+    def __init__(self, workdir, root, user="seed", password="ftp-Pa55", tls=False, mlsd=True):
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.root, self.user, self.password, self.tls = Path(root), user, password, tls
+        self.root, self.user, self.password, self.tls, self.mlsd = Path(root), user, password, tls, mlsd
         self.port = harness.free_port()
         self.log = self.dir / "ftp.log"
         self.cert = self.dir / "cert.pem"
@@ -47,6 +47,8 @@ class FTPServer:
                 "--user", self.user, "--password", self.password, "--log", str(self.log)]
         if self.tls:
             argv += ["--cert", str(self.cert), "--key", str(self.key)]
+        if not self.mlsd:
+            argv.append("--no-mlsd")
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(self.dir / "stderr", "ab"))
         try:
             _wait_listening(self.proc, self.port, "pyftpdlib", self.dir / "stderr")
@@ -81,6 +83,7 @@ def serve():
         p.add_argument(name, required=True)
     p.add_argument("--cert")
     p.add_argument("--key")
+    p.add_argument("--no-mlsd", action="store_true", help="answer MLSD and MLST as unknown (500), as vsftpd does")
     args = p.parse_args()
     logging.basicConfig(filename=args.log, level=logging.DEBUG, format="%(asctime)s %(message)s")
     authorizer = DummyAuthorizer()
@@ -91,6 +94,9 @@ def serve():
         handler.tls_control_required = handler.tls_data_required = True
     else:
         handler = FTPHandler
+    if args.no_mlsd:
+        handler = type("WithoutMLSD", (handler,), {"proto_cmds": {
+            verb: spec for verb, spec in handler.proto_cmds.items() if verb not in ("MLSD", "MLST")}})
     handler.authorizer = authorizer
     handler.passive_ports = None
     handler.permit_foreign_addresses = False

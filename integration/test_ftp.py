@@ -5,6 +5,9 @@ test checks what the server logged.
 
 - A tree mounts with the server's sizes and times, each directory one MLSD
   and no RETR; files read byte-exact whole and at offsets (REST).
+- A server without MLSD (as vsftpd) is listed with LIST, read by libcurl's
+  parser: sizes exact, one MLSD refused and then one LIST a directory; a
+  file's date is its first read's (LIST's minutes are no validator).
 - Reads of several files at once never hold more than three connections.
 - TLS is required by default: a plain server refuses the mount's listing
   with a line that says so; --ftp-tls off reads it; with AUTH TLS and
@@ -90,6 +93,32 @@ def test_a_plain_tree_mounts_with_sizes_and_times_one_mlsd_each_and_reads_byte_e
     assert plain.commands("REST"), "ranges are asked with REST"
     for rel in TREE:
         assert read_whole(m.path(rel)) == (served / rel).read_bytes(), rel
+
+
+def test_a_server_without_mlsd_is_listed_with_list_and_reads_byte_exact(mount, tmp_path, served, home):
+    server = FTPServer(tmp_path / "ftp-nomlsd", served, mlsd=False).start()
+    try:
+        m = mount(server.url("/"), extra=(*ARGS, "--ftp-tls", "off"))
+        listed = {p.name: p.stat().st_size for p in m.mountpoint.iterdir()}
+        assert listed.keys() == {p.name for p in served.iterdir()}
+        for name, size in listed.items():
+            if (served / name).is_file():
+                assert size == (served / name).stat().st_size, name
+        inner = {p.name: p.stat().st_size for p in (m.mountpoint / "Season 1").iterdir()}
+        assert inner == {name.split("/")[1]: size for name, size in TREE.items() if name.startswith("Season 1/")}
+        assert len(server.commands("MLSD")) == 1, "refused once, then remembered"
+        assert len(server.commands("LIST")) == 2 and not server.commands("RETR"), server.lines()[-20:]
+        assert "has no MLSD" in m.stderr()
+        for rel in TREE:
+            assert read_whole(m.path(rel)) == (served / rel).read_bytes(), rel
+        # LIST gives no time to the second: a file's first answer (MDTM)
+        # names its version, and its date is the server's from then on.
+        original = int((served / "one.bin").stat().st_mtime)
+        harness.wait_until(lambda: int(os.stat(m.path("one.bin")).st_mtime) == original,
+                           "the read's MDTM date to be the file's")
+        assert "changed on the server" not in m.stderr()
+    finally:
+        server.stop()
 
 
 def test_reads_of_many_files_at_once_hold_at_most_three_connections(mount, plain, served):

@@ -33,6 +33,14 @@ static inline CURLcode mediafs_easy_setopt_slist(CURL *h, CURLoption o, struct c
 static inline CURLcode mediafs_easy_setopt_data_cb(CURL *h, CURLoption o, mediafs_curl_data_cb v) {
     return curl_easy_setopt(h, o, v);
 }
+/// An FTP wildcard transfer's CHUNK_BGN_FUNCTION: `info` is the entry's
+/// struct curl_fileinfo, as libcurl's own LIST parser read it.
+typedef long (*mediafs_chunk_bgn_cb)(const void *info, void *user, int remains);
+static inline CURLcode mediafs_easy_setopt_chunk_bgn(CURL *h, mediafs_chunk_bgn_cb v) {
+    return curl_easy_setopt(h, CURLOPT_CHUNK_BGN_FUNCTION, v);
+}
+/// CURL_CHUNK_BGN_FUNC_SKIP: the macro's cast keeps Swift from importing it.
+static const long mediafs_chunk_skip = (long)CURL_CHUNK_BGN_FUNC_SKIP;
 /// CURLAUTH_DIGEST, for CURLOPT_HTTPAUTH and CURLINFO_HTTPAUTH_AVAIL: the
 /// macro's cast keeps Swift from importing it.
 static const long mediafs_auth_digest = (long)CURLAUTH_DIGEST;

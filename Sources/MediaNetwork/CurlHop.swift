@@ -21,7 +21,7 @@ package final class CurlHop {
     package let url: String
     /// Redirects followed to get here.
     package let redirects: Int
-    private let request: FetchRequest
+    package let request: FetchRequest
     private let options: HTTPOptions
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// Whether this hop may send credentials (its URL's `user:pass@`, or netrc).
@@ -55,7 +55,8 @@ package final class CurlHop {
     }
 
     private func configure() {
-        _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, url)
+        // A LIST is a wildcard transfer of every name in the directory.
+        _ = mediafs_easy_setopt_string(easy, CURLOPT_URL, request.method == .list ? url + "*" : url)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         _ = mediafs_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         _ = mediafs_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, isSFTP ? "sftp" : isFTP ? "ftp,ftps" : "http,https")
@@ -81,6 +82,7 @@ package final class CurlHop {
         case .head: _ = mediafs_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
         case .get: break
         case .propfind, .mlsd: _ = mediafs_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+        case .list: _ = mediafs_easy_setopt_long(easy, CURLOPT_WILDCARDMATCH, 1)
         }
         if let body = request.body {
             _ = mediafs_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)

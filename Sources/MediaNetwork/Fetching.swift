@@ -13,7 +13,12 @@ public typealias TransferID = UInt64
 public struct FetchRequest: Sendable {
     /// PROPFIND lists a WebDAV collection, MLSD an FTP directory (a
     /// listing's requests, never a file's).
-    package enum Method: String, Sendable { case get = "GET", head = "HEAD", propfind = "PROPFIND", mlsd = "MLSD" }
+    /// `list`: an FTP directory's LIST, read by libcurl's own parser (a
+    /// wildcard transfer whose every file is skipped): what a server
+    /// without MLSD answers.
+    package enum Method: String, Sendable {
+        case get = "GET", head = "HEAD", propfind = "PROPFIND", mlsd = "MLSD", list = "LIST"
+    }
 
     /// Who waits on the bytes: a reader now (or a stat), a listing's
     /// background probes, a reader soon, a library scan's reader now

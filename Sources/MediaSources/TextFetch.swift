@@ -62,7 +62,11 @@ package enum TextFetch {
             let left = max(1, Int(deadline.remaining))
             let code = withExtendedLifetime(sink) { perform(hop, into: sink, timeout: left) }
             if sink.tooLarge { throw MediaError(EFBIG, "\(shown): larger than \(maxBytes >> 20) MiB") }
-            guard code == CURLE_OK else {
+            // An MLSD the server refuses (500-504: a server without it) is
+            // its answer, for the caller to list another way.
+            let refusedCommand = code == CURLE_FTP_COULDNT_RETR_FILE && hop.request.method == .mlsd
+                && (500...504).contains(hop.status)
+            guard code == CURLE_OK || refusedCommand else {
                 throw MediaError.io("\(shown): \(String(cString: curl_easy_strerror(code)))")
             }
             if let next = try hop.next() {
@@ -84,6 +88,22 @@ package enum TextFetch {
             sink.bytes.append(UnsafeBufferPointer(start: ptr.map { UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) },
                                                   count: length))
             return length
+        }
+        if hop.request.method == .list {
+            // Each entry libcurl's LIST parser read, as an MLSD line; no
+            // file is fetched.
+            _ = mediafs_easy_setopt_pointer(easy, CURLOPT_CHUNK_DATA, Unmanaged.passUnretained(sink).toOpaque())
+            _ = mediafs_easy_setopt_chunk_bgn(easy) { info, user, _ in
+                let sink = Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue()
+                let entry = info!.assumingMemoryBound(to: curl_fileinfo.self).pointee
+                guard let line = FTPDirectory.mlsdLine(of: entry) else { return mediafs_chunk_skip }
+                guard sink.bytes.count + line.utf8.count <= sink.limit else {
+                    sink.tooLarge = true
+                    return Int(CURL_CHUNK_BGN_FUNC_FAIL)
+                }
+                sink.bytes.append(contentsOf: Array(line.utf8))
+                return mediafs_chunk_skip
+            }
         }
         let code = curl_easy_perform(easy)
         // Whether the origin multiplexes: the daemon's fetcher starts from it.

@@ -59,7 +59,7 @@ extension FileLoader {
     /// refuses it (and the caller wakes the waiters).
     func accept(_ head: ResponseHead, of id: TransferID, in state: inout LoaderState) -> Bool {
         guard var transfer = state.fetches.transfers[id], !transfer.cancelled, var info = state.version.info else { return false }
-        if (200..<300).contains(head.status), let answered = ContentProbe.info(from: head),
+        if (200..<300).contains(head.status), let answered = ChangeDetection.answered(head, known: info),
            let confirmed = confirming(info, by: answered, in: &state) {
             info = confirmed
         }

@@ -71,4 +71,21 @@ final class ChangeDetectionTests: XCTestCase {
         XCTAssertNil(ChangeDetection.confirmation(of: info(etag: "\"a\""), by: answered, sawPartial: false,
                                                   hasBytes: false), "a version with validators is compared")
     }
+
+    func testARangeAnsweredWithNoTotal_givesTheKnownLengthWithItsValidators_forAConfirmation() {
+        // An FTP read listed by LIST: RemoteFileHead's 206 names no total.
+        let byLength = ContentInfo(length: 1_000, acceptsRanges: true)
+        let ftp = ResponseHead(status: 206, headers: ["content-range": "bytes 0-131/*", "last-modified": monday,
+                                                      "accept-ranges": "bytes"])
+        let answered = ChangeDetection.answered(ftp, known: byLength)
+        XCTAssertEqual(answered, ContentInfo(length: 1_000, lastModified: monday, acceptsRanges: true))
+        XCTAssertEqual(ChangeDetection.confirmation(of: byLength, by: answered!, sawPartial: false, hasBytes: false)?
+            .lastModified, monday)
+        XCTAssertNil(ChangeDetection.answered(ResponseHead(status: 206, headers: ["content-range": "bytes 990-1009/*"]),
+                                              known: byLength), "a range past the known length says nothing")
+        XCTAssertEqual(ChangeDetection.answered(ResponseHead(status: 206, headers: ["content-range": "bytes 0-9/50"]),
+                                                known: byLength)?.length, 50, "a total given is the answer's")
+        XCTAssertNil(ChangeDetection.answered(ResponseHead(status: 404, headers: [:]), known: byLength))
+    }
 }
+

@@ -1,3 +1,4 @@
+import CCurl
 import Foundation
 import XCTest
 @testable import MediaSources
@@ -49,4 +50,35 @@ final class FTPDirectoryTests: XCTestCase {
         XCTAssertFalse(Source.at(url: "ftp://box.example/pub/x.mkv").isDirectory)
         XCTAssertNoThrow(try Source.validate(url: "ftp://u:p@box.example:2121/pub/", origin: "source"))
     }
+
+    // MARK: LIST, for a server without MLSD
+
+    func testAnEntryOfLibcurlsListParser_isAnMLSDLine_andDotsOrNewlinesAreNone() {
+        func line(_ name: String, _ type: curlfiletype, size: Int64?, time: String? = "Dec 07 03:52") -> String? {
+            name.withCString { namePointer in
+                (time ?? "").withCString { timePointer in
+                    var entry = curl_fileinfo()
+                    entry.filename = UnsafeMutablePointer(mutating: namePointer)
+                    entry.filetype = type
+                    if let size {
+                        entry.size = curl_off_t(size)
+                        entry.flags = UInt32(CURLFINFOFLAG_KNOWN_SIZE)
+                    }
+                    entry.strings.time = time == nil ? nil : UnsafeMutablePointer(mutating: timePointer)
+                    return FTPDirectory.mlsdLine(of: entry)
+                }
+            }
+        }
+        XCTAssertEqual(line("a b.mkv", CURLFILETYPE_FILE, size: 100_000, time: "Dec 07 03:52"),
+                       "type=file;size=100000; a b.mkv\r\n", "LIST's time is no validator: none given")
+        XCTAssertEqual(line("Season 1", CURLFILETYPE_DIRECTORY, size: 4096, time: "Nov 14  2023"),
+                       "type=dir;size=4096; Season 1\r\n")
+        XCTAssertEqual(line("link", CURLFILETYPE_SYMLINK, size: nil, time: "garbled"), "type=other; link\r\n")
+        XCTAssertNil(line(".", CURLFILETYPE_DIRECTORY, size: nil, time: nil))
+        XCTAssertNil(line("..", CURLFILETYPE_DIRECTORY, size: nil, time: nil))
+        XCTAssertNil(line("two\nlines", CURLFILETYPE_FILE, size: 1, time: nil))
+        let entries = MLSDEntry.entries(line("a b.mkv", CURLFILETYPE_FILE, size: 100_000, time: "Dec 07 03:52")!)
+        XCTAssertEqual(entries, [MLSDEntry(name: "a b.mkv", kind: .file, size: 100_000, modified: nil)])
+    }
 }
+

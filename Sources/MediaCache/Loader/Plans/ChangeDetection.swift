@@ -7,6 +7,7 @@
 import Foundation
 import MediaNetwork
 import MediaStore
+import MediaSources
 
 enum ChangeDetection {
     /// A version known by its length alone (an nginx index gives no
@@ -25,6 +26,18 @@ enum ChangeDetection {
         confirmed.lastModified = answered.lastModified
         confirmed.contentType = known.contentType ?? answered.contentType
         return confirmed
+    }
+
+    /// What an answer's head says of the file, for `confirmation`: its
+    /// info, or for a range whose Content-Range names no total (an SFTP or
+    /// FTP read: RemoteFileHead; the total is the listing's) the length
+    /// known with the head's validators.
+    static func answered(_ head: ResponseHead, known: ContentInfo) -> ContentInfo? {
+        if let info = ContentProbe.info(from: head) { return info }
+        guard head.status == 206, let range = head.contentRange, range.total == nil,
+              range.range.upperBound <= known.length else { return nil }
+        return ContentInfo(length: known.length, contentType: head.contentType, etag: head.etag,
+                           lastModified: head.lastModified, acceptsRanges: true)
     }
 
     /// Why a listing's `listed` shows another version than `known`, or nil.
