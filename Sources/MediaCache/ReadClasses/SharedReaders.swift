@@ -52,7 +52,8 @@ public final class SharedReaders: Sendable {
             return state.threads.count < Self.maxThreads ? nil : .some(nil)
         }
         if let known { return known }
-        // Not under the lock: /proc is read, and the book takes its own.
+        // /proc is read outside the lock. The book's lock, a leaf, is taken
+        // inside it (to open an account at most once per process).
         let process = lookUp(thread)
         return state.withLock { state in
             if let known = state.threads[thread] { return known }
