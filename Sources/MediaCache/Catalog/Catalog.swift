@@ -528,6 +528,7 @@ public final class Catalog: Sendable {
                           backgroundDailyLimit: settings.backgroundDaily?.bytesPerDay,
                           graceResumes: counters.graceResumes, transfersYielded: counters.transfersYielded,
                           scanReadsDelayed: counters.scanReadsDelayed, lookaheadRequests: counters.lookaheadFetches,
+                          streamsAhead: counters.streamsAhead,
                           limitPasses: Int64(maintenance.budget?.counts.passes ?? 0),
                           roomWaitsUnanswered: Int64(maintenance.budget?.counts.unansweredWaits ?? 0))
         let encoder = JSONEncoder()
@@ -575,6 +576,8 @@ public final class Catalog: Sendable {
         var scanReadsDelayed: Int64
         /// Requests the container lookahead sent (FileLoader+Lookahead.swift).
         var lookaheadRequests: Int64
+        /// Players' streams started at their first read, ahead of it.
+        var streamsAhead: Int64
         /// Passes of the cache limits that measured the room (tests wait
         /// on it), and reads whose wait for room no pass answered.
         var limitPasses, roomWaitsUnanswered: Int64

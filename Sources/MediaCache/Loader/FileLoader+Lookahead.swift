@@ -6,6 +6,7 @@
 // go ahead of a read that waits; they fetch only what fits under the cache
 // limits, and stop when the file's last handle closes.
 import MediaNetwork
+import MediaStore
 import MediaSupport
 
 extension FileLoader {
@@ -30,9 +31,10 @@ extension FileLoader {
             for hole in state.bytes.present.missing(in: range) {
                 var point = hole.lowerBound
                 while point < hole.upperBound {
-                    if let running = state.fetches.transfers.values.first(where: {
-                        !$0.cancelled && $0.position <= point && point < $0.end
-                    }) {
+                    // A long transfer brings only what is near its hold (a
+                    // player's stream from its first read runs to the end).
+                    if let (_, running) = TransferPlan.bringing(point, transfers: state.fetches.transfers,
+                                                                covers: { covers($0, $1, in: state) }) {
                         point = running.end
                         continue
                     }
@@ -49,6 +51,87 @@ extension FileLoader {
         Log.debug("\(source.displayURL): \(container.rawValue): fetching ahead "
                   + (asked.isEmpty ? "nothing (present or on its way)"
                      : asked.map { "\($0.lowerBound)-\($0.upperBound - 1)" }.joined(separator: ", ")))
+    }
+
+    /// A player's first read at the start of a file: it reads on from
+    /// there (a player, a transcode, `cat`), after at most a detour to the
+    /// container's index, which the lookahead fetches. Its stream starts
+    /// now, past the bytes present or on their way (the lookup's head), as
+    /// one long transfer held a window on, not when its reads reach the
+    /// head's end: that was a request of its own, a round trip or more
+    /// after the head (a slow-started connection's five), with the link
+    /// idle between (issue 55, decision 0056). The lookahead's, so the
+    /// demuxer's seek to its index does not stop it; the handle's from the
+    /// read that joins it (requestHoles); stopped by a player's seek to
+    /// bytes nothing brings (`stopStreamAhead`). Only while a transfer of
+    /// the file runs (the head on its way, or this read's own): a read of
+    /// cached bytes sends nothing (a preloaded head, a file read before).
+    /// Only a read the kernel made large (`looksSequential`, 32 KiB or
+    /// more: its readahead for a reader of 32 KiB pieces, as a demuxer's,
+    /// is 64 KiB): a program reading a few KiB of the head and stopping
+    /// (`head -c 4096`: 16 KiB) would leave a stream whose server filled
+    /// the sockets' buffers, 4.4 MB on the bench's WAN link.
+    /// A scan's first read starts nothing: a probe stops soon.
+    func startStreamAhead(after read: Range<Int64>, pattern: ReadPattern, info: ContentInfo,
+                          in state: inout LoaderState) {
+        guard pattern.readClass == .play, pattern.readsAhead, read.lowerBound == 0,
+              pattern.isFirstRead, pattern.looksSequential, holdsTransfers(info), statistics.cacheWritable,
+              budget?.passesThrough != true, state.fetches.transfers.values.contains(where: { !$0.cancelled })
+        else { return }
+        var lead = read.upperBound
+        while lead < info.length {
+            let presentEnd = state.bytes.present.presentEnd(from: lead)
+            if presentEnd > lead {
+                lead = presentEnd
+                continue
+            }
+            guard let running = state.fetches.transfers.values.first(where: {
+                !$0.cancelled && $0.position <= lead && lead < $0.end
+            }) else { break }
+            // Another handle's stream, or this file's already.
+            if running.isLong { return }
+            lead = running.end
+        }
+        // The head is what a lookup brings; a stream further on than a
+        // window past it is not this read's next bytes.
+        guard lead < info.length, lead - read.upperBound <= Self.streamAheadWithin else { return }
+        let window = max(pattern.fetchWindow(bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0),
+                         ReadPattern.linkStart)
+        let reached = startPartTransfers(at: lead, end: info.length, hold: lead + window, owner: lookaheadOwner,
+                                         info: info, priority: ReadClass.play.aheadPriority, readClass: .play,
+                                         in: &state)
+        guard reached > lead else { return }
+        statistics.probing.streamsAhead.add(1, ordering: .relaxed)
+        // Its bytes are the reader's, as those of a stream it started itself.
+        if let account = state.handles.accounts[ObjectIdentifier(pattern)],
+           let (id, _) = state.fetches.transfers.first(where: { $0.value.owner == lookaheadOwner && $0.value.start == lead }) {
+            state.fetches.assign(id, to: lookaheadOwner, account: account)
+        }
+    }
+
+    /// A stream would start at most this far past the first read (past the
+    /// head a lookup brings); further on, it is not that read's next bytes.
+    static let streamAheadWithin: Int64 = 1 << 20
+
+    /// A player jumped to `point`: a stream started ahead of a first read
+    /// that no read has joined stops, unless the point is present or on its
+    /// way (the demuxer's detour to its index, which the lookahead brings):
+    /// a seek past the head needs other bytes, and those of the stream
+    /// would share the link with them.
+    func stopStreamAhead(unlessBringing point: Int64, in state: inout LoaderState) {
+        guard state.fetches.transfers.values.contains(where: { $0.owner == lookaheadOwner && $0.isLong && !$0.cancelled }),
+              !state.bytes.present.contains(point..<point + 1),
+              TransferPlan.bringing(point, transfers: state.fetches.transfers,
+                                    covers: { covers($0, $1, in: state) }) == nil
+        else { return }
+        for (id, transfer) in state.fetches.transfers where transfer.owner == lookaheadOwner && transfer.isLong
+            && !transfer.cancelled {
+            if state.fetches.isWaitedOn(transfer.position..<max(transfer.position + 1, transfer.reach)) { continue }
+            state.fetches.stop(id)
+            fetcher.cancel(id)
+            Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (a stream ahead, the player sought "
+                      + "\(point))")
+        }
     }
 
     /// The last handle closed: the lookahead's transfers no read waits on stop.

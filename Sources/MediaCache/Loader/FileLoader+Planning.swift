@@ -23,6 +23,12 @@ extension FileLoader {
                                          acceptsRanges: info.acceptsRanges, transfers: state.fetches.transfers,
                                          covers: { covers($0, $1, in: state) }) {
                 case .join(let id, let promote, let letGoTo):
+                    // A stream started ahead of this handle's first read
+                    // is its own from here (FileLoader+Lookahead).
+                    if readClass == .play, let joined = state.fetches.transfers[id], joined.isLong,
+                       joined.owner == lookaheadOwner, owner != lookaheadOwner {
+                        state.fetches.assign(id, to: owner, account: state.handles.accounts[owner])
+                    }
                     if promote {
                         state.fetches.promote(id, to: priority)
                         fetcher.promote(id, to: priority)

@@ -146,6 +146,7 @@ extension FileLoader {
             readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass,
                       streams: streams, info: info,
                       in: &scope.state)
+            startStreamAhead(after: wanted, pattern: pattern, info: info, in: &scope.state)
             // A wait that lasts says why, at debug level, after 1 s and each
             // time it doubles: which transfer it counts on and where that is
             // (a WAN seek once stalled 6 s with nothing in the log).
@@ -225,6 +226,7 @@ extension FileLoader {
         let previousEnd = pattern.lastReadEnd
         if pattern.record(offset: wanted.lowerBound, end: wanted.upperBound) {
             cancelTransfers(of: owner, except: wanted.lowerBound, in: &state)
+            if pattern.readClass == .play { stopStreamAhead(unlessBringing: wanted.lowerBound, in: &state) }
         }
         notePartStep(wanted, after: previousEnd, pattern: pattern, info: info, in: &state)
         state.accessed(at: wallNow())
@@ -233,6 +235,7 @@ extension FileLoader {
         // A player's read makes the whole entry a player's.
         if pattern.readClass == .play { state.played() }
         guard state.bytes.present.contains(wanted) else { return nil }
+        startStreamAhead(after: wanted, pattern: pattern, info: info, in: &state)
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
         let fetching = state.fetches.transfers.values.contains(where: { $0.owner == owner })

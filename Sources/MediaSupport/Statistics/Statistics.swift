@@ -125,6 +125,7 @@ public final class Statistics: Sendable {
         package var transfersYielded: Int64 = 0
         package var scanReadsDelayed: Int64 = 0
         package var lookaheadFetches: Int64 = 0
+        package var streamsAhead: Int64 = 0
         /// By `ResponseClass.rawValue`.
         package var responses: [Int64] = []
         /// By read class (0 play, 1 scan).
@@ -146,6 +147,7 @@ public final class Statistics: Sendable {
                  transfersYielded: transfersYielded.load(ordering: .relaxed),
                  scanReadsDelayed: probing.scanReadsDelayed.load(ordering: .relaxed),
                  lookaheadFetches: probing.lookaheadFetches.load(ordering: .relaxed),
+                 streamsAhead: probing.streamsAhead.load(ordering: .relaxed),
                  responses: responses.withLock { $0 },
                  fetchedByClass: fetchedByClass.values, servedByClass: servedByClass.values)
     }

@@ -190,6 +190,93 @@ final class LongTransferTests: XCTestCase {
         assertNoByteFetchedTwice()
     }
 
+    // MARK: A player's stream from its first read (decision 0056)
+
+    private func streamsAhead(_ loader: FileLoader) -> Int64 {
+        loader.statistics.probing.streamsAhead.load(ordering: .relaxed)
+    }
+
+    func testAPlayersFirstReadAtTheStartStartsItsStreamPastItAtOnceAndItsReadsJoinIt() throws {
+        let length = 32 * Self.mib
+        let source = content(Int(length))
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        XCTAssertEqual(try read(loader, at: 0, count: 128 << 10, pattern: pattern), Array(source[..<(128 << 10)]))
+        // The read's bytes, and beside them the rest of the file, held a
+        // window (linkStart) past the read: before any read gets there.
+        let ahead = try XCTUnwrap(longGets.first, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertEqual(ahead.range, (128 * Self.kib)..<length)
+        XCTAssertEqual(ahead.request.allowance, ReadPattern.linkStart)
+        XCTAssertEqual(ahead.priority, .readahead)
+        XCTAssertEqual(streamsAhead(loader), 1)
+        // Reading on joins it: no request more, the one long transfer
+        // let go on as the reads go.
+        try stream(loader, source, from: 128 * Self.kib, count: length - 128 * Self.kib, pattern: pattern)
+        XCTAssertEqual(fetcher.gets.count, 2, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertTrue(fetcher.waitUntil { $0.record(ahead.id)?.finished == true })
+        XCTAssertNil(fetcher.record(ahead.id)?.completion)
+        assertNoByteFetchedTwice()
+        XCTAssertEqual(fetcher.gets.reduce(0) { $0 + $1.delivered }, length)
+    }
+
+    func testAPlayersSeekToBytesNothingBringsStopsTheStreamWithAtMostItsHoldFetched() throws {
+        let source = content(Int(32 * Self.mib))
+        let loader = makeLoader()
+        let pattern = ReadPattern()
+        _ = try read(loader, at: 0, count: 128 << 10, pattern: pattern)
+        let ahead = try XCTUnwrap(longGets.first)
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(ahead.id) }, "held at its allowance")
+        let at = 20 * Self.mib
+        XCTAssertEqual(try read(loader, at: at, count: 128 << 10, pattern: pattern),
+                       Array(source[Int(at)..<Int(at) + (128 << 10)]))
+        XCTAssertTrue(fetcher.waitUntil { $0.record(ahead.id)?.finished == true }, "the seek stopped the stream")
+        XCTAssertTrue(fetcher.cancelled.contains(ahead.id))
+        XCTAssertLessThanOrEqual(try XCTUnwrap(fetcher.record(ahead.id)).delivered,
+                                 ReadPattern.linkStart + fetcher.chunkSize)
+        assertNoByteFetchedTwice()
+    }
+
+    func testAPlayersDetourToBytesPresentOrOnTheirWayKeepsTheStream() throws {
+        let source = content(Int(32 * Self.mib))
+        let loader = makeLoader()
+        // The container's index, at the end, cached by an earlier reader
+        // (as the lookahead brings it).
+        let index = 31 * Self.mib
+        _ = try read(loader, at: index, count: 64 << 10, pattern: ReadPattern(readClass: .scan))
+        let pattern = ReadPattern()
+        _ = try read(loader, at: 0, count: 128 << 10, pattern: pattern)
+        let ahead = try XCTUnwrap(longGets.first, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertEqual(ahead.range?.lowerBound, 128 * Self.kib)
+        // The demuxer reads its index, then its samples from the head on.
+        XCTAssertEqual(try read(loader, at: index, count: 64 << 10, pattern: pattern),
+                       Array(source[Int(index)..<Int(index) + (64 << 10)]))
+        XCTAssertFalse(fetcher.cancelled.contains(ahead.id), "a detour to cached bytes stopped the stream")
+        let requests = fetcher.gets.count
+        try stream(loader, source, from: 64 * Self.kib, count: 4 * Self.mib, pattern: pattern)
+        XCTAssertEqual(fetcher.gets.count, requests, "the stream brought the samples")
+        assertNoByteFetchedTwice()
+    }
+
+    func testAScansFirstReadAndAPlayersFirstReadFarIntoTheFileStartNoStream() throws {
+        _ = content(Int(32 * Self.mib))
+        let loader = makeLoader()
+        _ = try read(loader, at: 0, count: 128 << 10, pattern: ReadPattern(readClass: .scan))
+        _ = try read(loader, at: 8 * Self.mib, count: 128 << 10, pattern: ReadPattern())
+        XCTAssertEqual(fetcher.gets.count, 2, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertTrue(longGets.isEmpty)
+        XCTAssertEqual(streamsAhead(loader), 0)
+    }
+
+    /// `head -c 4096`: the kernel reads 16 KiB; a demuxer's 32 KiB reads
+    /// become 64 KiB ones.
+    func testAPlayersSmallFirstReadStartsNoStream() throws {
+        _ = content(Int(32 * Self.mib))
+        let loader = makeLoader()
+        _ = try read(loader, at: 0, count: 16 << 10, pattern: ReadPattern())
+        XCTAssertEqual(fetcher.gets.count, 1, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertEqual(streamsAhead(loader), 0)
+    }
+
     func testAReadAtATransferInsideALongOnesRangeCutsTheLongOneThere() throws {
         let length = 32 * Self.mib
         let source = content(Int(length))
