@@ -60,7 +60,7 @@ final class CatalogTests: XCTestCase {
                         "kernel_read_opens", "attribute_requests", "kernel_entry_notifications", "open_handles", "play_bytes_fetched", "scan_bytes_fetched",
                         "play_bytes_served", "scan_bytes_served", "background_bytes_fetched",
                         "background_bytes_served", "grace_resumes", "transfers_yielded",
-                        "scan_reads_delayed", "lookahead_requests", "limit_passes",
+                        "scan_reads_delayed", "lookahead_requests", "streams_ahead", "limit_passes",
                         "room_waits_unanswered"])
         XCTAssertEqual(object?["entries"] as? Int, 1)
         XCTAssertEqual(object?["pinned_over_limit"] as? Bool, false)
