@@ -114,11 +114,18 @@ final class LongTransferTests: XCTestCase {
         XCTAssertLessThanOrEqual(held.delivered, held.allowance + fetcher.chunkSize)
 
         try stream(loader, source, from: 8 * Self.mib, count: length - 8 * Self.mib, pattern: pattern)
-        XCTAssertTrue(fetcher.waitUntil { $0.record(long.id)?.finished == true })
         XCTAssertEqual(longGets.count, 1, "the one long transfer brought the rest")
-        XCTAssertNil(fetcher.record(long.id)?.completion)
-        assertNoByteFetchedTwice()
-        XCTAssertEqual(fetcher.gets.reduce(0) { $0 + $1.delivered }, length)
+        assertBroughtToTheEnd(long.id, fileOf: length)
+    }
+
+    /// The long transfer ended at the end of the file without an error, and
+    /// every byte of the file came once.
+    private func assertBroughtToTheEnd(_ id: TransferID, fileOf length: Int64,
+                                       file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(fetcher.waitUntil { $0.record(id)?.finished == true }, file: file, line: line)
+        XCTAssertNil(fetcher.record(id)?.completion, file: file, line: line)
+        assertNoByteFetchedTwice(file: file, line: line)
+        XCTAssertEqual(fetcher.gets.reduce(0) { $0 + $1.delivered }, length, file: file, line: line)
     }
 
     func testAReadOfAnotherHandleJustPastTheHoldLetsTheTransferGoOnToItsBytes() throws {
@@ -213,10 +220,7 @@ final class LongTransferTests: XCTestCase {
         // let go on as the reads go.
         try stream(loader, source, from: 128 * Self.kib, count: length - 128 * Self.kib, pattern: pattern)
         XCTAssertEqual(fetcher.gets.count, 2, "\(fetcher.gets.map { $0.range! })")
-        XCTAssertTrue(fetcher.waitUntil { $0.record(ahead.id)?.finished == true })
-        XCTAssertNil(fetcher.record(ahead.id)?.completion)
-        assertNoByteFetchedTwice()
-        XCTAssertEqual(fetcher.gets.reduce(0) { $0 + $1.delivered }, length)
+        assertBroughtToTheEnd(ahead.id, fileOf: length)
     }
 
     func testAPlayersSeekToBytesNothingBringsStopsTheStreamWithAtMostItsHoldFetched() throws {
