@@ -135,8 +135,15 @@ extension FileLoader {
     }
 
     /// The last handle closed: the lookahead's transfers no read waits on stop.
+    /// One nearly done is let end, as a handle's (`cancelTransfers`): its
+    /// bytes are sent already, and a stop tears its connection down (an FTP
+    /// server counts it until it closes: a fourth is refused, 421).
     func stopLookahead(in state: inout LoaderState) {
+        let inFlight = max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
         for (id, transfer) in state.fetches.transfers where transfer.owner == lookaheadOwner && !transfer.cancelled {
+            if transfer.position >= transfer.end || !transfer.isLong && transfer.end - transfer.position < inFlight {
+                continue
+            }
             if state.fetches.isWaitedOn(transfer.position..<max(transfer.position + 1, transfer.end)) { continue }
             state.fetches.stop(id)
             fetcher.cancel(id)

@@ -219,7 +219,10 @@ extension FileLoader {
         for (id, transfer) in state.fetches.transfers where transfer.owner == owner && !transfer.cancelled {
             if let offset, covers(transfer, offset, in: state) { continue }
             // A long transfer is never nearly done: it would run on to the
-            // end of the file, held or not.
+            // end of the file, held or not. One that brought its last byte
+            // is done, its end not yet told (an FTP server's 226): a stop
+            // would tear its connection down.
+            if transfer.position >= transfer.end { continue }
             if !transfer.isLong && transfer.end - transfer.position < inFlight { continue }
             if state.fetches.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
             state.fetches.stop(id)
