@@ -412,19 +412,24 @@ def wait_for_stderr(m, text, timeout=10.0, interval=0.05):
 def mount_one(mount, srv, name, data, extra=(), wait=WAIT, **kw):
     """Serve data as `name` from a FaultServer, mount its URL, wait for the
     probe; the server's log is empty on return, and mediafs has taken the
-    probe's end too (no transfer in flight: a player's first read while
-    the head is on its way starts its stream, decision 0056, and a test
-    that read the head just after the server sent it did so 1 run in 2 of
-    test_faults' change during a read). Returns (mount, path)."""
+    probe's end too (`wait_transfers_ended`: test_faults' change during a
+    read once read the head while it still arrived). Returns (mount, path)."""
     srv.add(name, data)
     m = mount(srv.url(name), extra=extra, **kw)
     path = m.path(name)
     assert os.stat(path).st_size == len(data)
     srv.wait_idle(wait)
-    wait_until(lambda: json.loads(xget(m.mountpoint, "stats"))["transfers_in_flight"] == 0,
-               "the probe's transfer to end in mediafs", timeout=wait)
+    wait_transfers_ended(m, timeout=wait)
     srv.clear_log()
     return m, path
+
+
+def wait_transfers_ended(m, timeout=WAIT):
+    """Until the mount has no transfer in flight: a lookup's probe taken to
+    its end, so that a read of the head is a read of cached bytes, not a
+    cold open's (which starts a player's stream: decision 0056)."""
+    wait_until(lambda: json.loads(xget(m.mountpoint, "stats"))["transfers_in_flight"] == 0,
+               "mediafs's transfers to end", timeout=timeout)
 
 
 def mount_listed(mount, srv, files, extra=(), wait=WAIT):

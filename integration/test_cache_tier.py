@@ -235,10 +235,14 @@ def test_a_file_changed_at_the_origin_is_never_mixed_and_is_seen_once_the_tier_l
     old_etag = origin_etag(tier, "moving.bin")
     m = mount(tier.url("moving.bin"), extra=(*MOUNT_ARGS, "--retries", "1", "--revalidate", "never"))
     path = m.path("moving.bin")
-    # A small read, so the mount streams nothing ahead: its cache holds the
-    # lookup's head and nothing near 8 MiB (a 4 MiB read's long transfer
-    # once ran past 9 MiB before the change, and the read below was then
-    # answered, rightly, from the mount's own old bytes).
+    # A small read of the head once it is cached, so the mount streams
+    # nothing ahead: its cache holds the lookup's head and nothing near
+    # 8 MiB (a 4 MiB read's long transfer once ran past 9 MiB before the
+    # change, and the read below was then answered, rightly, from the
+    # mount's own old bytes; a read while the head still arrived starts a
+    # player's stream, decision 0056: stress run of Dec 7).
+    assert os.stat(path).st_size == SIZE
+    harness.wait_transfers_ended(m)
     assert read_range(path, 0, 64 * 1024) == old[:64 * 1024]
     # Another client of the tier had the old file's slice at 8 MiB.
     warm = urllib.request.Request(tier.url("moving.bin"), headers={"Range": f"bytes={8 * MiB}-{9 * MiB - 1}"})

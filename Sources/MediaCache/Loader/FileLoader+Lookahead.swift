@@ -63,9 +63,11 @@ extension FileLoader {
     /// idle between (issue 55, decision 0056). The lookahead's, so the
     /// demuxer's seek to its index does not stop it; the handle's from the
     /// read that joins it (requestHoles); stopped by a player's seek to
-    /// bytes nothing brings (`stopStreamAhead`). Only while a transfer of
-    /// the file runs (the head on its way, or this read's own): a read of
-    /// cached bytes sends nothing (a preloaded head, a file read before).
+    /// bytes nothing brings (`stopStreamAhead`). Only from a read that had
+    /// to wait for its bytes (the head still on its way, or its own
+    /// request): a read of cached bytes sends nothing, as everywhere (a
+    /// preloaded head, a file read before, a head a near server sent
+    /// whole before the read came).
     /// Only a read the kernel made large (`looksSequential`, 32 KiB or
     /// more: its readahead for a reader of 32 KiB pieces, as a demuxer's,
     /// is 64 KiB): a program reading a few KiB of the head and stopping
@@ -76,8 +78,7 @@ extension FileLoader {
                           in state: inout LoaderState) {
         guard pattern.readClass == .play, pattern.readsAhead, read.lowerBound == 0,
               pattern.isFirstRead, pattern.looksSequential, holdsTransfers(info), statistics.cacheWritable,
-              budget?.passesThrough != true, state.fetches.transfers.values.contains(where: { !$0.cancelled })
-        else { return }
+              budget?.passesThrough != true else { return }
         var lead = read.upperBound
         while lead < info.length {
             let presentEnd = state.bytes.present.presentEnd(from: lead)

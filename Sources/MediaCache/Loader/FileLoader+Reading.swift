@@ -235,7 +235,6 @@ extension FileLoader {
         // A player's read makes the whole entry a player's.
         if pattern.readClass == .play { state.played() }
         guard state.bytes.present.contains(wanted) else { return nil }
-        startStreamAhead(after: wanted, pattern: pattern, info: info, in: &state)
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
         let fetching = state.fetches.transfers.values.contains(where: { $0.owner == owner })
