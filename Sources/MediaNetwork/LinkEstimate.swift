@@ -56,6 +56,13 @@ public final class LinkEstimate: Sendable {
         }
     }
 
+    /// Whether the link to `url`'s origin is known to be far: its shortest
+    /// round trip `minRoundTrip` or more (one response head is enough).
+    package func isFar(to url: String) -> Bool {
+        guard let origin = HTTPOrigin(url: url) else { return false }
+        return links.withLock { $0.byOrigin[origin]?.roundTrips.min().map { $0 >= Self.minRoundTrip } ?? false }
+    }
+
     private func update(_ origin: HTTPOrigin, _ change: (inout Link) -> Void) {
         links.withLock { state in
             state.clock += 1

@@ -63,22 +63,26 @@ extension FileLoader {
     /// idle between (issue 55, decision 0056). The lookahead's, so the
     /// demuxer's seek to its index does not stop it; the handle's from the
     /// read that joins it (requestHoles); stopped by a player's seek to
-    /// bytes nothing brings (`stopStreamAhead`). Only from a read that had
-    /// to wait for its bytes (the head still on its way, or its own
-    /// request): a read of cached bytes sends nothing, as everywhere (a
-    /// preloaded head, a file read before, a head a near server sent
-    /// whole before the read came).
+    /// bytes nothing brings (`stopStreamAhead`). Only over a far link (a
+    /// round trip of 10 ms or more, known from the lookup's answer): near,
+    /// a request costs little and the kernel's readahead hides it. Only
+    /// while the head is on its way (`waited`: the read waited for bytes;
+    /// or any transfer of the file still runs): a read of cached bytes
+    /// sends nothing (a preloaded head, a file read before). On a fast far
+    /// link the head's 512 KiB may be present by the first read while its
+    /// transfer is still being taken.
     /// Only a read the kernel made large (`looksSequential`, 32 KiB or
     /// more: its readahead for a reader of 32 KiB pieces, as a demuxer's,
     /// is 64 KiB): a program reading a few KiB of the head and stopping
     /// (`head -c 4096`: 16 KiB) would leave a stream whose server filled
     /// the sockets' buffers, 4.4 MB on the bench's WAN link.
     /// A scan's first read starts nothing: a probe stops soon.
-    func startStreamAhead(after read: Range<Int64>, pattern: ReadPattern, info: ContentInfo,
+    func startStreamAhead(after read: Range<Int64>, waited: Bool, pattern: ReadPattern, info: ContentInfo,
                           in state: inout LoaderState) {
         guard pattern.readClass == .play, pattern.readsAhead, read.lowerBound == 0,
               pattern.isFirstRead, pattern.looksSequential, holdsTransfers(info), statistics.cacheWritable,
-              budget?.passesThrough != true else { return }
+              budget?.passesThrough != true, settings.link?.isFar(to: source.url) == true,
+              waited || state.fetches.transfers.values.contains(where: { !$0.cancelled }) else { return }
         var lead = read.upperBound
         while lead < info.length {
             let presentEnd = state.bytes.present.presentEnd(from: lead)

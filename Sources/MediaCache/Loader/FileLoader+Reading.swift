@@ -146,7 +146,7 @@ extension FileLoader {
             readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass,
                       streams: streams, info: info,
                       in: &scope.state)
-            startStreamAhead(after: wanted, pattern: pattern, info: info, in: &scope.state)
+            startStreamAhead(after: wanted, waited: true, pattern: pattern, info: info, in: &scope.state)
             // A wait that lasts says why, at debug level, after 1 s and each
             // time it doubles: which transfer it counts on and where that is
             // (a WAN seek once stalled 6 s with nothing in the log).
@@ -235,6 +235,7 @@ extension FileLoader {
         // A player's read makes the whole entry a player's.
         if pattern.readClass == .play { state.played() }
         guard state.bytes.present.contains(wanted) else { return nil }
+        startStreamAhead(after: wanted, waited: false, pattern: pattern, info: info, in: &state)
         // Reading cached bytes sends no request: readahead starts from a
         // read that had to fetch, and goes on while this handle streams.
         let fetching = state.fetches.transfers.values.contains(where: { $0.owner == owner })

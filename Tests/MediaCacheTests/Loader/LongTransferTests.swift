@@ -37,12 +37,19 @@ final class LongTransferTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: base)
     }
 
-    private func makeLoader() -> FileLoader {
+    /// `farLink`: a link of a 50 ms round trip (rate unknown), over which a
+    /// player's first read starts its stream (decision 0056).
+    private func makeLoader(farLink: Bool = false) -> FileLoader {
         var settings = LoaderSettings()
         settings.timeout = 10
         settings.probeFirstBytes = 0
         settings.tailStretch = 0
         settings.link = nil
+        if farLink {
+            let link = LinkEstimate()
+            link.roundTrip(0.05, to: url)
+            settings.link = link
+        }
         return FileLoader(source: Source(name: "long.mp4", url: url), store: store, fetcher: fetcher,
                           settings: settings)
     }
@@ -206,7 +213,7 @@ final class LongTransferTests: XCTestCase {
     func testAPlayersFirstReadAtTheStartStartsItsStreamPastItAtOnceAndItsReadsJoinIt() throws {
         let length = 32 * Self.mib
         let source = content(Int(length))
-        let loader = makeLoader()
+        let loader = makeLoader(farLink: true)
         let pattern = ReadPattern()
         XCTAssertEqual(try read(loader, at: 0, count: 128 << 10, pattern: pattern), Array(source[..<(128 << 10)]))
         // The read's bytes, and beside them the rest of the file, held a
@@ -225,7 +232,7 @@ final class LongTransferTests: XCTestCase {
 
     func testAPlayersSeekToBytesNothingBringsStopsTheStreamWithAtMostItsHoldFetched() throws {
         let source = content(Int(32 * Self.mib))
-        let loader = makeLoader()
+        let loader = makeLoader(farLink: true)
         let pattern = ReadPattern()
         _ = try read(loader, at: 0, count: 128 << 10, pattern: pattern)
         let ahead = try XCTUnwrap(longGets.first)
@@ -242,15 +249,15 @@ final class LongTransferTests: XCTestCase {
 
     func testAPlayersDetourToBytesPresentOrOnTheirWayKeepsTheStream() throws {
         let source = content(Int(32 * Self.mib))
-        let loader = makeLoader()
-        // The container's index, at the end, cached by an earlier reader
-        // (as the lookahead brings it).
-        let index = 31 * Self.mib
-        _ = try read(loader, at: index, count: 64 << 10, pattern: ReadPattern(readClass: .scan))
+        let loader = makeLoader(farLink: true)
         let pattern = ReadPattern()
         _ = try read(loader, at: 0, count: 128 << 10, pattern: pattern)
         let ahead = try XCTUnwrap(longGets.first, "\(fetcher.gets.map { $0.range! })")
         XCTAssertEqual(ahead.range?.lowerBound, 128 * Self.kib)
+        // The container's index, at the end, cached meanwhile (as the
+        // lookahead brings it; here another reader's read).
+        let index = 31 * Self.mib
+        _ = try read(loader, at: index, count: 64 << 10, pattern: ReadPattern(readClass: .scan))
         // The demuxer reads its index, then its samples from the head on.
         XCTAssertEqual(try read(loader, at: index, count: 64 << 10, pattern: pattern),
                        Array(source[Int(index)..<Int(index) + (64 << 10)]))
@@ -263,7 +270,7 @@ final class LongTransferTests: XCTestCase {
 
     func testAScansFirstReadAndAPlayersFirstReadFarIntoTheFileStartNoStream() throws {
         _ = content(Int(32 * Self.mib))
-        let loader = makeLoader()
+        let loader = makeLoader(farLink: true)
         _ = try read(loader, at: 0, count: 128 << 10, pattern: ReadPattern(readClass: .scan))
         _ = try read(loader, at: 8 * Self.mib, count: 128 << 10, pattern: ReadPattern())
         XCTAssertEqual(fetcher.gets.count, 2, "\(fetcher.gets.map { $0.range! })")
@@ -275,8 +282,17 @@ final class LongTransferTests: XCTestCase {
     /// become 64 KiB ones.
     func testAPlayersSmallFirstReadStartsNoStream() throws {
         _ = content(Int(32 * Self.mib))
-        let loader = makeLoader()
+        let loader = makeLoader(farLink: true)
         _ = try read(loader, at: 0, count: 16 << 10, pattern: ReadPattern())
+        XCTAssertEqual(fetcher.gets.count, 1, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertEqual(streamsAhead(loader), 0)
+    }
+
+    /// Near (loopback, a LAN) a request costs little: no stream ahead.
+    func testAPlayersFirstReadOverALinkNotKnownFarStartsNoStream() throws {
+        _ = content(Int(32 * Self.mib))
+        let loader = makeLoader()
+        _ = try read(loader, at: 0, count: 128 << 10, pattern: ReadPattern())
         XCTAssertEqual(fetcher.gets.count, 1, "\(fetcher.gets.map { $0.range! })")
         XCTAssertEqual(streamsAhead(loader), 0)
     }
