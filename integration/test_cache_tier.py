@@ -239,8 +239,9 @@ def test_a_file_changed_at_the_origin_is_never_mixed_and_is_seen_once_the_tier_l
     # nothing ahead: its cache holds the lookup's head and nothing near
     # 8 MiB (a 4 MiB read's long transfer once ran past 9 MiB before the
     # change, and the read below was then answered, rightly, from the
-    # mount's own old bytes; a read while the head still arrived starts a
-    # player's stream, decision 0056: stress run of Dec 7).
+    # mount's own old bytes; a read while the head still arrived started
+    # a player's stream when that was not kept to far links: decision 0056,
+    # stress run of Dec 7).
     assert os.stat(path).st_size == SIZE
     harness.wait_transfers_ended(m)
     assert read_range(path, 0, 64 * 1024) == old[:64 * 1024]
