@@ -83,35 +83,22 @@ extension FileLoader {
               pattern.isFirstRead, pattern.looksSequential, holdsTransfers(info), statistics.cacheWritable,
               budget?.passesThrough != true, settings.link?.isFar(to: source.url) == true,
               waited || state.fetches.transfers.values.contains(where: { !$0.cancelled }) else { return }
-        var lead = read.upperBound
-        while lead < info.length {
-            let presentEnd = state.bytes.present.presentEnd(from: lead)
-            if presentEnd > lead {
-                lead = presentEnd
-                continue
-            }
-            guard let running = state.fetches.transfers.values.first(where: {
-                !$0.cancelled && $0.position <= lead && lead < $0.end
-            }) else { break }
-            // Another handle's stream, or this file's already.
-            if running.isLong { return }
-            lead = running.end
-        }
-        // The head is what a lookup brings; a stream further on than a
-        // window past it is not this read's next bytes.
-        guard lead < info.length, lead - read.upperBound <= Self.streamAheadWithin else { return }
+        // Past the head a lookup brings, and anything else on its way; a
+        // long transfer there is another handle's stream, or this file's
+        // already. A stream further on than a window past the head is not
+        // this read's next bytes.
+        let walk = TransferPlan.lead(
+            from: read.upperBound, length: info.length, within: Self.streamAheadWithin + 1,
+            presentEnd: { state.bytes.present.presentEnd(from: $0) }, transfers: state.fetches.transfers,
+            brings: TransferPlan.holds, endsAt: \.isLong)
+        guard case .open(let lead) = walk else { return }
         let window = max(pattern.fetchWindow(bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0),
                          ReadPattern.linkStart)
-        let reached = startPartTransfers(at: lead, end: info.length, hold: lead + window, owner: lookaheadOwner,
-                                         info: info, priority: ReadClass.play.aheadPriority, readClass: .play,
-                                         in: &state)
-        guard reached > lead else { return }
-        statistics.probing.streamsAhead.add(1, ordering: .relaxed)
         // Its bytes are the reader's, as those of a stream it started itself.
-        if let account = state.handles.accounts[ObjectIdentifier(pattern)],
-           let (id, _) = state.fetches.transfers.first(where: { $0.value.owner == lookaheadOwner && $0.value.start == lead }) {
-            state.fetches.assign(id, to: lookaheadOwner, account: account)
-        }
+        let reached = startPartTransfers(at: lead, end: info.length, hold: lead + window, owner: lookaheadOwner,
+                                         account: state.handles.accounts[ObjectIdentifier(pattern)], info: info,
+                                         priority: ReadClass.play.aheadPriority, readClass: .play, in: &state)
+        if reached > lead { statistics.probing.streamsAhead.add(1, ordering: .relaxed) }
     }
 
     /// A stream would start at most this far past the first read (past the
@@ -131,11 +118,8 @@ extension FileLoader {
         else { return }
         for (id, transfer) in state.fetches.transfers where transfer.owner == lookaheadOwner && transfer.isLong
             && !transfer.cancelled {
-            if state.fetches.isWaitedOn(transfer.position..<max(transfer.position + 1, transfer.reach)) { continue }
-            state.fetches.stop(id)
-            fetcher.cancel(id)
-            Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (a stream ahead, the player sought "
-                      + "\(point))")
+            stop(id, transfer, unlessWaitedOn: transfer.position..<max(transfer.position + 1, transfer.reach),
+                 why: "a stream ahead, the player sought \(point)", in: &state)
         }
     }
 
@@ -144,15 +128,11 @@ extension FileLoader {
     /// bytes are sent already, and a stop tears its connection down (an FTP
     /// server counts it until it closes: a fourth is refused, 421).
     func stopLookahead(in state: inout LoaderState) {
-        let inFlight = max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
-        for (id, transfer) in state.fetches.transfers where transfer.owner == lookaheadOwner && !transfer.cancelled {
-            if transfer.position >= transfer.end || !transfer.isLong && transfer.end - transfer.position < inFlight {
-                continue
-            }
-            if state.fetches.isWaitedOn(transfer.position..<max(transfer.position + 1, transfer.end)) { continue }
-            state.fetches.stop(id)
-            fetcher.cancel(id)
-            Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (lookahead, no handle open)")
+        let inFlight = bytesInFlight
+        for (id, transfer) in state.fetches.transfers where transfer.owner == lookaheadOwner && !transfer.cancelled
+            && !transfer.isNearlyDone(inFlight: inFlight) {
+            stop(id, transfer, unlessWaitedOn: transfer.position..<max(transfer.position + 1, transfer.end),
+                 why: "lookahead, no handle open", in: &state)
         }
     }
 }

@@ -91,18 +91,19 @@ extension FileLoader {
     /// `startTransfer`, one transfer for each part `start..<end` crosses
     /// (a held transfer stays one: only a file of one resource has those).
     /// Returns where the last one reaches.
-    func startPartTransfers(at start: Int64, end: Int64, hold: Int64?, owner: ObjectIdentifier, info: ContentInfo,
-                            priority: FetchRequest.Priority, readClass: ReadClass, mustReach: Int64 = 0,
-                            in state: inout LoaderState) -> Int64 {
+    func startPartTransfers(at start: Int64, end: Int64, hold: Int64?, owner: ObjectIdentifier,
+                            account: ReaderAccount? = nil, info: ContentInfo, priority: FetchRequest.Priority,
+                            readClass: ReadClass, mustReach: Int64 = 0, in state: inout LoaderState) -> Int64 {
         guard hold == nil, let offsets = fetcher.partOffsets(of: source.url), offsets.count > 2 else {
-            return startTransfer(at: start, end: end, hold: hold, owner: owner, info: info, priority: priority,
-                                 readClass: readClass, mustReach: mustReach, in: &state)
+            return startTransfer(at: start, end: end, hold: hold, owner: owner, account: account, info: info,
+                                 priority: priority, readClass: readClass, mustReach: mustReach, in: &state)
         }
         var point = start
         while point < min(end, info.length) {
             let cut = min(end, offsets[Self.part(containing: point, in: offsets) + 1])
-            let reached = startTransfer(at: point, end: cut, owner: owner, info: info, priority: priority,
-                                        readClass: readClass, mustReach: min(mustReach, cut), in: &state)
+            let reached = startTransfer(at: point, end: cut, owner: owner, account: account, info: info,
+                                        priority: priority, readClass: readClass, mustReach: min(mustReach, cut),
+                                        in: &state)
             // Short of the part's end: a present byte, a transfer, the budget.
             if reached < cut { return reached }
             point = reached

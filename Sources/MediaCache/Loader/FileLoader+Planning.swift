@@ -125,31 +125,24 @@ extension FileLoader {
             }
             return
         }
-        var lead = offset
-        while lead < info.length {
-            let presentEnd = state.bytes.present.presentEnd(from: lead)
-            if presentEnd > lead {
-                lead = presentEnd
-            } else if let (id, covering) = TransferPlan.bringing(lead, transfers: state.fetches.transfers,
-                                                                 covers: { covers($0, $1, in: state) }) {
-                // A long transfer near: let go on to this window.
-                if covering.isLong {
-                    extendHold(id, to: offset + window, mustReach: 0, in: &state)
-                    return
-                }
-                // The loader's own fetch of the first bytes (a lookup's, an
-                // archive member's head) is no sign that the reader goes past
-                // it: a demuxer reads its head, then seeks. Its first read
-                // past there asks, sized to the link by then. Read ahead from
-                // inside it, a mkv's seek sent one long transfer more, stopped.
-                if covering.owner == ObjectIdentifier(self) && covering.start == 0 {
-                    return
-                }
-                lead = covering.end
-            } else {
-                break
-            }
-            if lead - offset >= window / 2 { return }
+        // A long transfer near is let go on to this window. The loader's
+        // own fetch of the first bytes (a lookup's, an archive member's
+        // head) is no sign that the reader goes past it: a demuxer reads
+        // its head, then seeks. Its first read past there asks, sized to
+        // the link by then. Read ahead from inside it, a mkv's seek sent
+        // one long transfer more, stopped.
+        let walk = TransferPlan.lead(
+            from: offset, length: info.length, within: window / 2,
+            presentEnd: { state.bytes.present.presentEnd(from: $0) }, transfers: state.fetches.transfers,
+            brings: { TransferPlan.brings($0, $1, covers: { covers($0, $1, in: state) }) },
+            endsAt: { $0.isLong || $0.owner == ObjectIdentifier(self) && $0.start == 0 })
+        let lead: Int64
+        switch walk {
+        case .enough: return
+        case .transfer(let id):
+            if state.fetches.transfers[id]?.isLong == true { extendHold(id, to: offset + window, mustReach: 0, in: &state) }
+            return
+        case .open(let point): lead = point
         }
         // A scan that reads on has its long transfer's hold let go on above,
         // never a next one ahead: the server fills the sockets' buffers past
@@ -157,14 +150,12 @@ extension FileLoader {
         // short of. Its next miss asks for it, a round trip every 8 MiB
         // (decision 0014).
         if !readClass.plays && streams { return }
-        if lead < info.length {
-            // Only a player's readahead is a long transfer: a scan that
-            // streams returned above, and a thumbnail's runs are short.
-            let long = readClass == .play && holdsTransfers(info)
-            _ = startPartTransfers(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
-                                   owner: owner, info: info, priority: readClass.aheadPriority,
-                                   readClass: readClass, in: &state)
-        }
+        // Only a player's readahead is a long transfer: a scan that
+        // streams returned above, and a thumbnail's runs are short.
+        let long = readClass == .play && holdsTransfers(info)
+        _ = startPartTransfers(at: lead, end: long ? info.length : lead + window, hold: long ? lead + window : nil,
+                               owner: owner, info: info, priority: readClass.aheadPriority,
+                               readClass: readClass, in: &state)
     }
 
     /// Whether transfers of this file may be long ones, held by the
@@ -208,39 +199,43 @@ extension FileLoader {
     }
 
     /// Stops the transfers a handle started that no read waits on, unless
-    /// `offset` will soon be reached by one or it is nearly done: less left
-    /// than `cancelTolerance`, or than one round trip of the link carries,
-    /// which the server has sent already when the stop reaches it: stopping
-    /// those saves nothing, and another handle's read of those bytes would
-    /// fetch them a second time (decision 0016).
+    /// `offset` will soon be reached by one or it is nearly done (another
+    /// handle's read of those bytes would fetch them a second time).
     func cancelTransfers(of owner: ObjectIdentifier, except offset: Int64?, in state: inout LoaderState) {
         guard state.fetches.transfers.values.contains(where: { $0.owner == owner && !$0.cancelled }) else { return }
-        let inFlight = max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0)
+        let inFlight = bytesInFlight
         for (id, transfer) in state.fetches.transfers where transfer.owner == owner && !transfer.cancelled {
             if let offset, covers(transfer, offset, in: state) { continue }
-            // A long transfer is never nearly done: it would run on to the
-            // end of the file, held or not. One that brought its last byte
-            // is done, its end not yet told (an FTP server's 226): a stop
-            // would tear its connection down.
-            if transfer.position >= transfer.end { continue }
-            if !transfer.isLong && transfer.end - transfer.position < inFlight { continue }
-            if state.fetches.isWaitedOn(transfer.position..<max(transfer.position, transfer.reach)) { continue }
-            state.fetches.stop(id)
-            fetcher.cancel(id)
-            Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (was to reach \(transfer.end))")
+            if transfer.isNearlyDone(inFlight: inFlight) { continue }
+            stop(id, transfer, unlessWaitedOn: transfer.position..<max(transfer.position, transfer.reach),
+                 why: "was to reach \(transfer.end)", in: &state)
         }
+    }
+
+    /// What the server has sent already when a stop reaches it: one round
+    /// trip of the link, at least `cancelTolerance`.
+    var bytesInFlight: Int64 { max(settings.cancelTolerance, settings.link?.bytesPerRoundTrip(to: source.url) ?? 0) }
+
+    /// Stops a transfer unless a read waits on bytes of `waited`.
+    func stop(_ id: TransferID, _ transfer: LoaderState.Transfer, unlessWaitedOn waited: Range<Int64>, why: String,
+              in state: inout LoaderState) {
+        if state.fetches.isWaitedOn(waited) { return }
+        state.fetches.stop(id)
+        fetcher.cancel(id)
+        Log.debug("stop GET \(source.displayURL) at byte \(transfer.position) (\(why))")
     }
 
     /// Starts a transfer at `start` reaching toward `end`, but never into
     /// present bytes or a running transfer, nor (past `mustReach`, the
     /// bytes a read waits for) beyond the room under the cache limits.
     /// `hold`: a long transfer, to `wantedEnd` but held there for now
-    /// (nil: one that runs to its end). Returns where the transfer stops
-    /// for now (`start`: none started).
+    /// (nil: one that runs to its end). `account`: the reader its bytes
+    /// count for, when not the owner (nil: the owner's, if a handle).
+    /// Returns where the transfer stops for now (`start`: none started).
     @discardableResult
     func startTransfer(at start: Int64, end wantedEnd: Int64, hold: Int64? = nil, owner: ObjectIdentifier,
-                       info: ContentInfo, priority: FetchRequest.Priority = .read, readClass: ReadClass = .play,
-                       mustReach: Int64 = 0, in state: inout LoaderState) -> Int64 {
+                       account: ReaderAccount? = nil, info: ContentInfo, priority: FetchRequest.Priority = .read,
+                       readClass: ReadClass = .play, mustReach: Int64 = 0, in state: inout LoaderState) -> Int64 {
         var end = min(wantedEnd, info.length)
         if info.length - end <= settings.tailStretch { end = info.length }
         if let next = state.bytes.present.nextPresent(atOrAfter: start) { end = min(end, next) }
@@ -298,7 +293,7 @@ extension FileLoader {
         }
         state.fetches.add(id, Transfer(end: end, position: start, owner: owner, priority: priority, reserved: reserved,
                                        askedAt: now(), ifRange: validator != nil, readClass: readClass,
-                                       limit: limit, start: start, account: state.handles.accounts[owner],
+                                       limit: limit, start: start, account: account ?? state.handles.accounts[owner],
                                        committed: committed))
         if let limit {
             Log.debug("GET \(source.displayURL) bytes \(start)-\(end - 1), held at \(limit)")

@@ -92,6 +92,32 @@ final class TransferPlanTests: XCTestCase {
                      "its hold is behind the read")
     }
 
+    func testTheLeadWalk_passesWhatIsPresentOrOnItsWay_toTheFirstPointNothingBrings() {
+        let mib: Int64 = 1 << 20
+        // Present: the first MiB, and 3-4 MiB.
+        let presentEnd: (Int64) -> Int64 = { point in
+            point < mib ? mib : (3 * mib..<4 * mib).contains(point) ? 4 * mib : point
+        }
+        func walk(_ transfers: [TransferID: Transfer], from offset: Int64 = 0, within: Int64 = 64 * mib)
+            -> TransferPlan.Lead {
+            TransferPlan.lead(from: offset, length: 16 * mib, within: within, presentEnd: presentEnd,
+                              transfers: transfers, brings: TransferPlan.holds, endsAt: \.isLong)
+        }
+        let cases: [(String, [TransferID: Transfer], from: Int64, within: Int64, TransferPlan.Lead)] = [
+            ("past the bytes present", [:], 0, 64 * mib, .open(mib)),
+            ("past a transfer, then bytes present", [1: transfer(mib, 3 * mib)], 0, 64 * mib, .open(4 * mib)),
+            ("a transfer far behind still holds the lead", [1: transfer(0, 2 * mib)], mib, 64 * mib, .open(2 * mib)),
+            ("a stopped one brings nothing", [1: transfer(mib, 3 * mib, cancelled: true)], 0, 64 * mib, .open(mib)),
+            ("a transfer it may not pass", [1: transfer(mib, 16 * mib, held: 2 * mib)], 0, 64 * mib, .transfer(1)),
+            ("enough within the bound", [1: transfer(mib, 3 * mib)], 0, 2 * mib, .enough),
+            ("the bound is counted after a step", [:], 0, mib + 1, .open(mib)),
+            ("to the file's end", [1: transfer(mib, 3 * mib), 2: transfer(4 * mib, 16 * mib)], 0, 64 * mib, .enough),
+        ]
+        for (why, transfers, offset, within, expected) in cases {
+            XCTAssertEqual(walk(transfers, from: offset, within: within), expected, why)
+        }
+    }
+
     func testTheServersFailures_refuseAReadInOrder() {
         let clock = TestClock()
         var book = TransferBook(clock: clock.clock)

@@ -62,10 +62,54 @@ enum TransferPlan {
     /// would wait behind every byte between (decision 0014).
     static func bringing(_ lead: Int64, transfers: [TransferID: Transfer],
                          covers: (Transfer, Int64) -> Bool) -> (id: TransferID, transfer: Transfer)? {
-        transfers.first(where: {
-            !$0.value.cancelled && $0.value.position <= lead && lead < $0.value.end
-                && (!$0.value.isLong || covers($0.value, lead))
-        }).map { ($0.key, $0.value) }
+        transfers.first(where: { brings($0.value, lead, covers: covers) }).map { ($0.key, $0.value) }
+    }
+
+    /// `bringing`'s test of one transfer.
+    static func brings(_ transfer: Transfer, _ lead: Int64, covers: (Transfer, Int64) -> Bool) -> Bool {
+        holds(transfer, lead) && (!transfer.isLong || covers(transfer, lead))
+    }
+
+    /// Whether a running transfer's range holds `point`, however far
+    /// behind it runs.
+    static func holds(_ transfer: Transfer, _ point: Int64) -> Bool {
+        !transfer.cancelled && transfer.position <= point && point < transfer.end
+    }
+
+    /// Where readahead's walk from `offset` ends.
+    enum Lead: Equatable {
+        /// Nothing holds or brings the point: a transfer may start there.
+        case open(Int64)
+        /// Bytes present or on their way reach `within` past the offset,
+        /// or the file's end: nothing to start.
+        case enough
+        /// The walk came to a transfer it may not walk past (`endsAt`).
+        case transfer(TransferID)
+    }
+
+    /// The walk from `offset` past the bytes present (`presentEnd`: where
+    /// the present run from a point ends) and those a transfer brings
+    /// (`brings`, the first such), to the first point neither holds.
+    /// Readahead's (`bringing`, ending at a long transfer or the lookup's
+    /// head) and the stream ahead's (any transfer whose range holds the
+    /// point, ending at a long one) differ only in the two tests.
+    static func lead(from offset: Int64, length: Int64, within: Int64, presentEnd: (Int64) -> Int64,
+                     transfers: [TransferID: Transfer], brings: (Transfer, Int64) -> Bool,
+                     endsAt: (Transfer) -> Bool) -> Lead {
+        var lead = offset
+        while lead < length {
+            let end = presentEnd(lead)
+            if end > lead {
+                lead = end
+            } else if let (id, running) = transfers.first(where: { brings($0.value, lead) }) {
+                if endsAt(running) { return .transfer(id) }
+                lead = running.end
+            } else {
+                return .open(lead)
+            }
+            if lead - offset >= within { return .enough }
+        }
+        return .enough
     }
 
     /// The long transfer of a stream whose reader is at `offset`: its hold

@@ -61,6 +61,15 @@ struct LoaderState {
         var isLong: Bool { (limit ?? end) < end }
         /// Whether a body chunk it hands over is written and claimed.
         var takesBytes: Bool { !cancelled || keepsArrivals }
+
+        /// Not worth a stop: it brought its last byte, its end not yet told
+        /// (an FTP server's 226: a stop would tear its connection down), or
+        /// a short one has less left than `inFlight`, what the server has
+        /// sent already when a stop reaches it (decision 0016). A long one
+        /// is never nearly done: it would run on to the file's end.
+        func isNearlyDone(inFlight: Int64) -> Bool {
+            position >= end || !isLong && end - position < inFlight
+        }
     }
 
     enum ProbeState {

@@ -156,10 +156,10 @@ struct TransferBook {
         for (id, transfer) in transfers where transfer.owner == owner { transfers[id]!.owner = heir }
     }
 
-    /// A player's stream started ahead of it (FileLoader+Lookahead) counts
-    /// its bytes in the account of the reader whose first read started it,
-    /// and is the handle's from the read that joins it: its seek stops it,
-    /// its reads let it go on, its close hands it on.
+    /// A player's stream started ahead of it (FileLoader+Lookahead) is the
+    /// handle's from the read that joins it (FileLoader+Planning): its seek
+    /// stops it, its reads let it go on, its close hands it on, its bytes
+    /// count in the handle's account.
     mutating func assign(_ id: TransferID, to owner: ObjectIdentifier, account: ReaderAccount?) {
         transfers[id]?.owner = owner
         transfers[id]?.account = account
