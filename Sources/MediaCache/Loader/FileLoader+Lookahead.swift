@@ -86,7 +86,8 @@ extension FileLoader {
         // Past the head a lookup brings, and anything else on its way; a
         // long transfer there is another handle's stream, or this file's
         // already. A stream further on than a window past the head is not
-        // this read's next bytes.
+        // this read's next bytes (`within` is exclusive: one past the
+        // bound).
         let walk = TransferPlan.lead(
             from: read.upperBound, length: info.length, within: Self.streamAheadWithin + 1,
             presentEnd: { state.bytes.present.presentEnd(from: $0) }, transfers: state.fetches.transfers,

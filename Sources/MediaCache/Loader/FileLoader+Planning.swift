@@ -140,7 +140,9 @@ extension FileLoader {
         switch walk {
         case .enough: return
         case .transfer(let id):
-            if state.fetches.transfers[id]?.isLong == true { extendHold(id, to: offset + window, mustReach: 0, in: &state) }
+            if state.fetches.transfers[id]?.isLong == true {
+                extendHold(id, to: offset + window, mustReach: 0, in: &state)
+            }
             return
         case .open(let point): lead = point
         }

@@ -230,6 +230,24 @@ final class LongTransferTests: XCTestCase {
         assertBroughtToTheEnd(ahead.id, fileOf: length)
     }
 
+    /// The stream's bytes are its reader's from its first byte, before
+    /// any read joins it (who read what: `status --readers`).
+    func testAStreamAheadsBytesCountInItsReadersAccountFromTheStart() throws {
+        _ = content(Int(32 * Self.mib))
+        let loader = makeLoader(farLink: true)
+        let process = ReaderProcess(pid: 9, startTime: 1, name: "ffmpeg", arguments: "", parentName: "")
+        let pattern = ReadPattern(.player, account: ReaderBook().opened(by: process, as: .play, file: "/long.mp4"))
+        loader.attach(pattern)
+        _ = try read(loader, at: 0, count: 128 << 10, pattern: pattern)
+        let ahead = try XCTUnwrap(longGets.first, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(ahead.id) }, "held at its allowance")
+        XCTAssertTrue(fetcher.waitUntil { $0.gets.filter { $0.id != ahead.id }.allSatisfy(\.finished) })
+        let delivered = fetcher.gets.reduce(0) { $0 + $1.delivered }
+        XCTAssertGreaterThan(try XCTUnwrap(fetcher.record(ahead.id)).delivered, 0)
+        XCTAssertEqual(pattern.account?.bytesFetched, delivered, "the stream's bytes were no one's")
+        loader.release(pattern)
+    }
+
     func testAPlayersSeekToBytesNothingBringsStopsTheStreamWithAtMostItsHoldFetched() throws {
         let source = content(Int(32 * Self.mib))
         let loader = makeLoader(farLink: true)

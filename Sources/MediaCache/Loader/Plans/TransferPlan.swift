@@ -81,7 +81,8 @@ enum TransferPlan {
         /// Nothing holds or brings the point: a transfer may start there.
         case open(Int64)
         /// Bytes present or on their way reach `within` past the offset,
-        /// or the file's end: nothing to start.
+        /// or the file's end: nothing to start (for readahead, enough
+        /// ahead; for the stream ahead, a lead too far to be the read's).
         case enough
         /// The walk came to a transfer it may not walk past (`endsAt`).
         case transfer(TransferID)
