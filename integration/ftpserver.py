@@ -1,7 +1,9 @@
 """A real FTP server for the FTP tests: pyftpdlib (PyPI), which no one here
 wrote, run as a process of its own on loopback (`python3 ftpserver.py
-ARGS`), plain or with explicit TLS (AUTH TLS, a self-signed certificate the
-client trusts with --cacert), one user with a password, at most three
+ARGS`), plain, with explicit TLS (AUTH TLS) or with implicit TLS (`ftps://`:
+TLS from the first byte, pyftpdlib's own TLS handler with its handshake
+moved before the greeting), a self-signed certificate the client trusts
+with --cacert, one user with a password, at most three
 connections from one address (as FTP hosts allow a user), stopped by pid.
 
 Its log, one line a command ("RETR", "REST", "MLSD", "PASS"…, never the
@@ -24,15 +26,16 @@ MAX_PER_IP = 3
 
 
 class FTPServer:
-    def __init__(self, workdir, root, user="seed", password="ftp-Pa55", tls=False, mlsd=True):
+    def __init__(self, workdir, root, user="seed", password="ftp-Pa55", tls=False, mlsd=True, implicit=False):
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.root, self.user, self.password, self.tls, self.mlsd = Path(root), user, password, tls, mlsd
+        self.root, self.user, self.password, self.mlsd, self.implicit = Path(root), user, password, mlsd, implicit
+        self.tls = tls or implicit
         self.port = harness.free_port()
         self.log = self.dir / "ftp.log"
         self.cert = self.dir / "cert.pem"
         self.key = self.dir / "key.pem"
-        if tls:
+        if self.tls:
             subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                             "-keyout", str(self.key), "-out", str(self.cert), "-subj", "/CN=127.0.0.1",
                             "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
@@ -47,6 +50,8 @@ class FTPServer:
                 "--user", self.user, "--password", self.password, "--log", str(self.log)]
         if self.tls:
             argv += ["--cert", str(self.cert), "--key", str(self.key)]
+        if self.implicit:
+            argv.append("--implicit-tls")
         if not self.mlsd:
             argv.append("--no-mlsd")
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(self.dir / "stderr", "ab"))
@@ -84,6 +89,7 @@ def serve():
     p.add_argument("--cert")
     p.add_argument("--key")
     p.add_argument("--no-mlsd", action="store_true", help="answer MLSD and MLST as unknown (500), as vsftpd does")
+    p.add_argument("--implicit-tls", action="store_true", help="TLS from the first byte (ftps://), then the greeting")
     args = p.parse_args()
     logging.basicConfig(filename=args.log, level=logging.DEBUG, format="%(asctime)s %(message)s")
     authorizer = DummyAuthorizer()
@@ -92,6 +98,13 @@ def serve():
         handler = TLS_FTPHandler
         handler.certfile, handler.keyfile = args.cert, args.key
         handler.tls_control_required = handler.tls_data_required = True
+        if args.implicit_tls:
+            handler = type("ImplicitTLS", (handler,), {
+                # The handshake first; the greeting (and on_connect) once
+                # it is done, over TLS. USER and PASS are refused until then
+                # (tls_control_required).
+                "handle": lambda self: self.secure_connection(self.ssl_context),
+                "handle_ssl_established": lambda self: TLS_FTPHandler.handle(self)})
     else:
         handler = FTPHandler
     if args.no_mlsd:

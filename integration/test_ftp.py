@@ -11,7 +11,8 @@ test checks what the server logged.
 - Reads of several files at once never hold more than three connections.
 - TLS is required by default: a plain server refuses the mount's listing
   with a line that says so; --ftp-tls off reads it; with AUTH TLS and
-  --cacert everything, the login included, is encrypted.
+  --cacert everything, the login included, is encrypted; `ftps://` (TLS
+  from the first byte) lists and reads the same.
 - The password (URL or ~/.netrc) never shows in a log or a command line.
 """
 
@@ -152,6 +153,22 @@ def test_explicit_tls_with_cacert_lists_and_reads_and_encrypts_the_login(mount, 
     commands = [line.split("<- ")[1].split()[0] for line in tls.lines() if "<- " in line]
     assert commands.index("AUTH") < commands.index("PASS"), "AUTH TLS before the password"
     assert tls.commands("PROT"), "the data connections are encrypted too"
+
+
+def test_implicit_tls_ftps_lists_and_reads_byte_exact_with_no_auth_command(mount, tmp_path, served, home):
+    server = FTPServer(tmp_path / "implicit", served, implicit=True).start()
+    try:
+        m = mount(server.url("/", scheme="ftps"), extra=(*ARGS, "--cacert", str(server.cert)))
+        assert sorted(os.listdir(m.mountpoint)) == sorted({rel.split("/")[0] for rel in TREE})
+        assert m.path("one.bin").stat().st_size == TREE["one.bin"]
+        assert read_range(m.path("one.bin"), 500_000, 4096) == (served / "one.bin").read_bytes()[500_000:504_096]
+        commands = [line.split("<- ")[1].split()[0] for line in server.lines() if "<- " in line]
+        # The server refuses USER and PASS before its TLS is up: a login
+        # at all says it was encrypted; no AUTH, as TLS came first.
+        assert "PASS" in commands and "AUTH" not in commands, commands
+        assert server.commands("PROT"), "the data connections are encrypted too"
+    finally:
+        server.stop()
 
 
 def test_the_password_from_netrc_logs_in_and_shows_nowhere(mount, plain, served, home):
