@@ -106,9 +106,18 @@ def test_open_in_page_cache_mode_keeps_later_opens_out_of_passthrough(mount, srv
         after = stats(m)
         assert after["kernel_read_opens"] == before["kernel_read_opens"]
         # Warm right after cold: the first handle's pages serve the second
-        # (keep_cache), no read reaches the daemon (it was one read per
-        # 128 KiB through the daemon when such an open dropped the pages).
-        assert after["bytes_from_cache"] == before["bytes_from_cache"], (before, after)
+        # (keep_cache). An open that dropped them sent the whole file through
+        # the daemon again, one read per 128 KiB. A few pages may go through
+        # whatever mediafs does: the kernel may reclaim page cache at any
+        # moment. These VMs run DAMON's proactive reclaim (kdamond pages out
+        # page cache it thinks cold, in regions it samples coarsely); its
+        # trace (filemap:mm_filemap_delete_from_page_cache with stacks)
+        # showed it taking pages of the suite's FUSE files mid-test, and this
+        # check, when it asked for none, saw 4 KiB and 12 KiB go through,
+        # once in about 150 runs under load.
+        through, quarter = after["bytes_from_cache"] - before["bytes_from_cache"], len(data) // 4
+        assert through < quarter, \
+            (through, {k: (before.get(k), v) for k, v in after.items() if before.get(k) != v})
     finally:
         os.close(first)
     complete_and_check_passthrough(m, path, data)
