@@ -269,14 +269,18 @@ class BackgroundBench:
                     fig["exhausted_at"] = exhausted["t"]
                 if jobs and "--background-daily" in extra:
                     # How soon each job ended after its last byte came: a read that no longer fits the
-                    # day fails at once (EIO), so a job must not wait on one. Its last byte: the end of
-                    # nginx's last answer for its file.
+                    # day fails at once (EIO), so a job must not wait on one. Its last byte: when its
+                    # reader's fetched bytes last grew (watch_daily: an upper bound, 0.1 s over). The end of nginx's last
+                    # answer for its file is kept beside it: the link still held up to a window of it.
                     last = {}
                     for e in job_e:
                         last[e["uri"]] = max(last.get(e["uri"], 0), e["msec"])
-                    fig["eio_s"] = [jobs.ends[pid][1] - last[f"/{DIR}/job-{k}.mkv"]
-                                    for pid, k in zip(jobs.pids, JOBS)
-                                    if pid in jobs.ends and f"/{DIR}/job-{k}.mkv" in last]
+                    came = exhausted.get("fetched", {})
+                    fig["eio_s"] = [jobs.ends[pid][1] - came[pid][1]
+                                    for pid in jobs.pids if pid in jobs.ends and pid in came]
+                    fig["eio_after_nginx_s"] = [jobs.ends[pid][1] - last[f"/{DIR}/job-{k}.mkv"]
+                                                for pid, k in zip(jobs.pids, JOBS)
+                                                if pid in jobs.ends and f"/{DIR}/job-{k}.mkv" in last]
             if "--background-daily" in extra:
                 # The count after a remount: the same cache, nothing read.
                 with self.mount(tool, cache, key + "-again", extra, base) as again:
@@ -285,15 +289,25 @@ class BackgroundBench:
         shutil.rmtree(out, ignore_errors=True)
 
     def watch_daily(self, mp, found):
-        """When the stats first say the day's background bytes are used up (every 0.1 s)."""
+        """Every 0.1 s: when the stats first say the day's background bytes are used up, and when each
+        reader's fetched bytes last grew (`found["fetched"]`: pid -> (bytes, the poll before it saw them):
+        its last byte reached mediafs after then, so a job's end less it bounds its wait from above), which
+        nginx's log cannot say: the link holds up to a window per connection after nginx has written it."""
+        fetched = found.setdefault("fetched", {})
+        before = time.time()
         while "stop" not in found:
             try:
                 st = self.stats(mp)
+                readers = json.loads(os.getxattr(mp, "user.mediafs.readers"))
             except OSError:
                 return
-            if st.get("background_daily_used", 0) >= st.get("background_daily_limit", 1 << 62):
-                found["t"] = time.time()
-                return
+            now = time.time()
+            if "t" not in found and st.get("background_daily_used", 0) >= st.get("background_daily_limit", 1 << 62):
+                found["t"] = now
+            for r in readers:
+                if r.get("class") == "background" and fetched.get(r["pid"], (None,))[0] != r["bytes_fetched"]:
+                    fetched[r["pid"]] = (r["bytes_fetched"], before)
+            before = now
             time.sleep(0.1)
 
     def evict_variant(self):
@@ -386,8 +400,10 @@ class BackgroundBench:
             out[f"--background-daily {DAILY}: the jobs' bytes at nginx ≤ {DAILY} + one window ({rig.human(WINDOW)})"] = (
                 f"{sent} B", sent <= DAILY_BYTES + WINDOW)
             eio = f.get("eio_s")
-            out[f"--background-daily {DAILY}: each job ends ≤ {GOAL_EIO_S} s after its last byte came (EIO, no wait)"] = (
-                f"{', '.join(f'{x:.2f} s' for x in eio)}" if eio else "no job ended on its own",
+            out[f"--background-daily {DAILY}: each job ends ≤ {GOAL_EIO_S} s after its last byte reached mediafs (EIO, no wait)"] = (
+                f"{', '.join(f'{x:.2f} s' for x in eio)} (after nginx's last byte: "
+                f"{', '.join(f'{x:.2f} s' for x in f.get('eio_after_nginx_s', []))})" if eio
+                else "no job ended on its own",
                 bool(eio) and len(eio) == len(JOBS) and max(eio) <= GOAL_EIO_S)
             used = f.get("stats", {}).get("background_daily_used")
             again = f.get("daily_after_remount")
