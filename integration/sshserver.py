@@ -60,7 +60,8 @@ class OpenSSHServer:
         # With `logins_droppable`, the authorized key comes from a command
         # sshd runs for each publickey login, which, while `drop_logins`
         # is on, kills the connection's sshd before it answers: a server
-        # lost in the middle of a login. sshd runs such a command only
+        # lost in the middle of a login; while `hold_logins` is on, it
+        # waits: a login that takes as long as the test wants. sshd runs such a command only
         # from a root-owned path no one else may write (not /tmp).
         keys_source = f"AuthorizedKeysFile {self.authorized}\n"
         self.drop_flag = None
@@ -69,8 +70,10 @@ class OpenSSHServer:
             self.command_dir.chmod(0o755)
             self.drop_flag = self.dir / "drop-logins"
             command = self.command_dir / "authorized-keys"
+            self.hold_flag = self.dir / "hold-logins"
             command.write_text("#!/bin/sh\n"
                                f"if [ -e {self.drop_flag} ]; then kill -9 $PPID; exit 1; fi\n"
+                               f"while [ -e {self.hold_flag} ]; do sleep 0.05; done\n"
                                f"exec cat {self.authorized}\n")
             command.chmod(0o755)
             keys_source = ("AuthorizedKeysFile none\n"
@@ -130,6 +133,8 @@ class OpenSSHServer:
         by theirs: a session lives as long as its client's connection (the
         listener's exit does not end it), and a mount keeps its sessions,
         so each was waited on for 5 s before its TERM (15 s teardowns)."""
+        if self.drop_flag is not None:
+            self.hold_logins(False)
         if self.proc is not None:
             children = self.session_pids()
             _stop(self.proc)
@@ -146,6 +151,14 @@ class OpenSSHServer:
             self.drop_flag.touch()
         else:
             self.drop_flag.unlink(missing_ok=True)
+
+    def hold_logins(self, on):
+        """While on, every publickey login waits before the server answers
+        it (needs `logins_droppable`)."""
+        if on:
+            self.hold_flag.touch()
+        else:
+            self.hold_flag.unlink(missing_ok=True)
 
     def session_pids(self):
         """The listener's children: one sshd per connection."""

@@ -30,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -350,6 +351,41 @@ def test_a_login_the_server_drops_before_answering_is_a_lost_connection_not_a_re
         assert read_whole(m.path("café.bin")) == (served / "café.bin").read_bytes()
     finally:
         server.stop()
+
+
+def test_a_read_that_comes_while_the_session_reads_is_not_held_by_a_login_for_another(mount, tmp_path, monkeypatch):
+    """A reader's read that comes while the one session reads another file
+    gets a second worker, whose session needs a login; the read goes to
+    whichever worker is free first, not to the one logging in. Through the
+    bench's 100 ms link that login took 1.3 s where the first worker was
+    free after 0.3 s. Made certain: every login is held while both read."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    root = Path(tempfile.mkdtemp(prefix="mediafs-sftp-held-"))
+    root.chmod(0o755)
+    (root / "long.bin").write_bytes(data_of(3 << 20, 7))
+    (root / "short.bin").write_bytes(data_of(50_000, 8))
+    server = OpenSSHServer(tmp_path / "sshd-held", logins_droppable=True).start()
+    try:
+        # At 1 MB/s the long file's reads keep the mount's one session busy.
+        m = mount(server.url(f"{root}/"), extra=(*key_args(server), "--bwlimit", "1M"))
+        assert m.path("short.bin").stat().st_size == 50_000
+        connections = server.count("Connection from")
+        server.hold_logins(True)
+        got = {}
+        long_read = threading.Thread(target=lambda: got.update(long=read_whole(m.path("long.bin"))))
+        long_read.start()
+        harness.wait_until(lambda: json.loads(xget(m.mountpoint, "stats"))["bytes_from_network"] > 0,
+                           "the long file's first bytes")
+        got["short"] = read_whole(m.path("short.bin"))
+        long_read.join(60)
+        assert not long_read.is_alive(), "the long read waited for a held login"
+        assert server.count("Connection from") > connections, "no second session was asked for: no race made"
+        assert got["short"] == (root / "short.bin").read_bytes()
+        assert got["long"] == (root / "long.bin").read_bytes()
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_a_key_the_server_does_not_know_is_refused_and_says_so(tmp_path, served, monkeypatch):

@@ -8,6 +8,18 @@ public struct ResponseHead: Sendable, Equatable {
     package var status: Int
     /// Header names lower-cased; a repeated header keeps its last value.
     package var headers: [String: String]
+    /// What the time from its request to this head says of the link.
+    package var roundTrip = RoundTrip.arrival
+
+    /// `.arrival`: that time is a round trip (an HTTP head's). SFTP
+    /// (SFTPFetcher) answers a read on a file it keeps open at once, its
+    /// bytes perhaps asked for already: `.unknown`; one that opened the
+    /// file now timed the open, one round trip: `.measured`.
+    package enum RoundTrip: Sendable, Equatable {
+        case arrival
+        case measured(Double)
+        case unknown
+    }
 
     package init(status: Int, headers: [String: String]) {
         self.status = status

@@ -27,6 +27,20 @@ final class SFTPReadTests: XCTestCase {
         XCTAssertNil(head.remaining)
     }
 
+    /// The head is told once (with the first bytes), carrying what the
+    /// open measured of the link; after a dropped session it is not told again.
+    func testTheHead_isToldOnce_withTheRoundTripItWasBegunWith() {
+        var progress = SFTPReadProgress(request: FetchRequest(url: "sftp://h/f", range: 0..<10))
+        XCTAssertNil(progress.tell(), "nothing to tell before the file is open")
+        progress.begin(size: 100, mtime: nil, roundTrip: .measured(0.1))
+        XCTAssertFalse(progress.told)
+        XCTAssertEqual(progress.tell()?.roundTrip, .measured(0.1))
+        XCTAssertTrue(progress.told)
+        XCTAssertNil(progress.tell())
+        var kept = SFTPReadProgress(request: FetchRequest(url: "sftp://h/f"))
+        XCTAssertEqual(kept.begin(size: 5, mtime: nil).roundTrip, .unknown, "a kept handle's answer times nothing")
+    }
+
     func testARangePastTheEnd_isEmpty() {
         var progress = SFTPReadProgress(request: FetchRequest(url: "sftp://h/f", range: 10..<20))
         _ = progress.begin(size: 5, mtime: nil)

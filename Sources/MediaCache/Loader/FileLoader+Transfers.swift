@@ -116,7 +116,11 @@ extension FileLoader {
             return false
         }
         let now = self.now()
-        if let askedAt = transfer.askedAt { settings.link?.roundTrip(now - askedAt, to: source.url) }
+        switch head.roundTrip {
+        case .arrival: if let askedAt = transfer.askedAt { settings.link?.roundTrip(now - askedAt, to: source.url) }
+        case .measured(let seconds): settings.link?.roundTrip(seconds, to: source.url)
+        case .unknown: break
+        }
         transfer.head = (now, transfer.position)
         state.fetches.replace(id, with: transfer)
         return true

@@ -10,7 +10,10 @@
 // with a session of its own, taken and given back. At most
 // `maxSessionsPerServer` run at once per server, more than one only for
 // readers waiting (`addWorker`); the rest queue, most urgent first, then
-// in order. Its transfers' IDs have bit 62 set (the
+// in order. A worker added beside others logs in before it takes a
+// transfer: the queue goes on to whichever worker is free first, not to
+// one still logging in (across an ocean a login is most of a second, ten
+// times a kept session's read). Its transfers' IDs have bit 62 set (the
 // segmented fetcher above takes bit 63, libcurl counts from 1).
 //
 // What the libcurl path gave, kept: the head RemoteFileHead makes (206,
@@ -71,17 +74,17 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
     package func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID {
         guard Self.reads(request) else { return base.start(request, delegate: delegate) }
         let server = SFTPSessions.key(url: request.url, options: options)
-        let (transfer, spawn, stopping) = state.withLock { state -> (SFTPTransfer, Bool, Bool) in
+        let (transfer, worker, stopping) = state.withLock { state -> (SFTPTransfer, Worker?, Bool) in
             let transfer = SFTPTransfer(id: state.next, request: request, delegate: delegate, server: server)
             state.next += 1
-            guard !state.stopping else { return (transfer, false, true) }
+            guard !state.stopping else { return (transfer, nil, true) }
             state.queued[server, default: []].append(transfer)
             return (transfer, Self.addWorker(for: transfer.priority, server, &state), false)
         }
         if stopping {
             transfer.delegate.transfer(transfer.id, completeWith: MediaError(ECANCELED, "shutting down"))
-        } else if spawn {
-            Thread.detachNewThread { [self] in work(server) }
+        } else if let worker {
+            Thread.detachNewThread { [self] in work(server, worker, url: request.url) }
         }
         return transfer.id
     }
@@ -106,28 +109,32 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
 
     package func promote(_ id: TransferID, to priority: FetchRequest.Priority) {
         guard id & Self.ownBit != 0 else { return base.promote(id, to: priority) }
-        let spawn = state.withLock { state -> String? in
+        let spawn = state.withLock { state -> (String, Worker, String)? in
             state.running[id]?.promote(to: priority)
             for (server, list) in state.queued {
                 guard let transfer = list.first(where: { $0.id == id }) else { continue }
                 transfer.promote(to: priority)
-                return Self.addWorker(for: transfer.priority, server, &state) ? server : nil
+                return Self.addWorker(for: transfer.priority, server, &state).map { (server, $0, transfer.request.url) }
             }
             return nil
         }
-        if let spawn { Thread.detachNewThread { [self] in work(spawn) } }
+        if let (server, worker, url) = spawn { Thread.detachNewThread { [self] in work(server, worker, url: url) } }
     }
+
+    /// A worker thread: a server's first, or one added beside others.
+    private enum Worker { case first, added }
 
     /// Whether a transfer of `priority` just queued for `server` gets a
     /// worker of its own (counted here): the first always; another, with
     /// a session of its own (a login, when none is kept: most of a second
     /// across an ocean), only for a reader waiting now, never for
     /// readahead or a probe, which wait for the workers there are.
-    private static func addWorker(for priority: FetchRequest.Priority, _ server: String, _ state: inout State) -> Bool {
+    private static func addWorker(for priority: FetchRequest.Priority, _ server: String,
+                                  _ state: inout State) -> Worker? {
         let workers = state.workers[server, default: 0]
-        guard workers == 0 || (priority == .read && workers < maxSessionsPerServer) else { return false }
+        guard workers == 0 || (priority == .read && workers < maxSessionsPerServer) else { return nil }
         state.workers[server] = workers + 1
-        return true
+        return workers == 0 ? .first : .added
     }
 
     package func allow(_ id: TransferID, through bytes: Int64) {
@@ -161,14 +168,29 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
     }
 
     /// A worker of `server`'s: runs its queued transfers, most urgent
-    /// first, until none is left.
-    private func work(_ server: String) {
+    /// first, until none is left. One added beside others first takes a
+    /// kept session or logs in (as `url`'s login) and runs its first
+    /// transfer on it; if the login fails, its transfers log in as the
+    /// first's do, and say why.
+    private func work(_ server: String, _ worker: Worker, url: String) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SFTPSession.readBufferSize, alignment: 16)
         defer { buffer.deallocate() }
+        var session: SFTPSession?
+        if worker == .added {
+            do {
+                session = try SFTPSessions.take(url: url, options: options)
+                    ?? SFTPSession(url: url, options: options, timeout: timeout)
+            } catch {
+                let message = (error as? MediaError)?.message ?? "\(error)"
+                Log.debug("\(MediaError.redacted(url)): another SFTP session for a waiting read failed (\(message))")
+            }
+        }
         while let transfer = next(of: server) {
-            run(transfer, buffer: buffer)
+            run(transfer, on: session, buffer: buffer)
+            session = nil
             state.withLock { _ = $0.running.removeValue(forKey: transfer.id) }
         }
+        if let session { SFTPSessions.give(session, url: url, options: options) }
     }
 
     private func next(of server: String) -> SFTPTransfer? {
@@ -188,9 +210,10 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
         }
     }
 
-    /// Runs one transfer to its end on kept sessions, a new one when none
-    /// is kept or one drops, and tells its delegate.
-    private func run(_ transfer: SFTPTransfer, buffer: UnsafeMutableRawBufferPointer) {
+    /// Runs one transfer to its end on `given` (a session the worker logged
+    /// in), else on kept sessions, a new one when none is kept or one
+    /// drops, and tells its delegate.
+    private func run(_ transfer: SFTPTransfer, on given: SFTPSession?, buffer: UnsafeMutableRawBufferPointer) {
         let request = transfer.request
         let path = SFTPSession.remotePath(MediaURL(request.url)?.path ?? "/")
         var progress = SFTPReadProgress(request: request)
@@ -201,7 +224,7 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
             if transfer.cancelled { return finish(transfer, progress, MediaError(ECANCELED, "cancelled")) }
             var session: SFTPSession?
             do {
-                if mayUseKept { session = SFTPSessions.take(url: request.url, options: options) }
+                if mayUseKept { session = given ?? SFTPSessions.take(url: request.url, options: options) }
                 let current = try session ?? SFTPSession(url: request.url, options: options, timeout: timeout)
                 session = current
                 let outcome = try read(transfer, path: path, on: current, progress: &progress, buffer: buffer)
@@ -229,34 +252,40 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
                       progress: inout SFTPReadProgress, buffer: UnsafeMutableRawBufferPointer) throws -> MediaError? {
         let request = transfer.request
         let file = try session.openFile(path: path, validator: progress.head == nil ? request.ifRange : nil,
-                                        now: clock.monotonic())
+                                        clock: clock)
         if progress.head != nil {
             // Going on after a dropped session: the same version only.
             guard file.mtime == progress.mtime else {
                 return MediaError(EIO, "sftp \(session.name): '\(path)' changed while it was read")
             }
         } else {
-            let head = progress.begin(size: file.size, mtime: file.mtime)
-            statistics?.countResponse(Statistics.ResponseClass(status: head.status))
-            guard transfer.delegate.transfer(transfer.id, receiveHead: head) else {
-                return MediaError(ECANCELED, "stopped by the cache")
-            }
+            // The loader learns the link from it (LinkEstimate): a kept
+            // handle's bytes may have been asked for before this read, so
+            // only an open is timed.
+            progress.begin(size: file.size, mtime: file.mtime, roundTrip: file.opening.map { .measured($0) } ?? .unknown)
         }
-        guard let range = progress.remaining, !range.isEmpty else { return nil }
-        var stopped = false
+        // The head goes with the first bytes (SFTPReadProgress), at once
+        // when there are none to read.
+        guard let range = progress.remaining, !range.isEmpty else { return tellHead(transfer, &progress) }
+        var stopped: MediaError?
         // Readahead and preload are windows of a sequential read, the next
         // one after them.
         let streaming = request.priority == .readahead || request.priority == .preload
         _ = try session.read(path: path, range: range, streaming: streaming, buffer: buffer) { bytes in
+            if let refused = tellHead(transfer, &progress) {
+                stopped = refused
+                return false
+            }
             pace?.wait(for: bytes.count, priority: transfer.priority)
             guard !transfer.cancelled, transfer.delegate.transfer(transfer.id, receiveBody: bytes) else {
-                stopped = true
+                stopped = MediaError(ECANCELED, transfer.cancelled ? "cancelled" : "stopped by the cache")
                 return false
             }
             progress.delivered(Int64(bytes.count))
             return true
         }
-        if stopped { return MediaError(ECANCELED, transfer.cancelled ? "cancelled" : "stopped by the cache") }
+        if let stopped { return stopped }
+        if let refused = tellHead(transfer, &progress) { return refused }
         // The file ended before the length its head announced.
         if let left = progress.remaining, !left.isEmpty {
             return MediaError(EIO, "sftp \(session.name): '\(path)' ended \(left.count) bytes early")
@@ -264,8 +293,17 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
         return nil
     }
 
+    /// Tells the delegate the head, if it has not been told: counted as
+    /// a response; an error when the delegate refuses it.
+    private func tellHead(_ transfer: SFTPTransfer, _ progress: inout SFTPReadProgress) -> MediaError? {
+        guard let head = progress.tell() else { return nil }
+        statistics?.countResponse(Statistics.ResponseClass(status: head.status))
+        return transfer.delegate.transfer(transfer.id, receiveHead: head) ? nil
+            : MediaError(ECANCELED, "stopped by the cache")
+    }
+
     private func finish(_ transfer: SFTPTransfer, _ progress: SFTPReadProgress, _ error: MediaError?) {
-        if let error, progress.head == nil, error.errno != ECANCELED {
+        if let error, !progress.told, error.errno != ECANCELED {
             statistics?.countResponse(.error)
         }
         transfer.delegate.transfer(transfer.id, completeWith: error)

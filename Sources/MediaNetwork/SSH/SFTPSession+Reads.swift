@@ -20,12 +20,15 @@ extension SFTPSession {
     static let recheckSeconds = 5.0
 
     /// The file at `path`, open, with its size and mtime: a kept one, or
-    /// opened now (open and fstat: two round trips). A kept one whose date
-    /// is not `validator` (the If-Range the read carries: the version it
-    /// expects) is opened again: the file at that path may have been
+    /// opened now (open and fstat: two round trips), with how long the
+    /// open took (`opening`: one round trip, the link's). A kept one whose
+    /// date is not `validator` (the If-Range the read carries: the version
+    /// it expects) is opened again: the file at that path may have been
     /// replaced (a rename) while the handle reads the one it opened.
-    package func openFile(path: String, validator: String?, now: Double) throws -> (size: Int64?, mtime: Int64?) {
+    package func openFile(path: String, validator: String?, clock: Clock) throws
+        -> (size: Int64?, mtime: Int64?, opening: Double?) {
         guard let sftp else { throw failure(EIO, "no SFTP channel") }
+        let now = clock.monotonic()
         openFiles.closeIdle(now: now)
         if var kept = openFiles.file(at: path) {
             if now - kept.checked >= Self.recheckSeconds {
@@ -37,11 +40,12 @@ extension SFTPSession {
             if validator == nil || validator == kept.mtime.flatMap(HTTPDate.text(seconds:)) {
                 kept.used = now
                 openFiles.keep(kept, at: path)
-                return (kept.size, kept.mtime)
+                return (kept.size, kept.mtime, nil)
             }
             openFiles.close(path)
         }
         guard let handle = mediafs_sftp_open_read(sftp, path) else { throw sftpFailure("cannot open '\(path)'") }
+        let opening = clock.monotonic() - now
         var attributes = LIBSSH2_SFTP_ATTRIBUTES()
         guard mediafs_sftp_fstat(handle, &attributes) == 0 else {
             let error = sftpFailure("cannot stat '\(path)'")
@@ -50,7 +54,7 @@ extension SFTPSession {
         }
         let entry = Self.entry(name: "", attributes)
         openFiles.keep(.init(handle: handle, size: entry.size, mtime: entry.mtime, used: now, checked: now), at: path)
-        return (entry.size, entry.mtime)
+        return (entry.size, entry.mtime, opening)
     }
 
     /// Reads `range` of the open file at `path` into `buffer`, handing

@@ -96,6 +96,37 @@ final class RoundTripTests: XCTestCase {
                        "the first read past the lookup's bytes was not sized to the link")
     }
 
+    /// An answer whose arrival is no round trip (SFTP's, on a file it
+    /// keeps open: at once, its bytes perhaps asked for already) teaches the
+    /// link nothing; one that timed its own (SFTP's open) teaches that time.
+    /// Seen through the bench's 100 ms link: SFTP's instant heads made the
+    /// link look local, so a player's fetches stayed at the kernel's 128 KiB.
+    func testAHeadsOwnRoundTrip_isWhatTheLinkLearns_andAnArrivalThatIsNoneTeachesNothing() throws {
+        let cases: [(told: ResponseHead.RoundTrip, arrival: Double, far: Bool)] = [
+            (.unknown, 0.03, false), (.measured(0.05), 0, true), (.arrival, 0.03, true)]
+        for (index, (told, arrival, far)) in cases.enumerated() {
+            // A file each, so each loader's first read is a fetch of its own.
+            let url = "https://media.example/films/video-\(index).mp4"
+            fetcher.add(url, bytes: [UInt8](repeating: UInt8(index), count: 1 << 20))
+            let time = TestClock()
+            let answering = HeaderRewritingFetcher(fetcher) { _, head in
+                time.advance(arrival)
+                var head = head
+                head.roundTrip = told
+                return head
+            }
+            var settings = LoaderSettings()
+            settings.timeout = 5
+            let link = LinkEstimate()
+            settings.link = link
+            settings.clock = time.clock
+            let loader = FileLoader(source: Source(name: "video-\(index).mp4", url: url), store: store,
+                                    fetcher: answering, settings: settings)
+            XCTAssertEqual(try read(loader, at: 0, count: 4096), [UInt8](repeating: UInt8(index), count: 4096))
+            XCTAssertEqual(link.isFar(to: url), far, "\(told), arriving after \(arrival) s")
+        }
+    }
+
     func testAFrameExtractionsLinkSizedFetches_areAScansBytes_atAScansPlace() throws {
         // Seen in the media-server bench: a thumbnail's readahead went out
         // as a player's, 274 MB of it outside the scan budget.
