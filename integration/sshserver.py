@@ -40,7 +40,8 @@ class OpenSSHServer:
     authorized_keys (one user key), a known_hosts a client may use, and
     the log. `password_user`, when given, may also log in by password."""
 
-    def __init__(self, workdir, password_user=None, more_host_key_types=(), logins_droppable=False):
+    def __init__(self, workdir, password_user=None, more_host_key_types=(), logins_droppable=False,
+                 sftp_log_level="INFO"):
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = harness.free_port()
@@ -95,7 +96,7 @@ class OpenSSHServer:
             "LogLevel VERBOSE\n"
             "MaxStartups 100\n"
             "MaxSessions 100\n"
-            f"Subsystem sftp /usr/lib/openssh/sftp-server -e -l INFO 2>>{self.sftp_log}\n"
+            f"Subsystem sftp /usr/lib/openssh/sftp-server -e -l {sftp_log_level} 2>>{self.sftp_log}\n"
             + (f"Match User {password_user}\n    ForceCommand internal-sftp\n" if password_user else ""))
         self.proc = None
 

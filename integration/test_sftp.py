@@ -125,6 +125,47 @@ def test_a_directory_mounts_as_its_tree_with_the_servers_sizes_and_mtimes_one_li
     assert sshd.logins() == 1, "the mount's check and every listing share one kept session"
 
 
+def test_a_directory_of_many_batches_lists_whole_pipelined_and_again_after_reads(mount, tmp_path, monkeypatch):
+    """350 files are four of OpenSSH's READDIR batches (100 names each),
+    asked for 16 at once on the handle, the end's answers drained: every
+    name with its size, once. A session that has read a file lists through
+    libssh2 instead (its channel may still owe answers to the file's reads
+    asked ahead): the same names after a refresh. sftp-server's own log
+    counts the READDIRs each listing asked."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    root = Path(tempfile.mkdtemp(prefix="mediafs-sftp-many-"))
+    root.chmod(0o755)
+    sshd = OpenSSHServer(tmp_path / "sshd-debug", sftp_log_level="DEBUG1").start()
+
+    def readdirs():
+        return sum(1 for line in sshd.sftp_lines() if ": readdir " in line)
+    try:
+        # .bin: a read of one is one transfer (no container's lookahead
+        # beside it, which could start a second session).
+        sizes = {f"episode {i:03d}.bin": 1000 + i for i in range(350)}
+        for name, size in sizes.items():
+            (root / name).write_bytes(data_of(size, size))
+        m = mount(sshd.url(f"{root}/"), extra=key_args(sshd))
+        assert {p.name: p.stat().st_size for p in m.mountpoint.iterdir()} == sizes
+        assert sshd.opendirs() == 1
+        # 16 asked at once, then one more for each of the 4 batches: the
+        # end's answers (EOF) to the rest drained.
+        assert readdirs() == 16 + 4, sshd.sftp_lines()[-30:]
+        assert read_whole(m.path("episode 007.bin")) == (root / "episode 007.bin").read_bytes()
+        (root / "episode 350.bin").write_bytes(b"x" * 5)
+        xset(m.mountpoint, "refresh", "1")
+        harness.wait_until(lambda: os.path.exists(m.path("episode 350.bin")), "the new file listed")
+        assert {p.name: p.stat().st_size for p in m.mountpoint.iterdir()} == {**sizes, "episode 350.bin": 5}
+        # libssh2's (one at a time: the 4 batches and the end) on the session
+        # that read; pipelined again on one that never opened a file (a
+        # session logged in for a read that another worker took first).
+        assert readdirs() - (16 + 4) in (4 + 1, 16 + 4), sshd.sftp_lines()[-30:]
+    finally:
+        sshd.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_files_read_byte_exact_whole_and_at_offsets(mount, sshd, served):
     m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
     for rel in TREE:
@@ -373,16 +414,22 @@ def test_a_read_that_comes_while_the_session_reads_is_not_held_by_a_login_for_an
         connections = server.count("Connection from")
         server.hold_logins(True)
         got = {}
-        long_read = threading.Thread(target=lambda: got.update(long=read_whole(m.path("long.bin"))))
+
+        def read(name):
+            try:
+                got[name] = read_whole(m.path(name))
+            except OSError as e:
+                got[name] = e
+        long_read = threading.Thread(target=read, args=("long.bin",))
         long_read.start()
         harness.wait_until(lambda: json.loads(xget(m.mountpoint, "stats"))["bytes_from_network"] > 0,
                            "the long file's first bytes")
-        got["short"] = read_whole(m.path("short.bin"))
+        read("short.bin")
         long_read.join(60)
         assert not long_read.is_alive(), "the long read waited for a held login"
         assert server.count("Connection from") > connections, "no second session was asked for: no race made"
-        assert got["short"] == (root / "short.bin").read_bytes()
-        assert got["long"] == (root / "long.bin").read_bytes()
+        assert got["short.bin"] == (root / "short.bin").read_bytes(), (got["short.bin"], m.stderr()[-3000:])
+        assert got["long.bin"] == (root / "long.bin").read_bytes(), (got["long.bin"], m.stderr()[-3000:])
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -43,6 +43,8 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
         var next: TransferID = SFTPFetcher.ownBit
         var queued: [String: [SFTPTransfer]] = [:]
         var workers: [String: Int] = [:]
+        /// Of those, added ones still logging in: they take no transfer yet.
+        var loggingIn: [String: Int] = [:]
         var running: [TransferID: SFTPTransfer] = [:]
         var stopping = false
     }
@@ -125,16 +127,23 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
     private enum Worker { case first, added }
 
     /// Whether a transfer of `priority` just queued for `server` gets a
-    /// worker of its own (counted here): the first always; another, with
-    /// a session of its own (a login, when none is kept: most of a second
-    /// across an ocean), only for a reader waiting now, never for
-    /// readahead or a probe, which wait for the workers there are.
+    /// worker of its own (counted here): a first when no worker takes
+    /// transfers (those still logging in take none, and a queue left to
+    /// them would wait out their login); another, with a session of its
+    /// own (a login, when none is kept: most of a second across an
+    /// ocean), only for a reader waiting now, never for readahead or a
+    /// probe, which wait for the workers there are.
     private static func addWorker(for priority: FetchRequest.Priority, _ server: String,
                                   _ state: inout State) -> Worker? {
         let workers = state.workers[server, default: 0]
-        guard workers == 0 || (priority == .read && workers < maxSessionsPerServer) else { return nil }
+        if workers == state.loggingIn[server, default: 0] {
+            state.workers[server] = workers + 1
+            return .first
+        }
+        guard priority == .read, workers < maxSessionsPerServer else { return nil }
         state.workers[server] = workers + 1
-        return workers == 0 ? .first : .added
+        state.loggingIn[server, default: 0] += 1
+        return .added
     }
 
     package func allow(_ id: TransferID, through bytes: Int64) {
@@ -183,6 +192,10 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
             } catch {
                 let message = (error as? MediaError)?.message ?? "\(error)"
                 Log.debug("\(MediaError.redacted(url)): another SFTP session for a waiting read failed (\(message))")
+            }
+            state.withLock { state in
+                state.loggingIn[server, default: 1] -= 1
+                if state.loggingIn[server] == 0 { state.loggingIn[server] = nil }
             }
         }
         while let transfer = next(of: server) {

@@ -44,6 +44,7 @@ extension SFTPSession {
             }
             openFiles.close(path)
         }
+        hasOpenedFiles = true
         guard let handle = mediafs_sftp_open_read(sftp, path) else { throw sftpFailure("cannot open '\(path)'") }
         let opening = clock.monotonic() - now
         var attributes = LIBSSH2_SFTP_ATTRIBUTES()

@@ -43,6 +43,9 @@ package final class SFTPSession: @unchecked Sendable {
     private(set) var sftp: OpaquePointer?
     /// Files opened for reads, kept open between them.
     var openFiles = SFTPOpenFiles()
+    /// A file was opened for reads on it once: libssh2 may be owed answers
+    /// on its channel from then on (SFTPSession+Listing).
+    var hasOpenedFiles = false
     /// A transport failure (a timeout, a dropped connection) happened: the
     /// session is closed, never kept (SFTPSessions), and nothing more is
     /// sent on it, not even the close of its handles.
@@ -271,20 +274,15 @@ package final class SFTPSession: @unchecked Sendable {
     }
 
     /// The entries of the directory at `path` (`.` and `..` left out), one
-    /// listing; a symbolic link is followed with one stat of its own.
+    /// listing, its READDIRs pipelined where the session allows
+    /// (SFTPSession+Listing); a symbolic link is followed with one stat of
+    /// its own.
     package func list(path: String) throws -> [Entry] {
         guard let sftp else { throw failure(EIO, "no SFTP channel") }
-        guard let handle = mediafs_sftp_opendir(sftp, path) else { throw sftpFailure("cannot open directory '\(path)'") }
-        defer { libssh2_sftp_close_handle(handle) }
         var entries: [Entry] = []
-        var buffer = [CChar](repeating: 0, count: 4096)
-        while true {
-            var attributes = LIBSSH2_SFTP_ATTRIBUTES()
-            let count = libssh2_sftp_readdir_ex(handle, &buffer, buffer.count, nil, 0, &attributes)
-            if count == 0 { break }
-            guard count > 0 else { throw sftpFailure("reading directory '\(path)' failed") }
-            let entryName = String(decoding: buffer[..<Int(count)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if entryName == "." || entryName == ".." || entryName.contains("/") || entryName.isEmpty { continue }
+        func add(_ bytes: [UInt8], _ attributes: LIBSSH2_SFTP_ATTRIBUTES) throws {
+            let entryName = String(decoding: bytes, as: UTF8.self)
+            if entryName == "." || entryName == ".." || entryName.contains("/") || entryName.isEmpty { return }
             guard entries.count < Self.maxEntries else {
                 throw MediaError(EFBIG, "sftp \(name): directory '\(path)' has more than \(Self.maxEntries) entries")
             }
@@ -295,7 +293,40 @@ package final class SFTPSession: @unchecked Sendable {
             }
             entries.append(entry)
         }
+        if let listed = try listPipelined(path: path) {
+            for (entryName, attributes) in listed { try add(entryName, Self.attributes(attributes)) }
+            return entries
+        }
+        guard let handle = mediafs_sftp_opendir(sftp, path) else { throw sftpFailure("cannot open directory '\(path)'") }
+        // A close that fails may leave its answer owed on the channel.
+        defer { if libssh2_sftp_close_handle(handle) != 0 { broken = true } }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while true {
+            var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+            let count = libssh2_sftp_readdir_ex(handle, &buffer, buffer.count, nil, 0, &attributes)
+            if count == 0 { break }
+            guard count > 0 else { throw sftpFailure("reading directory '\(path)' failed") }
+            try add(buffer[..<Int(count)].map { UInt8(bitPattern: $0) }, attributes)
+        }
         return entries
+    }
+
+    /// libssh2's attributes of what the pipelined listing read.
+    static func attributes(_ read: SFTPWire.Attributes) -> LIBSSH2_SFTP_ATTRIBUTES {
+        var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+        if let size = read.size {
+            attributes.flags |= UInt(LIBSSH2_SFTP_ATTR_SIZE)
+            attributes.filesize = size
+        }
+        if let permissions = read.permissions {
+            attributes.flags |= UInt(LIBSSH2_SFTP_ATTR_PERMISSIONS)
+            attributes.permissions = UInt(permissions)
+        }
+        if let mtime = read.mtime {
+            attributes.flags |= UInt(LIBSSH2_SFTP_ATTR_ACMODTIME)
+            attributes.mtime = UInt(mtime)
+        }
+        return attributes
     }
 
     /// The attributes of `path`, links followed.
