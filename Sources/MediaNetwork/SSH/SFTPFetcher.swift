@@ -177,10 +177,12 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
     }
 
     /// A worker of `server`'s: runs its queued transfers, most urgent
-    /// first, until none is left. One added beside others first takes a
-    /// kept session or logs in (as `url`'s login) and runs its first
-    /// transfer on it; if the login fails, its transfers log in as the
-    /// first's do, and say why.
+    /// first, until none is left, on one session it keeps from one to the
+    /// next and gives back when it ends (one given back between them could
+    /// be taken by a worker still logging in, and this one would log in
+    /// with a reader's transfer in hand). One added beside others first
+    /// takes a kept session or logs in (as `url`'s login); if the login
+    /// fails, its transfers log in as the first's do, and say why.
     private func work(_ server: String, _ worker: Worker, url: String) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SFTPSession.readBufferSize, alignment: 16)
         defer { buffer.deallocate() }
@@ -199,8 +201,7 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
             }
         }
         while let transfer = next(of: server) {
-            run(transfer, on: session, buffer: buffer)
-            session = nil
+            run(transfer, on: &session, buffer: buffer)
             state.withLock { _ = $0.running.removeValue(forKey: transfer.id) }
         }
         if let session { SFTPSessions.give(session, url: url, options: options) }
@@ -223,10 +224,10 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
         }
     }
 
-    /// Runs one transfer to its end on `given` (a session the worker logged
-    /// in), else on kept sessions, a new one when none is kept or one
-    /// drops, and tells its delegate.
-    private func run(_ transfer: SFTPTransfer, on given: SFTPSession?, buffer: UnsafeMutableRawBufferPointer) {
+    /// Runs one transfer to its end on `held` (the worker's session), else
+    /// on a kept one, a new one when none is kept or one drops, and tells
+    /// its delegate. The session it ended well on is left in `held`.
+    private func run(_ transfer: SFTPTransfer, on held: inout SFTPSession?, buffer: UnsafeMutableRawBufferPointer) {
         let request = transfer.request
         let path = SFTPSession.remotePath(MediaURL(request.url)?.path ?? "/")
         var progress = SFTPReadProgress(request: request)
@@ -237,11 +238,12 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
             if transfer.cancelled { return finish(transfer, progress, MediaError(ECANCELED, "cancelled")) }
             var session: SFTPSession?
             do {
-                if mayUseKept { session = given ?? SFTPSessions.take(url: request.url, options: options) }
+                if mayUseKept { session = held ?? SFTPSessions.take(url: request.url, options: options) }
+                held = nil
                 let current = try session ?? SFTPSession(url: request.url, options: options, timeout: timeout)
                 session = current
                 let outcome = try read(transfer, path: path, on: current, progress: &progress, buffer: buffer)
-                SFTPSessions.give(current, url: request.url, options: options)
+                if !current.broken { held = current }
                 return finish(transfer, progress, outcome)
             } catch {
                 if let session { SFTPSessions.give(session, url: request.url, options: options) }
