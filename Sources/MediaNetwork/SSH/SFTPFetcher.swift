@@ -7,7 +7,8 @@
 //
 // Threads: libssh2's sessions are not thread-safe; a transfer runs on a
 // worker thread of its server's (server and login: SFTPSessions' key)
-// with a session of its own, taken and given back. At most
+// with a session of its own, kept from one transfer to the next and given
+// back when the worker ends. At most
 // `maxSessionsPerServer` run at once per server, more than one only for
 // readers waiting (`addWorker`); the rest queue, most urgent first, then
 // in order. A worker added beside others logs in before it takes a

@@ -31,7 +31,8 @@ extension SFTPSession {
             var reply = try wire.answer()
             guard reply.id == opened else { throw SFTPWire.Malformed("an answer to request \(reply.id)") }
             if reply.type == SFTPWire.statusPacket {
-                throw statusFailure(try SFTPWire.status(&reply.rest), "cannot open directory '\(path)'")
+                let status = try SFTPWire.status(&reply.rest)
+                throw statusFailure(status.code, "cannot open directory '\(path)'", detail: status.message)
             }
             guard reply.type == SFTPWire.handlePacket else { throw SFTPWire.Malformed("a packet of type \(reply.type)") }
             let handle = Array(try reply.rest.string())
@@ -66,7 +67,9 @@ extension SFTPSession {
                     // Past the end, what a server answers the READDIRs
                     // asked ahead is no failure of the listing.
                     let status = try SFTPWire.status(&packet.rest)
-                    if status.code != SFTPWire.eof, !ended, failed == nil { failed = statusFailure(status, what) }
+                    if status.code != SFTPWire.eof, !ended, failed == nil {
+                        failed = statusFailure(status.code, what, detail: status.message)
+                    }
                     ended = true
                 default:
                     throw SFTPWire.Malformed("a packet of type \(packet.type)")
@@ -87,15 +90,6 @@ extension SFTPSession {
                 throw MediaError(EIO, "sftp \(name): \(what): no answer in \(timeout) s (--timeout)")
             }
             throw MediaError(EIO, "sftp \(name): \(what): the connection ended")
-        }
-    }
-
-    /// A STATUS answer as an errno and a sentence, as `sftpFailure` says libssh2's.
-    private func statusFailure(_ status: (code: UInt32, message: String), _ what: String) -> MediaError {
-        switch status.code {
-        case SFTPWire.noSuchFile, SFTPWire.noSuchPath: return MediaError(ENOENT, "sftp \(name): \(what): no such file")
-        case SFTPWire.permissionDenied: return MediaError(EACCES, "sftp \(name): \(what): permission denied")
-        default: return MediaError(EIO, "sftp \(name): \(what): SFTP status \(status.code) \(status.message)")
         }
     }
 

@@ -358,13 +358,19 @@ package final class SFTPSession: @unchecked Sendable {
             }
             return failure(EIO, what)
         }
-        switch libssh2_sftp_last_error(sftp) {
-        case LIBSSH2_FX_NO_SUCH_FILE, LIBSSH2_FX_NO_SUCH_PATH:
+        return statusFailure(UInt32(truncatingIfNeeded: libssh2_sftp_last_error(sftp)), what)
+    }
+
+    /// An SFTP STATUS code (libssh2's last, or one the pipelined listing
+    /// read) as an errno and a sentence; `detail`, the server's words.
+    func statusFailure(_ code: UInt32, _ what: String, detail: String = "") -> MediaError {
+        switch UInt(code) {
+        case UInt(LIBSSH2_FX_NO_SUCH_FILE), UInt(LIBSSH2_FX_NO_SUCH_PATH):
             return MediaError(ENOENT, "sftp \(name): \(what): no such file")
-        case LIBSSH2_FX_PERMISSION_DENIED:
+        case UInt(LIBSSH2_FX_PERMISSION_DENIED):
             return MediaError(EACCES, "sftp \(name): \(what): permission denied")
-        case let code:
-            return MediaError(EIO, "sftp \(name): \(what): SFTP status \(code)")
+        default:
+            return MediaError(EIO, "sftp \(name): \(what): SFTP status \(code)" + (detail.isEmpty ? "" : " \(detail)"))
         }
     }
 

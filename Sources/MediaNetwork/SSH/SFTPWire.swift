@@ -14,11 +14,9 @@ enum SFTPWire {
     static let statusPacket: UInt8 = 101
     static let handlePacket: UInt8 = 102
     static let namePacket: UInt8 = 104
-    /// STATUS codes: the end of a directory, and those that name an errno.
+    /// The STATUS code of a directory's end (SFTPSession.statusFailure
+    /// maps the rest).
     static let eof: UInt32 = 1
-    static let noSuchFile: UInt32 = 2
-    static let permissionDenied: UInt32 = 3
-    static let noSuchPath: UInt32 = 10
     /// The largest packet taken: OpenSSH's own limit (256 KiB).
     static let maxPacket = 256 << 10
     /// The longest handle (libssh2's bound) and name taken: a name past
