@@ -13,7 +13,10 @@ media-server figure of mediafs) and whose name says which way is better:
 times (`s`, `*_s`, `*_ms`, medians of them), requests, rounds and bytes
 are better lower; throughputs (`*_mbps`) higher. The rest (ratios between
 tools, goals, settings) is not compared. A figure missing from either run
-is listed once, not judged. Times on a shared 2-core machine move by
+is listed once, not judged. The whole run's peak RSS (row 6) is the
+highest of every scenario's mounts, so it is judged only against a
+baseline that ran the same scenarios; each scenario's own peak
+(`peak_rss_by_scenario`) is judged where both runs have it. Times on a shared 2-core machine move by
 ±30% from run to run: a REGRESSION of a time is a reason to measure again
 (bench/compare.py runs both binaries side by side); one of requests,
 rounds or bytes is a change of behaviour.
@@ -29,6 +32,10 @@ BASELINE = os.path.join(HERE, "baseline.json")
 LOWER = ("_s", "_ms", "_requests", "_bytes", "_kib", "_rss_mib", "_rounds", "_s_median", "_gets")
 LOWER_NAMES = {"s", "ms", "requests", "bytes", "rounds", "gets"}
 HIGHER = ("_mbps",)
+
+
+# Figures of a whole run, whatever scenarios it ran.
+WHOLE_RUN = ("rows/peak_rss_mib/mediafs",)
 
 
 def direction(name):
@@ -67,6 +74,9 @@ def figures(doc):
         value = (row.get("values") or {}).get("mediafs")
         if isinstance(value, (int, float)) and not isinstance(value, bool) and direction(row.get("key", "")):
             out[f"rows/{row['key']}/mediafs"] = (float(value), direction(row["key"]))
+    for scenario, by_tool in (doc.get("peak_rss_by_scenario") or {}).items():
+        if isinstance(by_tool.get("mediafs"), (int, float)):
+            out[f"peak_rss_by_scenario/{scenario}/mediafs"] = (float(by_tool["mediafs"]), -1)
     for section in ("wan", "sources", "hls", "mediaserver"):
         if doc.get(section):
             walk(doc[section], (section,), False)
@@ -77,6 +87,11 @@ def compare(base, now, tolerance=0.10):
     """(regressions, improvements, missing): each regression and improvement
     a (path, baseline value, value now, change as a fraction, worse = +)."""
     old, new = figures(base), figures(now)
+    # A whole run's peak: comparable only between runs of the same scenarios.
+    if base.get("scenarios") is None or base.get("scenarios") != now.get("scenarios"):
+        for path in WHOLE_RUN:
+            old.pop(path, None)
+            new.pop(path, None)
     regressions, improvements = [], []
     for path in sorted(set(old) & set(new)):
         (b, sense), (n, _) = old[path], new[path]
@@ -95,6 +110,10 @@ def compare(base, now, tolerance=0.10):
 
 def report(base, now, tolerance=0.10, out=sys.stdout):
     regressions, improvements, missing = compare(base, now, tolerance)
+    if base.get("scenarios") is None or base.get("scenarios") != now.get("scenarios"):
+        print(f"\nnot judged: {', '.join(WHOLE_RUN)}, a whole run's figure: the baseline ran "
+              f"{', '.join(base.get('scenarios') or ['scenarios it does not list'])}, this run "
+              f"{', '.join(now.get('scenarios') or ['scenarios it does not list'])}", file=out)
     print(f"\nCompared with the baseline ({base.get('time', '?')}, {base.get('build', '?')}): "
           f"{len(regressions)} regressions, {len(improvements)} improvements beyond {tolerance:.0%}, "
           f"{len(missing)} figures in one run only", file=out)
@@ -108,7 +127,8 @@ def report(base, now, tolerance=0.10, out=sys.stdout):
 # What a baseline keeps of a run: its figures, not its access logs (tens
 # of MB at 100,000 entries).
 KEPT = ("time", "build", "elapsed_s", "binary", "file_bytes", "mp4_bytes", "mkv_bytes", "tools", "rows",
-        "reader_demand", "ceilings", "wan", "sources", "hls", "mediaserver", "notes", "errors")
+        "scenarios", "peak_rss_by_scenario", "reader_demand", "ceilings", "wan", "sources", "hls", "mediaserver",
+        "notes", "errors")
 
 
 def take(doc):

@@ -31,6 +31,7 @@ def main():
     p.add_argument("candidate")
     p.add_argument("--only", default="seq,random,ffprobe,wan,scale")
     p.add_argument("--wan-quick", action="store_true")
+    p.add_argument("--wan-models", default="paced,slowstart", metavar="M,M")
     p.add_argument("--size-mib", type=int, default=1024)
     p.add_argument("--scale-entries", default="10000,100000")
     args = p.parse_args()

@@ -397,6 +397,7 @@ class Mount:
             self.hwm_kib = vm_hwm_kib(self.proc.pid)
             if self.hwm_kib is not None:
                 self.bench.rss_samples.append({"tool": self.tool, "mount": os.path.basename(self.log_path),
+                                               "scenario": getattr(self.bench, "scenario", None),
                                                "vm_hwm_kib": self.hwm_kib})
         t0 = time.perf_counter()
         for attempt in range(20):

@@ -50,6 +50,7 @@ class Runner(Bench):
         os.makedirs(WORK)
         self.big, self.mp4, self.mkv = ensure_data(self.args.size_mib)
         only = set(self.args.only.split(",")) if self.args.only else set(SCENARIOS)
+        self.ran = only
         unknown = only - set(SCENARIOS)
         if unknown:
             sys.exit(f"unknown scenario(s) {sorted(unknown)}; choose from {', '.join(SCENARIOS)}")
@@ -61,6 +62,7 @@ class Runner(Bench):
             for name in SCENARIOS:
                 if name in only:
                     log(f"scenario {name}")
+                    self.scenario = name
                     scenarios.run(name, self)
         finally:
             self.nginx.stop()
@@ -145,6 +147,15 @@ class Runner(Bench):
             out.append({"label": label, "key": key, "fmt": fmt, "curl_reference": curl_label,
                         "goal": goal, "status": status, "values": vals, "ratio_mediafs_curl": ratio})
         return out
+
+    def peaks_by_scenario(self):
+        """{scenario: {tool: peak RSS MiB}} of the mounts each scenario made."""
+        peaks = {}
+        for sample in self.rss_samples:
+            by_tool = peaks.setdefault(sample.get("scenario") or "?", {})
+            mib = sample["vm_hwm_kib"] / 1024
+            by_tool[sample["tool"]] = max(by_tool.get(sample["tool"], 0), mib)
+        return peaks
 
     def build_info(self):
         """Which build was measured: repo HEAD (+dirty) and the binary's mtime."""
@@ -297,6 +308,10 @@ class Runner(Bench):
                                          "ratio_mediafs_curl")} for r in rows],
             "server": self.server,
             "rss_samples": self.rss_samples,
+            # Which scenarios ran, and each one's peak: the whole run's peak
+            # (row 6) is only comparable with a run of the same scenarios.
+            "scenarios": [name for name in SCENARIOS if name in self.ran],
+            "peak_rss_by_scenario": self.peaks_by_scenario(),
             "random_offsets": randomreads.random_offsets(size),
             "reader_demand": self.demand,
             "ceilings": self.ceilings,

@@ -49,6 +49,27 @@ def test_better_figures_are_improvements_and_a_figure_in_one_run_only_is_listed_
     assert missing == ["rows/seek_mkv_s/mediafs", "rows/warm_same_mbps/mediafs"]
 
 
+def test_a_whole_runs_peak_rss_is_judged_only_against_a_run_of_the_same_scenarios_and_each_scenarios_own_peak_always():
+    base = {"rows": [row("peak_rss_mib", 100)], "scenarios": ["seq", "scale"],
+            "peak_rss_by_scenario": {"seq": {"mediafs": 20, "rclone": 900}, "scale": {"mediafs": 100}}}
+    # The same scenarios, the peak 20% higher: a regression, and scale's own.
+    same = {"rows": [row("peak_rss_mib", 120)], "scenarios": ["seq", "scale"],
+            "peak_rss_by_scenario": {"seq": {"mediafs": 20, "rclone": 2000}, "scale": {"mediafs": 120}}}
+    regressions, _, _ = baseline.compare(base, same)
+    assert {p for p, *_ in regressions} == {"rows/peak_rss_mib/mediafs", "peak_rss_by_scenario/scale/mediafs"}
+    # One scenario more (sources' S3 listing peaks higher): its peak is not
+    # the old run's; scale's own is judged and did not move.
+    more = {"rows": [row("peak_rss_mib", 140)], "scenarios": ["seq", "scale", "sources"],
+            "peak_rss_by_scenario": {"seq": {"mediafs": 20}, "scale": {"mediafs": 104}, "sources": {"mediafs": 140}}}
+    regressions, _, missing = baseline.compare(base, more)
+    assert regressions == [] and missing == ["peak_rss_by_scenario/sources/mediafs"], (regressions, missing)
+    out = io.StringIO()
+    baseline.report(base, more, out=out)
+    assert "not judged: rows/peak_rss_mib/mediafs" in out.getvalue() and "REGRESSION" not in out.getvalue()
+    # A baseline that does not list its scenarios (Dec 4's): not judged either.
+    assert baseline.compare({"rows": [row("peak_rss_mib", 100)]}, same)[0] == []
+
+
 def test_the_committed_baseline_is_a_bench_run_with_mediafs_figures():
     doc = json.loads((BENCH / "baseline.json").read_text())
     figures = baseline.figures(doc)
