@@ -15,6 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import baseline  # noqa: E402
 import rig  # noqa: E402
 import scenarios  # noqa: E402
 
@@ -22,7 +23,7 @@ import scenarios  # noqa: E402
 CHOICES = ("seq", "random", "ffprobe", "seek", "wan", "scale")
 
 # Figures where less is better (times, bytes, requests, memory).
-LOWER_IS_BETTER = ("_s", "_ms", "_ratio", "_rss_mib", "_requests", "_bytes", "_kib")
+LOWER_IS_BETTER = ("_s", "_ms", "_ratio", "_rss_mib", "_requests", "_bytes", "_kib", "/s", "/requests", "/bytes")
 
 
 def main():
@@ -58,22 +59,29 @@ def main():
                 rig.log(f"scenario {name}: {label} {binary}")
                 bench.binary = binary
                 bench.results = {}
+                bench.parts = {}
                 scenarios.run(name, bench)
                 for key, by_tool in bench.results.items():
                     if "mediafs" in by_tool:
                         results[label][key] = by_tool["mediafs"]
+                # Scenarios that keep figures of their own (the WAN cells):
+                # mediafs's, named as bench/baseline.py names them.
+                for part, made in bench.parts.items():
+                    for path, (value, _) in baseline.figures({part: made.json()}).items():
+                        results[label][path] = value
     finally:
         bench.nginx.stop()
     print(f"\nmediafs side by side, {time.time() - started:.0f} s")
     print(f"baseline  {args.baseline}\ncandidate {args.candidate}\n")
-    print(f"{'figure':44} {'baseline':>12} {'candidate':>12} {'cand/base':>10}")
+    width = max([44] + [len(k) for k in set(results["baseline"]) | set(results["candidate"])])
+    print(f"{'figure':{width}} {'baseline':>12} {'candidate':>12} {'cand/base':>10}")
     for key in sorted(set(results["baseline"]) | set(results["candidate"])):
         b, c = results["baseline"].get(key), results["candidate"].get(key)
         def fmt(x):
             return f"{x:12.3f}" if isinstance(x, (int, float)) else f"{str(x)[:12]:>12}"
         ratio = f"{c / b:10.3f}" if isinstance(b, (int, float)) and isinstance(c, (int, float)) and b else f"{'':10}"
         better = " (lower is better)" if key.endswith(LOWER_IS_BETTER) else ""
-        print(f"{key:44} {fmt(b)} {fmt(c)} {ratio}{better}")
+        print(f"{key:{width}} {fmt(b)} {fmt(c)} {ratio}{better}")
 
 
 if __name__ == "__main__":

@@ -250,6 +250,9 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
 
     /// Moves into curl what the admission lets start now.
     private func admitQueued() {
+        admission.playMoving = active.values.contains {
+            ($0.priority == .read || $0.priority == .readahead) && $0.heldSince == nil
+        }
         let started = admission.admit()
         if admission.scansDelayed > 0 {
             statistics?.probing.scanReadsDelayed.add(Int64(admission.scansDelayed), ordering: .relaxed)

@@ -122,6 +122,12 @@ package final class TransferAdmission {
     /// Scan reads that waited for a place while players' reads or readahead
     /// ran or waited at their origin, since the caller last took the count.
     package var scansDelayed = 0
+    /// Whether a player's transfer (a read, or its readahead) moves bytes
+    /// now, anywhere: a background job's transfer does not start then. Set
+    /// by the fetcher before each `admit`; it knows which transfers are
+    /// held. Pausing one already running does not free the link at once
+    /// (its server fills the sockets' buffers): not starting it does.
+    package var playMoving = false
     /// Origins whose last answer came over HTTP/2; kept while they are idle
     /// (an idle origin's entry is dropped), bounded by forgetting them all.
     private var multiplexing = Set<HTTPOrigin?>()
@@ -397,8 +403,10 @@ package final class TransferAdmission {
     private func hasRoomUnderCap(_ priority: Priority, multiplexed: Bool) -> Bool {
         if priority == .probe { return runningByPriority[Priority.probe.rawValue] < maxProbes }
         // A scan's reader waits on it, and a background job's: only their
-        // origin's places bound them (its reserve left to reads).
-        if priority == .scan || priority == .background { return true }
+        // origin's places bound them (its reserve left to reads); a job's,
+        // and while no player's transfer moves (players first).
+        if priority == .scan { return true }
+        if priority == .background { return !playMoving }
         if multiplexed { return runningMultiplexedBackground < maxMultiplexedBackground }
         let background = runningByPriority[Priority.readahead.rawValue] + runningByPriority[Priority.preload.rawValue]
         return background < maxBackground

@@ -160,6 +160,21 @@ final class TransferAdmissionTests: XCTestCase {
         XCTAssertEqual(admission.admit(), read, "a read finds a place at once")
     }
 
+    /// A background job's transfer does not start while a player's moves
+    /// bytes (anywhere: the link is shared), and starts once none does;
+    /// a scan's read is not held back (issue 54: players first).
+    func testABackgroundJobsTransferWaitsWhileAPlayersMovesAndStartsWhenNoneDoes() {
+        let admission = makeAdmission()
+        admission.playMoving = true
+        let job = enqueue(admission, a, "job", .background)
+        let other = enqueue(admission, b, "job2", .background)
+        let scan = enqueue(admission, a, "scan", .scan)
+        XCTAssertEqual(admission.admit(), scan, "the scan's read starts, the jobs' wait")
+        XCTAssertEqual(admission.admit(), [])
+        admission.playMoving = false
+        XCTAssertEqual(Set(admission.admit()), Set(job + other), "no player's transfer moves: the jobs start")
+    }
+
     func testBackgroundCapsCountAllOriginsAndReadaheadGoesBeforePreload() {
         let admission = makeAdmission()
         let preload = enqueue(admission, a, "P", .preload, count: 3)

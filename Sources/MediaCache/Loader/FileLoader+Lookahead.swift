@@ -76,11 +76,16 @@ extension FileLoader {
     /// is 64 KiB): a program reading a few KiB of the head and stopping
     /// (`head -c 4096`: 16 KiB) would leave a stream whose server filled
     /// the sockets' buffers, 4.4 MB on the bench's WAN link.
+    /// Not only the first read: a handle that has read on from byte 0
+    /// without a jump starts it at its first read that finds the link far
+    /// (a listed file's first read is the link's first answer; its second,
+    /// in the head, knows the link). Once: a stream present or on its way
+    /// past the read is found by the walk below.
     /// A scan's first read starts nothing: a probe stops soon.
     func startStreamAhead(after read: Range<Int64>, waited: Bool, pattern: ReadPattern, info: ContentInfo,
                           in state: inout LoaderState) {
-        guard pattern.readClass == .play, pattern.readsAhead, read.lowerBound == 0,
-              pattern.isFirstRead, pattern.looksSequential, holdsTransfers(info), statistics.cacheWritable,
+        guard pattern.readClass == .play, pattern.readsAhead, pattern.firstStreakStart == 0,
+              pattern.looksSequential, holdsTransfers(info), statistics.cacheWritable,
               budget?.passesThrough != true, settings.link?.isFar(to: source.url) == true,
               waited || state.fetches.transfers.values.contains(where: { !$0.cancelled }) else { return }
         // Past the head a lookup brings, and anything else on its way; a

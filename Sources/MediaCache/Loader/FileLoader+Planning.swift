@@ -12,9 +12,10 @@ extension FileLoader {
     /// once a read has tried too often.
     /// `streams`: the reader reads on from where it was, so a transfer may
     /// be a long one, held at the window; a scan's reaches `piece` on.
+    /// `account`: whose bytes the transfers started are (nil: the owner's).
     func requestHoles(in holes: [Range<Int64>], window: Int64, owner: ObjectIdentifier, readClass: ReadClass = .play,
-                      streams: Bool = false, piece: Int64 = 0, info: ContentInfo, attempts: inout Attempts,
-                      state: inout LoaderState) throws {
+                      streams: Bool = false, piece: Int64 = 0, account: ReaderAccount? = nil, info: ContentInfo,
+                      attempts: inout Attempts, state: inout LoaderState) throws {
         let priority = readClass.readPriority
         for hole in holes {
             var point = hole.lowerBound
@@ -77,8 +78,9 @@ extension FileLoader {
                                                           container: state.lookahead.container, length: info.length)
                 let (end, hold) = TransferPlan.started(at: start, of: hole, window: window, streams: streams,
                                                        holds: holdsTransfers(info), longEnd: longEnd)
-                point = startPartTransfers(at: start, end: end, hold: hold, owner: owner, info: info, priority: priority,
-                                           readClass: readClass, mustReach: hole.upperBound, in: &state)
+                point = startPartTransfers(at: start, end: end, hold: hold, owner: owner, account: account, info: info,
+                                           priority: priority, readClass: readClass, mustReach: hole.upperBound,
+                                           in: &state)
                 attempts.asked.insert(start..<point)
             }
         }

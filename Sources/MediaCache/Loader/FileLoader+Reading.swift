@@ -105,15 +105,22 @@ extension FileLoader {
             // of the link: less leaves it idle while the reader comes back for more.
             var (window, ahead) = partWindows(wanted, window: pattern.fetchWindow(
                 bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0), pattern: pattern)
-            // An archive member's first read asks for what a lookup asks of
-            // a plain file (its size came from the index, so none did): a
-            // demuxer's probe reads a few hundred KiB from the start, in
-            // windows that would each cost a round trip. A scan's or a
-            // player's alike: the plain file beside it gets those bytes at
-            // its lookup whichever reads it (decision 0016).
+            // A first read at the start of a file whose lookup brought no
+            // head asks for what a lookup asks of a plain file: a demuxer's
+            // probe reads a few hundred KiB from the start, in windows that
+            // would each cost a round trip. An archive member's (its size
+            // came from the index), a scan's or a player's alike: the plain
+            // file beside it gets those bytes at its lookup whichever reads
+            // it (decision 0016). A listed file's (its size came from the
+            // listing), a player's: a listed film's player met four round
+            // trips, 64, 96, 128 and 128 KiB (decision 0058); a scan of a
+            // listed library, and a background job, get what they read.
             var holesOwner = owner
-            if wanted.lowerBound == 0, scope.state.bytes.present.isEmpty,
-               context.segmented?.isArchiveMember(source.url) == true {
+            let archiveMember = context.segmented?.isArchiveMember(source.url) == true
+            let asksHead = wanted.lowerBound == 0 && scope.state.bytes.present.isEmpty
+                && (archiveMember || (pattern.readClass == .play && scope.state.fetches.transfers.isEmpty
+                                      && context.segmented?.serves(source.url) != true))
+            if asksHead {
                 window = max(window, min(settings.probeFirstBytes, info.length) - wanted.lowerBound)
                 // The file's, not the handle's, as a plain file's lookup
                 // probe is: it runs to its end whatever the reader does
@@ -141,12 +148,22 @@ extension FileLoader {
             var available = scope.state.availability(of: wait)
             let piece = pattern.scanPiece
             try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,
-                             readClass: pattern.readClass, streams: streams, piece: piece, info: info,
+                             readClass: pattern.readClass, streams: streams, piece: piece,
+                             account: scope.state.handles.accounts[owner], info: info,
                              attempts: &attempts, state: &scope.state)
             readAhead(from: wanted.upperBound, window: ahead, owner: owner, readClass: pattern.readClass,
                       streams: streams, info: info,
                       in: &scope.state)
             startStreamAhead(after: wanted, waited: true, pattern: pattern, info: info, in: &scope.state)
+            // The link unknown yet (the file's first answer tells it): the
+            // head's answer starts the stream, a round trip before the
+            // reads after the demuxer's detour to its index would.
+            if asksHead, pattern.readClass == .play, settings.link?.isFar(to: source.url) == false,
+               let head = scope.state.fetches.transfers.first(where: {
+                   $0.value.owner == holesOwner && $0.value.start == 0 && $0.value.head == nil && !$0.value.cancelled
+               }) {
+                scope.state.fetches.streamOnAnswer(of: head.key, for: pattern, read: wanted)
+            }
             // A wait that lasts says why, at debug level, after 1 s and each
             // time it doubles: which transfer it counts on and where that is
             // (a WAN seek once stalled 6 s with nothing in the log).
@@ -179,7 +196,8 @@ extension FileLoader {
                 }
                 available = scope.state.availability(of: wait)
                 try requestHoles(in: available.missing(in: wanted), window: window, owner: holesOwner,
-                                 readClass: pattern.readClass, streams: streams, piece: piece, info: info,
+                                 readClass: pattern.readClass, streams: streams, piece: piece,
+                                 account: scope.state.handles.accounts[owner], info: info,
                                  attempts: &attempts, state: &scope.state)
             }
             if scope.state.version.generation != startGeneration {

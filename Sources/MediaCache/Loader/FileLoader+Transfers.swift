@@ -122,7 +122,12 @@ extension FileLoader {
         case .unknown: break
         }
         transfer.head = (now, transfer.position)
+        let streamOnAnswer = transfer.streamOnAnswer
+        transfer.streamOnAnswer = nil
         state.fetches.replace(id, with: transfer)
+        if let (pattern, read) = streamOnAnswer, state.handles.openHandles > 0 {
+            startStreamAhead(after: read, waited: true, pattern: pattern, info: info, in: &state)
+        }
         return true
     }
 

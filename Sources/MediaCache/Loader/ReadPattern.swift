@@ -97,9 +97,6 @@ public final class ReadPattern: Sendable {
     enum PartStep { case other, contiguous, walk }
 
     var looksSequential: Bool { core.withLock { $0.looksSequential } }
-    /// Whether the read just recorded is the handle's first (and it goes
-    /// on from no closed handle).
-    var isFirstRead: Bool { core.withLock { $0.isFirstRead } }
     var streams: Bool { core.withLock { $0.streams } }
     var cachedReadWindow: Int64 { core.withLock { $0.cachedReadWindow } }
     var lastReadEnd: Int64 { core.withLock { $0.lastReadEnd } }
@@ -212,7 +209,6 @@ public final class ReadPattern: Sendable {
 
         /// Whether the handle has read anything yet.
         var hasRead: Bool { nextOffset >= 0 }
-        var isFirstRead: Bool { firstStreakStart >= 0 && current.streakReads == 1 && other.nextOffset < 0 }
 
         /// Whether a read at `offset` would follow one of this handle's streams.
         func follows(_ offset: Int64) -> Bool {

@@ -301,6 +301,50 @@ extension ListingTests {
         XCTAssertEqual(fetcher.requestCount, requests, "served from the cache")
     }
 
+    /// A listed file (its length from the listing: no lookup, no probe):
+    /// a player's first read at its start asks for what a lookup would
+    /// have, the head, in one request, in the reader's account; its reads
+    /// within the head send nothing more. Through the bench's 100 ms link
+    /// a listed film's player sent 64, 96, 128 and 128 KiB one round trip
+    /// after another (decision 0058). A background job's first read gets
+    /// what it asks (issue 54).
+    func testAListedFilesFirstReadAtItsStart_asksForTheLookupsHead_inOneRequest_andAJobsOnlyWhatItAsks() throws {
+        let film = "https://a.example/film.mkv", job = "https://a.example/job.mkv"
+        let size = 4 << 20
+        let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        fetcher.add(film, bytes: bytes)
+        fetcher.add(job, bytes: bytes)
+        let listing = FakeListing(origin: "fake", entries: [
+            Source(name: "film.mkv", url: film, kind: .file(ContentInfo(length: Int64(size)))),
+            Source(name: "job.mkv", url: job, kind: .file(ContentInfo(length: Int64(size))))])
+        let c = try catalog(listing)
+        c.start()
+        defer { c.stop() }
+        let head = LoaderSettings().probeFirstBytes
+        let loader = try c.file(at: "/library/film.mkv")
+        let process = ReaderProcess(pid: 9, startTime: 1, name: "ffmpeg", arguments: "", parentName: "")
+        let pattern = ReadPattern(.player, account: ReaderBook().opened(by: process, as: .play, file: "/film.mkv"))
+        loader.attach(pattern)
+        let chunk = 64 << 10
+        for offset in stride(from: 0, to: Int(head), by: chunk) {
+            var buffer = [UInt8](repeating: 0, count: chunk)
+            let n = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: Int64(offset), pattern: pattern) }
+            XCTAssertTrue(Array(buffer[..<n]) == Array(bytes[offset..<offset + chunk]), "bytes at \(offset)")
+        }
+        XCTAssertTrue(fetcher.waitUntil { $0.allRecords.allSatisfy(\.finished) })
+        XCTAssertEqual(fetcher.gets.map(\.range), [0..<head], "\(fetcher.gets.map { $0.range! })")
+        XCTAssertEqual(pattern.account?.bytesFetched, head, "the head's bytes were no one's")
+        loader.release(pattern)
+        let jobLoader = try c.file(at: "/library/job.mkv")
+        let background = ReadPattern(readClass: .background)
+        jobLoader.attach(background)
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        _ = try buffer.withUnsafeMutableBytes { try jobLoader.read(into: $0, at: 0, pattern: background) }
+        XCTAssertTrue(fetcher.waitUntil { $0.allRecords.allSatisfy(\.finished) })
+        XCTAssertEqual(fetcher.gets.last?.range, 0..<Int64(chunk))
+        jobLoader.release(background)
+    }
+
     /// A listed length that no longer holds: the answer's length differs,
     /// which is a change (nothing of the listed length was cached), and a
     /// read never gets bytes of the wrong length or version.

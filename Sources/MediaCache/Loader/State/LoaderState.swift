@@ -54,6 +54,10 @@ struct LoaderState {
         /// Of `--background-daily`: bytes counted against the day when it
         /// started and not arrived yet (a background transfer's).
         var committed: Int64 = 0
+        /// A player's first read at the file's start waits on it, asked
+        /// before the link was known: its answer tells the link, and if
+        /// far, that player's stream starts then (decision 0058).
+        var streamOnAnswer: (pattern: ReadPattern, read: Range<Int64>)?
 
         /// Where it will stop for now: its limit, else its end.
         var reach: Int64 { min(end, limit ?? end) }

@@ -151,6 +151,11 @@ struct TransferBook {
 
     mutating func rateTold(_ id: TransferID) { transfers[id]?.rateTold = true }
 
+    /// `pattern`'s stream starts when `id` answers (Transfer.streamOnAnswer).
+    mutating func streamOnAnswer(of id: TransferID, for pattern: ReadPattern, read: Range<Int64>) {
+        transfers[id]?.streamOnAnswer = (pattern, read)
+    }
+
     /// The transfers of a closed handle go on for the handle that reads on.
     mutating func handOver(from owner: ObjectIdentifier, to heir: ObjectIdentifier) {
         for (id, transfer) in transfers where transfer.owner == owner { transfers[id]!.owner = heir }
