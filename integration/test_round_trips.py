@@ -273,13 +273,9 @@ def test_a_sequential_read_takes_two_round_trips(mount, srv, link, films):
     assert len(got) <= 4, describe(got)
 
 
-@pytest.mark.parametrize("ext", ["mp4", "mkv"])
-def test_a_seek_in_a_listed_file_whose_head_was_never_fetched_does_not_stream_up_to_it(mount, srv, link, films, ext):
-    """`ls -l` of a listing (sizes by HEAD, no first bytes), then ffmpeg
-    -ss 40: the player's reads of the head start a long transfer, held at
-    its window; the seek's readahead has transfers of its own and never
-    lets that held one go on to the seek. It did: the whole file up to
-    40 s was sent first (87 MiB and 15 s of a 109 MiB film at 50 Mbit/s)."""
+def listed_cold(mount, srv, link, films, ext):
+    """The film in a listing through the link, mounted and `ls -l`ed
+    (sizes by HEAD, no first bytes): (mount, name, bytes, requests)."""
     name = f"film.{ext}"
     data = films[name]
     srv.add(f"lib/{name}", data, content_type=TYPES[ext])
@@ -288,6 +284,17 @@ def test_a_seek_in_a_listed_file_whose_head_was_never_fetched_does_not_stream_up
     m = mount(base + "lib/")
     assert {n: os.stat(m.path(n)).st_size for n in os.listdir(m.mountpoint)} == {name: len(data)}
     srv.wait_idle(WAIT)
+    return m, name, data, requests
+
+
+@pytest.mark.parametrize("ext", ["mp4", "mkv"])
+def test_a_seek_in_a_listed_file_whose_head_was_never_fetched_does_not_stream_up_to_it(mount, srv, link, films, ext):
+    """`ls -l` of a listing (sizes by HEAD, no first bytes), then ffmpeg
+    -ss 40: the player's reads of the head start a long transfer, held at
+    its window; the seek's readahead has transfers of its own and never
+    lets that held one go on to the seek. It did: the whole file up to
+    40 s was sent first (87 MiB and 15 s of a 109 MiB film at 50 Mbit/s)."""
+    m, name, data, requests = listed_cold(mount, srv, link, films, ext)
     out = subprocess.run([a.replace("{}", str(m.path(name))) for a in SEEK], capture_output=True, timeout=180)
     assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]
     # What mediafs took in (the emulator between buffers what a held
@@ -309,14 +316,7 @@ def test_the_first_three_seconds_of_a_listed_file_take_two_round_trips(mount, sr
     128 KiB a round trip, until the reads looked sequential (on Dec 7: 5
     requests in 4 rounds for the mp4, 5 in 3 for the mkv, paced; 6 in 4
     under slow start)."""
-    name = f"film.{ext}"
-    data = films[name]
-    srv.add(f"lib/{name}", data, content_type=TYPES[ext])
-    srv.add("lib/", index_html([name]).encode(), content_type="text/html")
-    base, requests, _ = link
-    m = mount(base + "lib/")
-    assert {n: os.stat(m.path(n)).st_size for n in os.listdir(m.mountpoint)} == {name: len(data)}
-    srv.wait_idle(WAIT)
+    m, name, data, requests = listed_cold(mount, srv, link, films, ext)
     before = len(requests())
     out = subprocess.run([a.replace("{}", str(m.path(name))) for a in FIRST3S], capture_output=True, timeout=180)
     assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]

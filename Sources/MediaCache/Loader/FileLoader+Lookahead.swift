@@ -53,7 +53,7 @@ extension FileLoader {
                      : asked.map { "\($0.lowerBound)-\($0.upperBound - 1)" }.joined(separator: ", ")))
     }
 
-    /// A player's first read at the start of a file: it reads on from
+    /// A player reading from the start of a file: it reads on from
     /// there (a player, a transcode, `cat`), after at most a detour to the
     /// container's index, which the lookahead fetches. Its stream starts
     /// now, past the bytes present or on their way (the lookup's head), as
@@ -77,10 +77,11 @@ extension FileLoader {
     /// (`head -c 4096`: 16 KiB) would leave a stream whose server filled
     /// the sockets' buffers, 4.4 MB on the bench's WAN link.
     /// Not only the first read: a handle that has read on from byte 0
-    /// without a jump starts it at its first read that finds the link far
-    /// (a listed file's first read is the link's first answer; its second,
-    /// in the head, knows the link). Once: a stream present or on its way
-    /// past the read is found by the walk below.
+    /// without a jump starts it at its first read that finds the link far,
+    /// or, when the first read found it unknown (a listed file's first
+    /// read is the link's first answer), when the head's answer tells it
+    /// (`Transfer.streamOnAnswer`, decision 0058). Once: a stream present
+    /// or on its way past the read is found by the walk below.
     /// A scan's first read starts nothing: a probe stops soon.
     func startStreamAhead(after read: Range<Int64>, waited: Bool, pattern: ReadPattern, info: ContentInfo,
                           in state: inout LoaderState) {
