@@ -82,10 +82,14 @@ extension FileLoader {
     /// read is the link's first answer), when the head's answer tells it
     /// (`Transfer.streamOnAnswer`, decision 0058). Once: a stream present
     /// or on its way past the read is found by the walk below.
-    /// A scan's first read starts nothing: a probe stops soon.
+    /// A scan's first read starts nothing: a probe stops soon. Nor a
+    /// player's whose process asked to start elsewhere (`ffmpeg -ss 40
+    /// -i`, `pattern.startsElsewhere`): it reads the head and the index,
+    /// then seeks; the stream would be stopped by that seek, a request
+    /// and the 4-5 MB its server sent until then spent (decision 0059).
     func startStreamAhead(after read: Range<Int64>, waited: Bool, pattern: ReadPattern, info: ContentInfo,
                           in state: inout LoaderState) {
-        guard pattern.readClass == .play, pattern.readsAhead, pattern.firstStreakStart == 0,
+        guard pattern.readClass == .play, pattern.readsAhead, !pattern.startsElsewhere, pattern.firstStreakStart == 0,
               pattern.looksSequential, holdsTransfers(info), statistics.cacheWritable,
               budget?.passesThrough != true, settings.link?.isFar(to: source.url) == true,
               waited || state.fetches.transfers.values.contains(where: { !$0.cancelled }) else { return }

@@ -66,15 +66,21 @@ public final class ReadPattern: Sendable {
     /// process's account of the file (nil: a handle of no known process).
     public let account: ReaderAccount?
 
-    public init(readClass: ReadClass = .play, readsAhead: Bool? = nil, account: ReaderAccount? = nil) {
+    /// Its process asked to start past the file's start (`Reader.startsElsewhere`).
+    public let startsElsewhere: Bool
+
+    public init(readClass: ReadClass = .play, readsAhead: Bool? = nil, startsElsewhere: Bool = false,
+                account: ReaderAccount? = nil) {
         self.readClass = readClass
         self.readsAhead = readsAhead ?? (readClass == .play)
+        self.startsElsewhere = startsElsewhere
         self.account = account
         core = Locked(Core(readClass: readClass, readsAhead: self.readsAhead), rank: .readPattern)
     }
 
     public convenience init(_ reader: Reader, account: ReaderAccount? = nil) {
-        self.init(readClass: reader.readClass, readsAhead: reader.readsAhead, account: account)
+        self.init(readClass: reader.readClass, readsAhead: reader.readsAhead, startsElsewhere: reader.startsElsewhere,
+                  account: account)
     }
 
     /// The content version the handle was opened on; its reads fail once

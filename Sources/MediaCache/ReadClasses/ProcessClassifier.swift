@@ -6,7 +6,9 @@
 // the ffmpeg that streams to a viewer); else `play`. Once per open;
 // the answer is kept per process with its start time, so a pid the kernel
 // hands to a new process is classified again, never inherited. The answer
-// names the process too (ReaderProcess), read classes on or off.
+// names the process too (ReaderProcess), and tells whether its arguments
+// ask to start past the file's start (`-ss 40` before `-i`), read classes
+// on or off.
 import MediaSupport
 
 public final class ProcessClassifier: Sendable {
@@ -71,7 +73,8 @@ public final class ProcessClassifier: Sendable {
         let process = ReaderProcess(pid: pid, startTime: stat.startTime, name: table.name(of: pid) ?? "",
                                     arguments: ReaderProcess.shortForm(arguments ?? []),
                                     parentName: stat.parent > 0 ? table.name(of: stat.parent) ?? "" : "")
-        let found = (classifies ? classify(process, stat: stat, arguments: arguments ?? []) : .player).of(process)
+        var found = (classifies ? classify(process, stat: stat, arguments: arguments ?? []) : .player).of(process)
+        found.startsElsewhere = Self.startsElsewhere(arguments ?? [])
         known.withLock { table in
             if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
             table[pid] = Known(startTime: stat.startTime, reader: found)
@@ -113,6 +116,35 @@ public final class ProcessClassifier: Sendable {
         guard arguments.count > 1 else { return false }
         for index in 1..<arguments.count - 1 where frameCountOptions.contains(arguments[index]) {
             if arguments[index + 1] == "1" { return true }
+        }
+        return false
+    }
+
+    /// Options that start a player past a file's start: ffmpeg's (and
+    /// ffplay's, ffprobe's) input seek, from the start or from the end,
+    /// which apply to an `-i` after them (after the last `-i`, `-ss` is an
+    /// output's: the input is read from its start and decoded up to it);
+    /// mpv's `--start`; VLC's `--start-time`. Each with its value after
+    /// `=` or as the next argument.
+    static let inputSeekOptions: Set<String> = ["-ss", "-sseof"]
+    static let startOptions: Set<String> = ["--start", "--start-time"]
+
+    /// Whether a command line asks to start past the file's start: a seek
+    /// option whose value is not zero (`-ss 0`, `00:00:00.000`). Any
+    /// digit but 0 counts, in any of the programs' forms (`40`,
+    /// `00:00:40.000`, `1:30`, `50%`, `-10` from the end); nothing is
+    /// converted to a number.
+    static func startsElsewhere(_ arguments: [String]) -> Bool {
+        let lastInput = arguments.lastIndex(of: "-i") ?? -1
+        for (index, argument) in arguments.enumerated() where index > 0 {
+            var option = argument
+            var value: Substring? = index + 1 < arguments.count ? Substring(arguments[index + 1]) : nil
+            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                option = String(argument[..<equals])
+                value = argument[argument.index(after: equals)...]
+            }
+            let applies = inputSeekOptions.contains(option) ? index < lastInput : startOptions.contains(option)
+            if applies, let value, value.contains(where: { ("1"..."9").contains($0) }) { return true }
         }
         return false
     }

@@ -6,11 +6,17 @@
 // it reads a few megabytes in a row, which at one round trip per 32 KiB
 // read would take it ten seconds a file on a far link; so it keeps the
 // kernel's readahead and a link-sized first fetch, while its bytes live in
-// the scan budget and wait behind players'. And the process itself, so
+// the scan budget and wait behind players'. Whether its command line asks
+// to start past the file's start (`ffmpeg -ss 40 -i`): its first read of
+// the head is no sign it reads on from there. And the process itself, so
 // its reads are counted as its own.
 public struct Reader: Sendable, Equatable {
     public var readClass: ReadClass
     public var readsAhead: Bool
+    /// Its arguments ask to start playing past the file's start
+    /// (`ProcessClassifier.startsElsewhere`): no stream from its first read
+    /// at the file's first byte (decision 0059).
+    public var startsElsewhere = false
     /// The process, when /proc told it: whose account the open's reads and
     /// fetches count in (ReaderBook).
     public var process: ReaderProcess?

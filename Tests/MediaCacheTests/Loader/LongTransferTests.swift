@@ -296,6 +296,17 @@ final class LongTransferTests: XCTestCase {
         XCTAssertEqual(streamsAhead(loader), 0)
     }
 
+    /// `ffmpeg -ss 40 -i`: it reads the head and the index, then seeks
+    /// (decision 0059).
+    func testAFirstReadAtTheStartOfAPlayerAskedToStartElsewhereStartsNoStream() throws {
+        _ = content(Int(32 * Self.mib))
+        let loader = makeLoader(farLink: true)
+        _ = try read(loader, at: 0, count: 128 << 10, pattern: ReadPattern(startsElsewhere: true))
+        XCTAssertEqual(fetcher.gets.count, 1, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertTrue(longGets.isEmpty)
+        XCTAssertEqual(streamsAhead(loader), 0)
+    }
+
     /// `head -c 4096`: the kernel reads 16 KiB; a demuxer's 32 KiB reads
     /// become 64 KiB ones.
     func testAPlayersSmallFirstReadStartsNoStream() throws {

@@ -2,7 +2,7 @@
 // kernel cuts them, a scanner's helpers through their parents (a bounded
 // walk), a reused pid classified again, `--scanners` text, and /proc's
 // stat line parsed from the last parenthesis, and a one-frame extraction
-// told by its arguments.
+// and a start past the file's start told by its arguments.
 import XCTest
 @testable import MediaCache
 @testable import MediaSources
@@ -60,7 +60,9 @@ final class ProcessClassifierTests: XCTestCase {
         XCTAssertEqual(classifier.classify(thread: 43), .scan, "-frames:v 1")
         XCTAssertEqual(classifier.classify(thread: 44), .play, "a hundred frames are a clip")
         XCTAssertEqual(classifier.classify(thread: 45), .play, "an option with no value")
-        XCTAssertEqual(classifier.reader(thread: 41).of(nil), .frameExtraction, "a scan's bytes that read ahead")
+        let extraction = classifier.reader(thread: 41)
+        XCTAssertEqual([extraction.readClass == .scan, extraction.readsAhead, extraction.startsElsewhere], [true, true, true],
+                       "a scan's bytes that read ahead, at 4.8 s")
         XCTAssertEqual(classifier.reader(thread: 42).of(nil), .player)
         table.set(46, "ffprobe", start: 2)
         table.arguments[46] = ["ffprobe", "-read_intervals", "%+#1", "-frames", "1", "/m/a.mkv"]
@@ -69,6 +71,52 @@ final class ProcessClassifierTests: XCTestCase {
                        "read classes off: no scans at all")
         // The real /proc: this test runner's own arguments are read.
         XCTAssertEqual(ProcFileSystem().arguments(of: getpid())?.first?.isEmpty, false)
+    }
+
+    /// A player asked to start past the file's start (decision 0059):
+    /// ffmpeg's input seek in Jellyfin's form and the plain one, mpv's and
+    /// VLC's start options; not a seek to zero, nor ffmpeg's output seek
+    /// (after the last `-i`: it reads from the start), nor an option with
+    /// no value.
+    func testAPlayerAskedToStartPastTheStartIsToldByItsArguments() {
+        let starts: [[String]] = [
+            ["ffmpeg", "-analyzeduration", "200M", "-ss", "00:01:30.000", "-noaccurate_seek", "-i", "file:/m/a.mkv",
+             "-c", "copy", "-f", "mpegts", "pipe:1"],
+            ["ffmpeg", "-nostdin", "-ss", "40", "-i", "/m/a.mp4", "-t", "1", "-f", "null", "-"],
+            ["ffmpeg", "-sseof", "-10", "-i", "/m/a.mp4", "-f", "null", "-"],
+            ["mpv", "--start=+40", "/m/a.mkv"],
+            ["mpv", "--start", "50%", "/m/a.mkv"],
+            ["vlc", "--start-time=12.5", "/m/a.mkv"],
+        ]
+        let fromTheStart: [[String]] = [
+            ["ffmpeg", "-ss", "00:00:00.000", "-i", "/m/a.mkv", "-f", "null", "-"],
+            ["ffmpeg", "-ss", "0", "-i", "/m/a.mkv", "-f", "null", "-"],
+            ["ffmpeg", "-i", "/m/a.mkv", "-ss", "40", "-f", "null", "-"],
+            ["ffmpeg", "-ss", "40"],
+            ["mpv", "--start=0", "/m/a.mkv"],
+            ["mpv", "/m/40.mkv", "--start"],
+            ["cat", "/m/a.mkv"],
+        ]
+        for arguments in starts {
+            XCTAssertTrue(ProcessClassifier.startsElsewhere(arguments), "\(arguments)")
+        }
+        for arguments in fromTheStart {
+            XCTAssertFalse(ProcessClassifier.startsElsewhere(arguments), "\(arguments)")
+        }
+        // Told through the classifier, read classes on or off; a pattern
+        // made of the reader keeps it.
+        let table = FakeTable()
+        table.set(60, "ffmpeg", start: 1)
+        table.arguments[60] = starts[1]
+        table.set(61, "ffmpeg", start: 1)
+        table.arguments[61] = fromTheStart[2]
+        for scanners in [ProcessClassifier.defaultScanners, []] {
+            let classifier = ProcessClassifier(scanners: scanners, table: table)
+            XCTAssertTrue(classifier.reader(thread: 60).startsElsewhere, "scanners \(scanners)")
+            XCTAssertTrue(ReadPattern(classifier.reader(thread: 60)).startsElsewhere)
+            XCTAssertFalse(classifier.reader(thread: 61).startsElsewhere)
+            XCTAssertEqual(classifier.classify(thread: 60), .play)
+        }
     }
 
     /// Every reader is named, read classes on or off: its pid, start time,
