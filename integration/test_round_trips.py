@@ -292,7 +292,9 @@ def test_a_seek_in_a_listed_file_whose_head_was_never_fetched_does_not_stream_up
     -ss 40: the player's reads of the head start a long transfer, held at
     its window; the seek's readahead has transfers of its own and never
     lets that held one go on to the seek. It did: the whole file up to
-    40 s was sent first (87 MiB and 15 s of a 109 MiB film at 50 Mbit/s)."""
+    40 s was sent first (87 MiB and 15 s of a 109 MiB film at 50 Mbit/s).
+    Since decision 0059 ffmpeg's `-ss` starts no such transfer; the bound
+    stands for a player that seeks by itself."""
     m, name, data, requests = listed_cold(mount, srv, link, films, ext)
     out = subprocess.run([a.replace("{}", str(m.path(name))) for a in SEEK], capture_output=True, timeout=180)
     assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]
