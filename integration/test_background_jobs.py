@@ -7,6 +7,7 @@ daily budget stops background fetches and nothing else, and survives a
 remount. Every assertion counts bytes (the server's log, the readers'
 accounts), never the clock."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -173,3 +174,32 @@ def test_a_daily_budget_stops_background_fetches_only_and_survives_a_remount(mou
     assert m.unmount() == 0
     again = mount(*[srv.url(n) for n in files], extra=["--background-daily", "1M"], cache_dir=cache_dir)
     assert stats(again)["background_daily_used"] == background
+
+
+def test_a_job_beside_a_player_reading_flat_out_is_slow_and_never_fails(mount, srv, film):
+    """A player reads a 64 MiB file flat out from a server dripping it at
+    1 MB/s: its transfer moves bytes for a minute. A loudness job started
+    meanwhile waits for players at most a third of --timeout 6 (2 s) a
+    transfer, then reads beside the player: it ends well, every byte of
+    the film read. With no such bound its first read waited for the
+    player's whole file and failed with EIO at 6 s."""
+    big = os.urandom(64 * MiB)
+    m = mount_listed(mount, srv, {"film.mkv": film, "big.bin": big}, extra=["--timeout", "6", "--no-passthrough"])
+    srv.set_fault("big.bin", "drip", bytes_per_sec=1_000_000, chunk=64 * 1024)
+    player = subprocess.Popen([sys.executable, "-c", "import sys, shutil; shutil.copyfileobj(open(sys.argv[1], 'rb'), "
+                               "open('/dev/null', 'wb'), 1 << 20)", str(m.path("big.bin"))])
+    try:
+        wait_until(lambda: stats(m)["play_bytes_fetched"] >= MiB, "the player's bytes to flow")
+        job = subprocess.run(["ffmpeg", "-hide_banner", "-nostdin", "-v", "error", "-i", str(m.path("film.mkv")),
+                              "-af", "ebur128", "-f", "null", "-"], capture_output=True, text=True, timeout=120)
+        # Still reading: the job read beside it all along.
+        player_read_on = player.poll() is None
+        s = stats(m)
+    finally:
+        stop_popen(player)
+    assert job.returncode == 0 and job.stderr == "", job.stderr[-3000:] + m.stderr()[-3000:]
+    assert player_read_on, f"the player ended before the job did: the two were not read together\n{s}"
+    assert "did not arrive within" not in m.stderr(), m.stderr()[-3000:]
+    (row,) = [r for r in readers(m) if r["process"] == "ffmpeg"]
+    assert row["class"] == "background", row
+    assert s["background_bytes_fetched"] >= len(film) // 2, s

@@ -585,6 +585,7 @@ struct MountCommand {
         }
         let statistics = Statistics(clock: clock)
         let readTimeout = Int(reads.timeout.rounded(.up))
+        let readTimeoutSeconds = reads.timeout
         let preloadNext = self.preloadNext
         let revalidateAfter = reads.revalidateAfter
         let dirCacheTime = self.dirCacheTime
@@ -597,7 +598,8 @@ struct MountCommand {
         let fs = MediaFS(options: options, clock: clock) {
             let curl = CurlFetcher(clock: clock, options: http, statistics: statistics,
                                    limit: bandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)),
-                                   backgroundLimit: backgroundBandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)))
+                                   backgroundLimit: backgroundBandwidthLimit.flatMap(BandwidthLimit.init(bytesPerSecond:)),
+                                   readTimeout: readTimeoutSeconds)
             // sftp:// files are read on libssh2's kept sessions, the rest by libcurl.
             let network = SFTPFetcher(base: curl, options: http, timeout: readTimeout, clock: clock,
                                       bytesPerSecond: bandwidthLimit)

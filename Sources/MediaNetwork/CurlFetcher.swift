@@ -81,7 +81,7 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
     private let clock: Clock
 
     package init(clock: Clock, options: HTTPOptions = HTTPOptions(), statistics: Statistics? = nil,
-                limit: BandwidthLimit? = nil, backgroundLimit: BandwidthLimit? = nil) {
+                limit: BandwidthLimit? = nil, backgroundLimit: BandwidthLimit? = nil, readTimeout: Double = 30) {
         self.clock = clock
         self.options = options
         self.statistics = statistics
@@ -98,6 +98,8 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
         _ = mediafs_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, Self.maxConnections)
         // What the mount's own fetches (its playlists, listings) learned.
         for origin in OriginProtocols.known { admission.learned(origin, multiplexes: true) }
+        // A job's read waits for players within the reads' timeout.
+        admission.backgroundPatience = TransferAdmission.backgroundPatience(readTimeout: readTimeout)
         var tid = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
         pthread_create(&tid, nil, { arg in
@@ -244,12 +246,15 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
 
     private func enqueue(_ transfer: CurlTransfer) {
         waiting[transfer.id] = transfer
+        admission.now = clock.monotonic()
+        transfer.askedAt = admission.now
         admission.enqueue(transfer.id, origin: transfer.origin,
                           group: transfer.request.group, priority: transfer.priority)
     }
 
     /// Moves into curl what the admission lets start now.
     private func admitQueued() {
+        admission.now = clock.monotonic()
         admission.playMoving = active.values.contains {
             ($0.priority == .read || $0.priority == .readahead) && $0.heldSince == nil
         }
@@ -308,12 +313,17 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
     /// read-priority transfer does: they pause
     /// the moment one starts and resumes when none is left. A paused
     /// preload that a reader joined (promoted) resumes at once: left
-    /// paused, its reader would wait for bytes that never come.
+    /// paused, its reader would wait for bytes that never come. A job's
+    /// pauses only within its patience (`TransferAdmission.waitsForPlayers`):
+    /// beside a player that reads flat out it would wait for the player's
+    /// end, and its reader fail at the read timeout.
     private func yieldToReads() {
         // A held transfer moves nothing: it does not keep preload waiting.
         let reading = active.values.contains { $0.priority == .read && $0.heldSince == nil }
+        admission.now = clock.monotonic()
         for transfer in active.values {
-            transfer.yielding = reading && (transfer.priority == .preload || transfer.priority == .background)
+            transfer.yielding = reading && (transfer.priority == .preload
+                || (transfer.priority == .background && admission.waitsForPlayers(askedAt: transfer.askedAt)))
             transfer.applyPause()
         }
     }
@@ -392,6 +402,8 @@ package final class CurlTransfer: @unchecked Sendable {
     }
     /// When it began to hold for its allowance (nil: it does not).
     package var heldSince: Double? { pause.heldSince }
+    /// When it was asked for (the fetcher's monotonic time).
+    package var askedAt: Double = 0
     /// Whether the current hop's response (or its failure) was counted.
     private var counted = false
     private let statistics: Statistics?

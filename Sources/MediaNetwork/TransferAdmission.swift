@@ -57,6 +57,8 @@ package final class TransferAdmission {
         var askedAfter = 0
         var behindPlayback = false
         var playStartsAtAsk = 0
+        /// When it was asked for (the fetcher's monotonic time).
+        var askedAt: Double = 0
     }
 
     /// One requester's transfers at one origin.
@@ -128,6 +130,25 @@ package final class TransferAdmission {
     /// held. Pausing one already running does not free the link at once
     /// (its server fills the sockets' buffers): not starting it does.
     package var playMoving = false
+    /// The fetcher's monotonic time, set before each `enqueue` and `admit`.
+    package var now: Double = 0
+    /// How long a background job's transfer waits for players at most
+    /// (`backgroundPatience(readTimeout:)`), from when it was asked for:
+    /// past it, it starts though a player's transfer moves, and no longer
+    /// pauses for a player's reads (`waitsForPlayers`). Beside a player
+    /// that reads flat out (a copy, a transcode) a job is slow; its reads
+    /// do not fail at the read timeout for waiting.
+    package var backgroundPatience: Double = TransferAdmission.backgroundPatience(readTimeout: 30)
+
+    /// A third of the read timeout, the rest left to the transfer itself;
+    /// at most 5 s: a player's start (issue 54's half a second) is long
+    /// over by then.
+    package static func backgroundPatience(readTimeout: Double) -> Double { min(5, readTimeout / 3) }
+
+    /// Whether a background job's transfer asked for at `askedAt` still
+    /// gives way to players: it does not start while theirs move, and
+    /// pauses while their reads run (the fetcher's `yieldToReads`).
+    package func waitsForPlayers(askedAt: Double) -> Bool { now - askedAt < backgroundPatience }
     /// Origins whose last answer came over HTTP/2; kept while they are idle
     /// (an idle origin's entry is dropped), bounded by forgetting them all.
     private var multiplexing = Set<HTTPOrigin?>()
@@ -185,7 +206,7 @@ package final class TransferAdmission {
         entries[id] = Entry(origin: key, group: group, priority: priority, askedAfter: passes,
                             behindPlayback: priority == .scan && (origin.waitingReads > 0 || origin.runningPlay > 0
                                 || origin.waitingBackground[Priority.readahead.rawValue] > 0),
-                            playStartsAtAsk: origin.playStarts)
+                            playStartsAtAsk: origin.playStarts, askedAt: now)
         if priority == .read {
             addRead(id, group: group, at: origin)
         } else {
@@ -293,7 +314,8 @@ package final class TransferAdmission {
             while hasRoomUnderCap(priority, multiplexed: false) || hasRoomUnderCap(priority, multiplexed: true),
                   let key = rings[p].popFirst() {
                 guard let origin = origins[key] else { continue }
-                guard hasRoomUnderCap(priority, multiplexed: origin.multiplexed) else {
+                guard hasRoomUnderCap(priority, multiplexed: origin.multiplexed),
+                      priority != .background || !playMoving || !oldestBackgroundWaitsForPlayers(at: origin) else {
                     full.append(key)
                     continue
                 }
@@ -343,6 +365,18 @@ package final class TransferAdmission {
             if group.idle { origin.groups[name] = nil }
         }
         return nil
+    }
+
+    /// Whether the job's transfer that has waited longest at `origin`
+    /// (its queue is in the order they were asked for; nothing is promoted
+    /// into it) is still within its patience.
+    private func oldestBackgroundWaitsForPlayers(at origin: Origin) -> Bool {
+        let queue = Priority.background.rawValue
+        while let id = origin.background[queue].first, !isWaiting(id, as: .background) {
+            _ = origin.background[queue].popFirst()
+        }
+        guard let id = origin.background[queue].first, let entry = entries[id] else { return false }
+        return waitsForPlayers(askedAt: entry.askedAt)
     }
 
     private func nextBackground(_ priority: Priority, at origin: Origin) -> TransferID? {
@@ -404,9 +438,9 @@ package final class TransferAdmission {
         if priority == .probe { return runningByPriority[Priority.probe.rawValue] < maxProbes }
         // A scan's reader waits on it, and a background job's: only their
         // origin's places bound them (its reserve left to reads); a job's,
-        // and while no player's transfer moves (players first).
-        if priority == .scan { return true }
-        if priority == .background { return !playMoving }
+        // and while no player's transfer moves (players first), unless it
+        // has waited its patience out (`admit`, per origin).
+        if priority == .scan || priority == .background { return true }
         if multiplexed { return runningMultiplexedBackground < maxMultiplexedBackground }
         let background = runningByPriority[Priority.readahead.rawValue] + runningByPriority[Priority.preload.rawValue]
         return background < maxBackground

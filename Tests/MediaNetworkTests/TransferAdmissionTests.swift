@@ -175,6 +175,41 @@ final class TransferAdmissionTests: XCTestCase {
         XCTAssertEqual(Set(admission.admit()), Set(job + other), "no player's transfer moves: the jobs start")
     }
 
+    /// A player that reads flat out (a copy, a transcode) moves bytes for
+    /// minutes: a job's transfer that has waited its patience out starts
+    /// beside it; each waits its own, from when it was asked for, at each
+    /// origin; a cancelled one's wait counts for no other.
+    func testABackgroundJobsTransferWaitsForPlayersAtMostItsPatience() {
+        let admission = makeAdmission()
+        admission.backgroundPatience = TransferAdmission.backgroundPatience(readTimeout: 30)
+        XCTAssertEqual(admission.backgroundPatience, 5)
+        XCTAssertEqual(TransferAdmission.backgroundPatience(readTimeout: 3), 1, "a third of a short timeout")
+        admission.playMoving = true
+        admission.now = 100
+        let job = enqueue(admission, a, "job", .background)
+        admission.now = 102
+        let other = enqueue(admission, b, "job2", .background)
+        admission.now = 104.9
+        XCTAssertEqual(admission.admit(), [], "a player moves bytes: the jobs wait")
+        XCTAssertTrue(admission.waitsForPlayers(askedAt: 100))
+        admission.now = 105
+        XCTAssertFalse(admission.waitsForPlayers(askedAt: 100), "nor pauses for a player's reads from now")
+        XCTAssertEqual(admission.admit(), job, "the first waited 5 s; the other, asked at 102, waits on")
+        let later = enqueue(admission, a, "job", .background)
+        admission.now = 107
+        XCTAssertEqual(admission.admit(), other)
+        XCTAssertEqual(admission.admit(), [], "asked at 105: its own patience")
+        admission.remove(later[0])
+        let cancelled = enqueue(admission, a, "job3", .background)
+        admission.now = 111
+        let last = enqueue(admission, a, "job4", .background)
+        admission.remove(cancelled[0])
+        admission.now = 115
+        XCTAssertEqual(admission.admit(), [], "a cancelled transfer's wait counts for no other")
+        admission.now = 116
+        XCTAssertEqual(admission.admit(), last)
+    }
+
     func testBackgroundCapsCountAllOriginsAndReadaheadGoesBeforePreload() {
         let admission = makeAdmission()
         let preload = enqueue(admission, a, "P", .preload, count: 3)

@@ -70,6 +70,7 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
     private var promotions: [TransferID] = []
     private var deliveredTotal: Int64 = 0
     private var chunkDelay: Double = 0
+    private var answerRoundTrip: Double?
     private var held: Range<Int64>?
     private var waitingAtHold: Set<TransferID> = []
     private var shuttingDown = false
@@ -126,6 +127,12 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
     /// Sleep before each chunk: a slow server.
     func setChunkDelay(_ seconds: Double) {
         locked { chunkDelay = seconds }
+    }
+
+    /// Every answer tells the link's round trip as measured (an SFTP
+    /// open's, a connection's): a far link without waiting for one.
+    func setAnswerRoundTrip(_ seconds: Double?) {
+        locked { answerRoundTrip = seconds }
     }
 
     /// Transfers stop before a chunk starting inside `bytes` until `release()`.
@@ -273,7 +280,9 @@ final class FakeFetcher: Fetching, @unchecked Sendable {
             records[index].body = body
         }
         guard !isCancelled(id) else { return finish(id, delegate, MediaError(ECANCELED, "cancelled")) }
-        guard delegate.transfer(id, receiveHead: ResponseHead(status: status, headers: headers)) else {
+        var head = ResponseHead(status: status, headers: headers)
+        if let seconds = locked({ answerRoundTrip }) { head.roundTrip = .measured(seconds) }
+        guard delegate.transfer(id, receiveHead: head) else {
             markStopped(id)
             return finish(id, delegate, MediaError(ECANCELED, "stopped by the cache"))
         }

@@ -158,7 +158,7 @@ extension FileLoader {
             // The link unknown yet (the file's first answer tells it): the
             // head's answer starts the stream, a round trip before the
             // reads after the demuxer's detour to its index would.
-            if asksHead, pattern.readClass == .play, settings.link?.isFar(to: source.url) == false,
+            if asksHead, pattern.readClass == .play, !pattern.startsElsewhere, settings.link?.isFar(to: source.url) == false,
                let head = scope.state.fetches.transfers.first(where: {
                    $0.value.owner == holesOwner && $0.value.start == 0 && $0.value.head == nil && !$0.value.cancelled
                }) {

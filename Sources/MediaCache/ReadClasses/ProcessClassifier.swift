@@ -120,22 +120,23 @@ public final class ProcessClassifier: Sendable {
         return false
     }
 
-    /// Options that start a player past a file's start: ffmpeg's (and
-    /// ffplay's, ffprobe's) input seek, from the start or from the end,
-    /// which apply to an `-i` after them (after the last `-i`, `-ss` is an
-    /// output's: the input is read from its start and decoded up to it);
-    /// mpv's `--start`; VLC's `--start-time`. Each with its value after
-    /// `=` or as the next argument.
+    /// Options that start a player past a file's start: ffmpeg's and
+    /// ffplay's input seeks, from the start or from the end, which apply
+    /// to an `-i` after them (after the last `-i`, `-ss` is an output's:
+    /// the input is read from its start and decoded up to it; ffplay
+    /// names its input without `-i`); mpv's `--start`; VLC's
+    /// `--start-time`. Each with its value after `=` or as the next
+    /// argument.
     static let inputSeekOptions: Set<String> = ["-ss", "-sseof"]
     static let startOptions: Set<String> = ["--start", "--start-time"]
 
     /// Whether a command line asks to start past the file's start: a seek
-    /// option whose value is not zero (`-ss 0`, `00:00:00.000`). Any
-    /// digit but 0 counts, in any of the programs' forms (`40`,
-    /// `00:00:40.000`, `1:30`, `50%`, `-10` from the end); nothing is
-    /// converted to a number.
+    /// option whose value is not zero (`-ss 0`, `00:00:00.000`), or any
+    /// seek from the end. Any digit but 0 counts, in any of the programs'
+    /// forms (`40`, `00:00:40.000`, `1:30`, `50%`); nothing is converted
+    /// to a number.
     static func startsElsewhere(_ arguments: [String]) -> Bool {
-        let lastInput = arguments.lastIndex(of: "-i") ?? -1
+        let lastInput = arguments.lastIndex(of: "-i") ?? arguments.count
         for (index, argument) in arguments.enumerated() where index > 0 {
             var option = argument
             var value: Substring? = index + 1 < arguments.count ? Substring(arguments[index + 1]) : nil
@@ -144,7 +145,8 @@ public final class ProcessClassifier: Sendable {
                 value = argument[argument.index(after: equals)...]
             }
             let applies = inputSeekOptions.contains(option) ? index < lastInput : startOptions.contains(option)
-            if applies, let value, value.contains(where: { ("1"..."9").contains($0) }) { return true }
+            guard applies, let value else { continue }
+            if option == "-sseof" || value.contains(where: { ("1"..."9").contains($0) }) { return true }
         }
         return false
     }

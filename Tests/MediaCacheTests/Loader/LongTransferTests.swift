@@ -296,6 +296,42 @@ final class LongTransferTests: XCTestCase {
         XCTAssertEqual(streamsAhead(loader), 0)
     }
 
+    /// A listed file's first read is the link's first answer: its head's
+    /// answer, telling the link far, starts the stream past the read
+    /// (decision 0058); one telling it near starts none.
+    func testAFirstReadOverALinkNotYetKnownStartsItsStreamWhenTheHeadsAnswerTellsItFar() throws {
+        let loader = try firstReadOverAnUnknownLink(answering: 0.05)
+        XCTAssertTrue(fetcher.waitUntil { _ in !self.longGets.isEmpty }, "\(fetcher.gets.map { $0.range! })")
+        // Past the head its first request asks for (a lookup's 512 KiB).
+        let head = try XCTUnwrap(fetcher.gets.first?.range)
+        XCTAssertEqual(longGets.first?.range, head.upperBound..<(32 * Self.mib))
+        XCTAssertEqual(streamsAhead(loader), 1)
+    }
+
+    func testAFirstReadOverALinkNotYetKnownStartsNoStreamWhenTheHeadsAnswerTellsItNear() throws {
+        let loader = try firstReadOverAnUnknownLink(answering: 0.001)
+        XCTAssertEqual(fetcher.gets.count, 1, "\(fetcher.gets.map { $0.range! })")
+        XCTAssertEqual(streamsAhead(loader), 0)
+    }
+
+    /// A player's first 128 KiB at byte 0 through a loader that knows no
+    /// round trip yet, every answer telling `roundTrip`.
+    private func firstReadOverAnUnknownLink(answering roundTrip: Double) throws -> FileLoader {
+        _ = content(Int(32 * Self.mib))
+        fetcher.setAnswerRoundTrip(roundTrip)
+        var settings = LoaderSettings()
+        settings.timeout = 10
+        settings.tailStretch = 0
+        settings.link = LinkEstimate()
+        let loader = FileLoader(source: Source(name: "long.mp4", url: url), store: store, fetcher: fetcher,
+                                settings: settings)
+        let pattern = ReadPattern()
+        loader.attach(pattern)
+        _ = try read(loader, at: 0, count: 128 << 10, pattern: pattern)
+        XCTAssertEqual(fetcher.gets.first?.range?.lowerBound, 0, "the head first")
+        return loader
+    }
+
     /// `ffmpeg -ss 40 -i`: it reads the head and the index, then seeks
     /// (decision 0059).
     func testAFirstReadAtTheStartOfAPlayerAskedToStartElsewhereStartsNoStream() throws {

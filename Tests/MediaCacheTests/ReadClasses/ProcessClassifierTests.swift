@@ -74,16 +74,18 @@ final class ProcessClassifierTests: XCTestCase {
     }
 
     /// A player asked to start past the file's start (decision 0059):
-    /// ffmpeg's input seek in Jellyfin's form and the plain one, mpv's and
-    /// VLC's start options; not a seek to zero, nor ffmpeg's output seek
-    /// (after the last `-i`: it reads from the start), nor an option with
-    /// no value.
+    /// ffmpeg's input seek in Jellyfin's form and the plain one, from the
+    /// end, ffplay's (no `-i`), mpv's and VLC's start options; not a seek
+    /// to zero, nor ffmpeg's output seek (after the last `-i`: it reads
+    /// from the start), nor an option with no value.
     func testAPlayerAskedToStartPastTheStartIsToldByItsArguments() {
         let starts: [[String]] = [
             ["ffmpeg", "-analyzeduration", "200M", "-ss", "00:01:30.000", "-noaccurate_seek", "-i", "file:/m/a.mkv",
              "-c", "copy", "-f", "mpegts", "pipe:1"],
             ["ffmpeg", "-nostdin", "-ss", "40", "-i", "/m/a.mp4", "-t", "1", "-f", "null", "-"],
             ["ffmpeg", "-sseof", "-10", "-i", "/m/a.mp4", "-f", "null", "-"],
+            ["ffmpeg", "-sseof", "0", "-i", "/m/a.mp4", "-f", "null", "-"],
+            ["ffplay", "-ss", "40", "/m/a.mkv"],
             ["mpv", "--start=+40", "/m/a.mkv"],
             ["mpv", "--start", "50%", "/m/a.mkv"],
             ["vlc", "--start-time=12.5", "/m/a.mkv"],
@@ -92,7 +94,8 @@ final class ProcessClassifierTests: XCTestCase {
             ["ffmpeg", "-ss", "00:00:00.000", "-i", "/m/a.mkv", "-f", "null", "-"],
             ["ffmpeg", "-ss", "0", "-i", "/m/a.mkv", "-f", "null", "-"],
             ["ffmpeg", "-i", "/m/a.mkv", "-ss", "40", "-f", "null", "-"],
-            ["ffmpeg", "-ss", "40"],
+            ["ffmpeg", "-i", "/m/a.mkv", "-ss"],
+            ["ffplay", "/m/a.mkv"],
             ["mpv", "--start=0", "/m/a.mkv"],
             ["mpv", "/m/40.mkv", "--start"],
             ["cat", "/m/a.mkv"],
