@@ -247,7 +247,7 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
     private func enqueue(_ transfer: CurlTransfer) {
         waiting[transfer.id] = transfer
         admission.now = clock.monotonic()
-        transfer.askedAt = admission.now
+        transfer.jobWait = TransferAdmission.JobWait(stalledSince: admission.now)
         admission.enqueue(transfer.id, origin: transfer.origin,
                           group: transfer.request.group, priority: transfer.priority)
     }
@@ -314,16 +314,20 @@ package final class CurlFetcher: Fetching, @unchecked Sendable {
     /// the moment one starts and resumes when none is left. A paused
     /// preload that a reader joined (promoted) resumes at once: left
     /// paused, its reader would wait for bytes that never come. A job's
-    /// pauses only within its patience (`TransferAdmission.waitsForPlayers`):
-    /// beside a player that reads flat out it would wait for the player's
-    /// end, and its reader fail at the read timeout.
+    /// pauses for at most its patience at a stretch, then moves for a turn
+    /// (`TransferAdmission.jobPauses`): beside a player that reads flat out
+    /// it would wait for the player's end, and its reader fail at the read
+    /// timeout.
     private func yieldToReads() {
         // A held transfer moves nothing: it does not keep preload waiting.
         let reading = active.values.contains { $0.priority == .read && $0.heldSince == nil }
         admission.now = clock.monotonic()
         for transfer in active.values {
-            transfer.yielding = reading && (transfer.priority == .preload
-                || (transfer.priority == .background && admission.waitsForPlayers(askedAt: transfer.askedAt)))
+            switch transfer.priority {
+            case .preload: transfer.yielding = reading
+            case .background: transfer.yielding = admission.jobPauses(&transfer.jobWait, reading: reading)
+            default: transfer.yielding = false
+            }
             transfer.applyPause()
         }
     }
@@ -402,8 +406,8 @@ package final class CurlTransfer: @unchecked Sendable {
     }
     /// When it began to hold for its allowance (nil: it does not).
     package var heldSince: Double? { pause.heldSince }
-    /// When it was asked for (the fetcher's monotonic time).
-    package var askedAt: Double = 0
+    /// A background job's: how long it has given way to players.
+    package var jobWait = TransferAdmission.JobWait(stalledSince: nil)
     /// Whether the current hop's response (or its failure) was counted.
     private var counted = false
     private let statistics: Statistics?

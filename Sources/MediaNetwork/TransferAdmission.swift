@@ -132,12 +132,14 @@ package final class TransferAdmission {
     package var playMoving = false
     /// The fetcher's monotonic time, set before each `enqueue` and `admit`.
     package var now: Double = 0
-    /// How long a background job's transfer waits for players at most
-    /// (`backgroundPatience(readTimeout:)`), from when it was asked for:
-    /// past it, it starts though a player's transfer moves, and no longer
-    /// pauses for a player's reads (`waitsForPlayers`). Beside a player
-    /// that reads flat out (a copy, a transcode) a job is slow; its reads
-    /// do not fail at the read timeout for waiting.
+    /// How long a background job's transfer gives way to players at a
+    /// stretch (`backgroundPatience(readTimeout:)`): asked for that long
+    /// ago, it starts though a player's transfer moves; paused that long
+    /// for a player's reads (`jobPauses`), it moves for a turn
+    /// (`jobTurn`). Beside a player that reads flat out (a copy, a
+    /// transcode) a job is slow; its reads do not fail at the read timeout
+    /// for waiting. Beside one that plays in real time, whose reads come
+    /// and go, it moves in their gaps, as before.
     package var backgroundPatience: Double = TransferAdmission.backgroundPatience(readTimeout: 30)
 
     /// A third of the read timeout, the rest left to the transfer itself;
@@ -145,9 +147,41 @@ package final class TransferAdmission {
     /// over by then.
     package static func backgroundPatience(readTimeout: Double) -> Double { min(5, readTimeout / 3) }
 
-    /// Whether a background job's transfer asked for at `askedAt` still
-    /// gives way to players: it does not start while theirs move, and
-    /// pauses while their reads run (the fetcher's `yieldToReads`).
+    /// How long a job's transfer that gave way its patience out moves
+    /// before it gives way again: its reader's waiting read, and a few
+    /// after it, are served.
+    package static let jobTurn: Double = 1
+
+    /// A job's transfer's giving way to players' reads: since when it has
+    /// stood still for them, and until when its turn to move runs.
+    package struct JobWait: Sendable, Equatable {
+        package var stalledSince: Double?
+        package var turnUntil: Double = 0
+        package init(stalledSince: Double?) { self.stalledSince = stalledSince }
+    }
+
+    /// Whether a running job's transfer pauses now, players' reads moving
+    /// bytes or not (`reading`): for at most its patience at a stretch,
+    /// then not for a turn. Its wait before it started counts in the
+    /// first stretch (`JobWait(stalledSince: askedAt)`).
+    package func jobPauses(_ wait: inout JobWait, reading: Bool) -> Bool {
+        guard reading else {
+            wait.stalledSince = nil
+            return false
+        }
+        if now < wait.turnUntil { return false }
+        let since = wait.stalledSince ?? now
+        guard now - since < backgroundPatience else {
+            wait.turnUntil = now + Self.jobTurn
+            wait.stalledSince = nil
+            return false
+        }
+        wait.stalledSince = since
+        return true
+    }
+
+    /// Whether a waiting job's transfer asked for at `askedAt` still
+    /// waits for players' transfers to stop moving before it starts.
     package func waitsForPlayers(askedAt: Double) -> Bool { now - askedAt < backgroundPatience }
     /// Origins whose last answer came over HTTP/2; kept while they are idle
     /// (an idle origin's entry is dropped), bounded by forgetting them all.

@@ -210,6 +210,35 @@ final class TransferAdmissionTests: XCTestCase {
         XCTAssertEqual(admission.admit(), last)
     }
 
+    /// Running, a job's transfer pauses while players' reads move bytes,
+    /// for at most its patience at a stretch, then moves for a turn; a gap
+    /// in the players' reads starts the stretch anew; one that started
+    /// overdue moves at once.
+    func testARunningJobsTransferPausesForPlayersAtMostItsPatienceAtAStretchThenMovesForATurn() {
+        let admission = makeAdmission()
+        admission.backgroundPatience = 5
+        var wait = TransferAdmission.JobWait(stalledSince: 100)
+        admission.now = 101
+        XCTAssertFalse(admission.jobPauses(&wait, reading: false), "no player's read moves: it moves")
+        admission.now = 102
+        XCTAssertTrue(admission.jobPauses(&wait, reading: true))
+        admission.now = 106.9
+        XCTAssertTrue(admission.jobPauses(&wait, reading: true), "paused 4.9 s of 5")
+        admission.now = 107
+        XCTAssertFalse(admission.jobPauses(&wait, reading: true), "paused 5 s: its turn")
+        admission.now = 107.9
+        XCTAssertFalse(admission.jobPauses(&wait, reading: true), "within its turn")
+        admission.now = 108
+        XCTAssertTrue(admission.jobPauses(&wait, reading: true), "its turn over: it gives way again")
+        admission.now = 112
+        XCTAssertFalse(admission.jobPauses(&wait, reading: false), "a gap")
+        admission.now = 116
+        XCTAssertTrue(admission.jobPauses(&wait, reading: true), "a stretch from 116, not 108")
+        var overdue = TransferAdmission.JobWait(stalledSince: 100)
+        admission.now = 105
+        XCTAssertFalse(admission.jobPauses(&overdue, reading: true), "asked for 5 s ago: its wait counts")
+    }
+
     func testBackgroundCapsCountAllOriginsAndReadaheadGoesBeforePreload() {
         let admission = makeAdmission()
         let preload = enqueue(admission, a, "P", .preload, count: 3)
