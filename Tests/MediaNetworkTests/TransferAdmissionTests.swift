@@ -218,22 +218,21 @@ final class TransferAdmissionTests: XCTestCase {
         let admission = makeAdmission()
         admission.backgroundPatience = 5
         var wait = TransferAdmission.JobWait(stalledSince: 100)
-        admission.now = 101
-        XCTAssertFalse(admission.jobPauses(&wait, reading: false), "no player's read moves: it moves")
-        admission.now = 102
-        XCTAssertTrue(admission.jobPauses(&wait, reading: true))
-        admission.now = 106.9
-        XCTAssertTrue(admission.jobPauses(&wait, reading: true), "paused 4.9 s of 5")
-        admission.now = 107
-        XCTAssertFalse(admission.jobPauses(&wait, reading: true), "paused 5 s: its turn")
-        admission.now = 107.9
-        XCTAssertFalse(admission.jobPauses(&wait, reading: true), "within its turn")
-        admission.now = 108
-        XCTAssertTrue(admission.jobPauses(&wait, reading: true), "its turn over: it gives way again")
-        admission.now = 112
-        XCTAssertFalse(admission.jobPauses(&wait, reading: false), "a gap")
-        admission.now = 116
-        XCTAssertTrue(admission.jobPauses(&wait, reading: true), "a stretch from 116, not 108")
+        // (now, a player's read moves bytes, the job's transfer pauses, why)
+        let steps: [(Double, Bool, Bool, String)] = [
+            (101, false, false, "no player's read moves: it moves"),
+            (102, true, true, "a stretch from 102"),
+            (106.9, true, true, "paused 4.9 s of 5"),
+            (107, true, false, "paused 5 s: its turn"),
+            (107.9, true, false, "within its turn"),
+            (108, true, true, "its turn over: it gives way again"),
+            (112, false, false, "a gap"),
+            (116, true, true, "a stretch from 116, not 108"),
+        ]
+        for (now, reading, pauses, why) in steps {
+            admission.now = now
+            XCTAssertEqual(admission.jobPauses(&wait, reading: reading), pauses, "at \(now): \(why)")
+        }
         var overdue = TransferAdmission.JobWait(stalledSince: 100)
         admission.now = 105
         XCTAssertFalse(admission.jobPauses(&overdue, reading: true), "asked for 5 s ago: its wait counts")
