@@ -47,6 +47,10 @@ answer of the current wave reached the client may have waited on it, so it
 starts a new wave; one sent before is in the same wave. The count is an
 upper bound on the chain of answers the client waited on, and it does not
 depend on the machine's speed as long as the delay dwarfs its jitter.
+For a protocol that is not HTTP (SSH), --sends-log logs every read of the
+client's bytes as a "request" (its line: how many bytes), answered by the
+next bytes that reach the client: `rounds()` then counts the client's waits
+on the server, one a wave, whatever the protocol says.
 """
 import argparse
 import asyncio
@@ -180,14 +184,21 @@ class RequestLog:
     request of its connection."""
     ids = itertools.count(1)
 
-    def __init__(self, out, conn):
+    def __init__(self, out, conn, raw=False):
         self.out = out
         self.conn = conn
+        self.raw = raw      # every read of the client's bytes is a request
         self.head = b""
         self.last = None    # (id, answered?)
 
     def client_sent(self, now, data):
         if self.out is None:
+            return
+        if self.raw:
+            if data:
+                rid = next(self.ids)
+                self.last = [rid, False]
+                self.write({"id": rid, "conn": self.conn, "sent": now, "line": f"{len(data)} bytes", "range": None})
             return
         self.head += data
         while b"\r\n\r\n" in self.head:
@@ -248,7 +259,7 @@ def rounds(requests):
 
 class Proxy:
     def __init__(self, upstream, delay_s, rate_bytes_per_s, requests_log=None, slow_start=False, rto_s=None,
-                 fifo_s=None):
+                 fifo_s=None, raw_log=False):
         self.upstream = upstream
         self.delay = delay_s
         self.link = Link(rate_bytes_per_s)
@@ -257,6 +268,7 @@ class Proxy:
         self.fifo = fifo_s  # None: per-connection queues
         self.connections = set()
         self.requests_log = requests_log
+        self.raw_log = raw_log
         self.conn_ids = itertools.count(1)
 
     async def handle(self, c_reader, c_writer):
@@ -268,7 +280,7 @@ class Proxy:
             c_writer.close()
             return
         done = asyncio.Event()
-        log = RequestLog(self.requests_log, next(self.conn_ids))
+        log = RequestLog(self.requests_log, next(self.conn_ids), raw=self.raw_log)
         # The client closing ends the exchange once its close has crossed the
         # link (the server then sees a reset, as when a real client closes
         # mid-response); a failed write to the client ends it at once.
@@ -362,10 +374,13 @@ class Proxy:
 async def serve(args):
     host, _, port = args.upstream.rpartition(":")
     rate = args.rate_mbit * 1e6 / 8 if args.rate_mbit else None
-    requests_log = open(args.requests_log, "a") if args.requests_log else None
+    if args.requests_log and args.sends_log:
+        sys.exit("linkem: --requests-log and --sends-log are one or the other")
+    log_path = args.requests_log or args.sends_log
+    requests_log = open(log_path, "a") if log_path else None
     proxy = Proxy((host or "127.0.0.1", int(port)), args.delay_ms / 1000, rate, requests_log,
                   slow_start=args.slow_start, rto_s=None if args.rto_ms is None else args.rto_ms / 1000,
-                  fifo_s=args.fifo_ms / 1000 if args.fifo_ms else None)
+                  fifo_s=args.fifo_ms / 1000 if args.fifo_ms else None, raw_log=bool(args.sends_log))
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", args.port, backlog=1024)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -398,6 +413,9 @@ def main():
     p.add_argument("--stdin-watch", action="store_true", help="exit when stdin reaches end of file")
     p.add_argument("--requests-log", metavar="FILE",
                    help="append each request and the arrival of its answer as JSON lines (for rounds())")
+    p.add_argument("--sends-log", metavar="FILE",
+                   help="as --requests-log, for any protocol: each read of the client's bytes is a request, "
+                        "answered by the next bytes that reach the client")
     p.add_argument("--slow-start", action="store_true",
                    help="the slow-start model: a congestion window per connection, 10 segments at first, doubling "
                         "each round trip; back to 10 after an idle spell longer than the RTO")

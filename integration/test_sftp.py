@@ -29,8 +29,10 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,9 @@ import pytest
 import harness
 from harness import data_of, read_range, read_whole, xget, xset
 from sshserver import OpenSSHServer, keygen
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import linkem  # noqa: E402
 
 PASSWORD_USER = "mediafs-sftp"
 # The tests that set the password user's password share one xdist worker
@@ -106,7 +111,7 @@ def mount_refused(args, tmp_path):
 
 def test_a_directory_mounts_as_its_tree_with_the_servers_sizes_and_mtimes_one_listing_each(mount, sshd, served):
     m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
-    assert sshd.opendirs() == 0, "the mount's check of the source lists nothing"
+    assert sshd.opendirs() == 1, "the mount's check of the source lists it, for its first lookup"
     listed = {p.name: p.stat() for p in m.mountpoint.iterdir()}
     assert sorted(listed) == sorted(p.name for p in served.iterdir())
     for name, st in listed.items():
@@ -164,6 +169,51 @@ def test_a_directory_of_many_batches_lists_whole_pipelined_and_again_after_reads
     finally:
         sshd.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def slow_link(sshd, tmp_path):
+    """bench/linkem.py in front of sshd (30 ms each way), logging every
+    send of the client's (--sends-log): yields (port, the sends so far),
+    with a known_hosts naming sshd's key at the link's port."""
+    log = tmp_path / "sends.jsonl"
+    proc = subprocess.Popen([sys.executable, str(Path(linkem.__file__)), "--upstream", f"127.0.0.1:{sshd.port}",
+                             "--delay-ms", "30", "--lifetime", "600", "--stdin-watch", "--sends-log", str(log)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), f"linkem printed {line!r}, rc={proc.poll()}"
+        port = int(line)
+        key = " ".join(Path(f"{sshd.host_key}.pub").read_text().split()[:2])
+        (tmp_path / "link_known_hosts").write_text(f"[127.0.0.1]:{port} {key}\n")
+        yield port, lambda: linkem.read_requests(log) if log.exists() else []
+    finally:
+        proc.terminate()
+        harness.stop_popen(proc, timeout=5)
+
+
+def test_a_cold_read_right_after_the_mount_waits_on_the_server_twice(mount, sshd, served, slow_link, tmp_path):
+    """Counted through the link emulator as waves of the client's sends:
+    the mount's check listed the root, so the lookup asks nothing; the
+    file's open is one wait, its fstat and first read requests go out
+    together, the second. Before: the lookup's listing (opendir, readdirs,
+    close), then the open, the fstat and the read, one wait each: 6."""
+    port, sends = slow_link
+    url = f"sftp://root@127.0.0.1:{port}{served}/"
+    m = mount(url, extra=key_args(sshd, known_hosts=tmp_path / "link_known_hosts"))
+    before = len(sends())
+    assert read_range(m.path("one.bin"), 0, 4096) == data_of(TREE["one.bin"], 500 + sorted(TREE).index("one.bin"))[:4096]
+    # The emulator's clock is this one (asyncio's loop.time() is time.monotonic()).
+    done = time.monotonic()
+    after = sends()[before:]
+    # What libssh2 sends once the bytes came (its read-ahead, a window
+    # adjust) is no wait of the reader's: the waves up to the last answer
+    # that reached the client before the read returned.
+    last = max(r["answered"] for r in after if r["answered"] is not None and r["answered"] <= done)
+    waited = [r for r in after if r["sent"] < last]
+    described = "\n".join(f"  {r['sent']:.3f} {r['answered']} {r['line']}" for r in after)
+    assert linkem.rounds(waited) <= 2, f"{linkem.rounds(waited)} waits on the server:\n{described}"
+    assert sshd.logins() == 1, "the read ran on the mount's check's session"
 
 
 def test_files_read_byte_exact_whole_and_at_offsets(mount, sshd, served):

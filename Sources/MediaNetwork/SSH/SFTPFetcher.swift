@@ -267,8 +267,13 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
     private func read(_ transfer: SFTPTransfer, path: String, on session: SFTPSession,
                       progress: inout SFTPReadProgress, buffer: UnsafeMutableRawBufferPointer) throws -> MediaError? {
         let request = transfer.request
+        // Readahead and preload are windows of a sequential read, the next
+        // one after them.
+        let streaming = request.priority == .readahead || request.priority == .preload
+        let first = request.method == .get
+            ? SFTPSession.FirstRead(range: progress.remaining ?? request.range ?? 0..<Int64.max, streaming: streaming) : nil
         let file = try session.openFile(path: path, validator: progress.head == nil ? request.ifRange : nil,
-                                        clock: clock)
+                                        clock: clock, first: first, buffer: buffer)
         if progress.head != nil {
             // Going on after a dropped session: the same version only.
             guard file.mtime == progress.mtime else {
@@ -284,9 +289,6 @@ package final class SFTPFetcher: Fetching, @unchecked Sendable {
         // when there are none to read.
         guard let range = progress.remaining, !range.isEmpty else { return tellHead(transfer, &progress) }
         var stopped: MediaError?
-        // Readahead and preload are windows of a sequential read, the next
-        // one after them.
-        let streaming = request.priority == .readahead || request.priority == .preload
         _ = try session.read(path: path, range: range, streaming: streaming, buffer: buffer) { bytes in
             if let refused = tellHead(transfer, &progress) {
                 stopped = refused

@@ -19,13 +19,28 @@ extension SFTPSession {
     /// written in place (same handle, new mtime) is told by its next read.
     static let recheckSeconds = 5.0
 
+    /// The first read a caller makes of a file it opens: the read's
+    /// requests go out with the open's fstat (`openFile`).
+    package struct FirstRead {
+        package let range: Range<Int64>
+        package let streaming: Bool
+        package init(range: Range<Int64>, streaming: Bool) {
+            self.range = range
+            self.streaming = streaming
+        }
+    }
+
     /// The file at `path`, open, with its size and mtime: a kept one, or
-    /// opened now (open and fstat: two round trips), with how long the
-    /// open took (`opening`: one round trip, the link's). A kept one whose
-    /// date is not `validator` (the If-Range the read carries: the version
-    /// it expects) is opened again: the file at that path may have been
-    /// replaced (a rename) while the handle reads the one it opened.
-    package func openFile(path: String, validator: String?, clock: Clock) throws
+    /// opened now (open, then fstat with `first`'s read requests sent
+    /// beside it: two round trips before the first bytes, not three), with
+    /// how long the open took (`opening`: one round trip, the link's). A
+    /// kept one whose date is not `validator` (the If-Range the read
+    /// carries: the version it expects) is opened again: the file at that
+    /// path may have been replaced (a rename) while the handle reads the
+    /// one it opened. `buffer`: where a read sent early may land (its bytes
+    /// are asked again then: the caller's `read` reads them).
+    package func openFile(path: String, validator: String?, clock: Clock, first: FirstRead? = nil,
+                          buffer: UnsafeMutableRawBufferPointer? = nil) throws
         -> (size: Int64?, mtime: Int64?, opening: Double?) {
         guard let sftp else { throw failure(EIO, "no SFTP channel") }
         let now = clock.monotonic()
@@ -48,7 +63,10 @@ extension SFTPSession {
         guard let handle = mediafs_sftp_open_read(sftp, path) else { throw sftpFailure("cannot open '\(path)'") }
         let opening = clock.monotonic() - now
         var attributes = LIBSSH2_SFTP_ATTRIBUTES()
-        guard mediafs_sftp_fstat(handle, &attributes) == 0 else {
+        var stat = LIBSSH2_ERROR_EAGAIN
+        if let first, let buffer { stat = statAndAsk(handle, &attributes, first, buffer: buffer) }
+        if stat == LIBSSH2_ERROR_EAGAIN { stat = mediafs_sftp_fstat(handle, &attributes) }
+        guard stat == 0 else {
             let error = sftpFailure("cannot stat '\(path)'")
             if !broken { libssh2_sftp_close_handle(handle) }
             throw error
@@ -56,6 +74,32 @@ extension SFTPSession {
         let entry = Self.entry(name: "", attributes)
         openFiles.keep(.init(handle: handle, size: entry.size, mtime: entry.mtime, used: now, checked: now), at: path)
         return (entry.size, entry.mtime, opening)
+    }
+
+    /// Sends the fstat of a file just opened and `first`'s read requests
+    /// before waiting for either: libssh2, made non-blocking for it, sends
+    /// each request and returns EAGAIN with its state kept, and the calls
+    /// made after, blocking again, wait for the answers (each found by its
+    /// request id), which come in the same round trip. Returns the fstat's
+    /// result: EAGAIN while it is owed. A read answered already (bytes in
+    /// `buffer`) is dropped, its offset asked again by `read`.
+    private func statAndAsk(_ handle: OpaquePointer, _ attributes: inout LIBSSH2_SFTP_ATTRIBUTES, _ first: FirstRead,
+                            buffer: UnsafeMutableRawBufferPointer) -> Int32 {
+        guard let session else { return LIBSSH2_ERROR_EAGAIN }
+        libssh2_session_set_blocking(session, 0)
+        defer { libssh2_session_set_blocking(session, 1) }
+        let stat = mediafs_sftp_fstat(handle, &attributes)
+        guard stat == LIBSSH2_ERROR_EAGAIN else { return stat }
+        let start = UInt64(first.range.lowerBound)
+        libssh2_sftp_seek64(handle, start)
+        let ask = Self.ask(remaining: Int64(first.range.count), streaming: first.streaming, buffer: buffer.count)
+        let read = libssh2_sftp_read(handle, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), ask)
+        if read != Int(LIBSSH2_ERROR_EAGAIN) {
+            // Answered already, or failed: what was asked is dropped
+            // (a seek), and `read` asks again from `start`.
+            libssh2_sftp_seek64(handle, start)
+        }
+        return stat
     }
 
     /// Reads `range` of the open file at `path` into `buffer`, handing
@@ -76,8 +120,7 @@ extension SFTPSession {
         var done: Int64 = 0
         let total = range.upperBound - range.lowerBound
         while done < total {
-            let ask = streaming ? Int(min(total - done, Int64(buffer.count)))
-                : Self.ask(remaining: total - done, buffer: buffer.count)
+            let ask = Self.ask(remaining: total - done, streaming: streaming, buffer: buffer.count)
             let count = libssh2_sftp_read(file.handle, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), ask)
             if count == 0 { break }
             guard count > 0 else { throw sftpFailure("reading '\(path)' failed") }
@@ -85,6 +128,13 @@ extension SFTPSession {
             if !deliver(UnsafeRawBufferPointer(start: buffer.baseAddress, count: count)) { break }
         }
         return done
+    }
+
+    /// What one read call asks for with `remaining` bytes to go: a
+    /// streaming window's the buffer (libssh2 asks four ahead, past the
+    /// window's end, for the next one), else `ask(remaining:buffer:)`.
+    static func ask(remaining: Int64, streaming: Bool, buffer: Int) -> Int {
+        streaming ? Int(min(remaining, Int64(buffer))) : ask(remaining: remaining, buffer: buffer)
     }
 
     /// What one read call asks for with `remaining` bytes to go: a quarter

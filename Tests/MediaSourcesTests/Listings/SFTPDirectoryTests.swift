@@ -34,6 +34,21 @@ final class SFTPDirectoryTests: XCTestCase {
         XCTAssertEqual(sources.map(\.name), ["ok.bin"])
     }
 
+    func testTheMountsListing_isTheFirstListOnly_andOnlyWithinItsLife() throws {
+        let time = TestClock()
+        let context = ListingContext(clock: time.clock, fetchText: { _ in throw MediaError.io("no network") })
+        let url = "sftp://alice@127.0.0.1:1/srv/media/"
+        func listed(_ age: Double) -> SFTPDirectory {
+            SFTPDirectory(url: url, first: FirstListing([entry("film.mkv", size: 7)], at: time.clock.monotonic() - age))
+        }
+        let fresh = listed(0)
+        XCTAssertEqual(try fresh.list(in: context).map(\.name), ["film.mkv"])
+        // Taken: the next list asks the server (here refused: nothing
+        // listens on port 1).
+        XCTAssertThrowsError(try fresh.list(in: context))
+        XCTAssertThrowsError(try listed(FirstListing.life + 1).list(in: context), "too old: listed again")
+    }
+
     func testNames_areEscapedInURLs_allButTheUnreservedCharacters() {
         XCTAssertEqual(SFTPDirectory.encoded("a b#c%d?é~._-"), "a%20b%23c%25d%3F%C3%A9~._-")
     }
