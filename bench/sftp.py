@@ -7,7 +7,11 @@ same link, each cold (fresh mount, fresh cache, the page cache dropped):
   full`, on the WAN scenario's five media rows (ffprobe of the mp4 and the
   mkv, the first 3 s of the mp4, a seek to 90 s in each);
 - `cat` of 32 MiB through each, and OpenSSH's own `sftp` get of it;
-- mount + `ls -l` of a directory of 2,000 files.
+- mount + `ls -l` of a directory of 2,000 files;
+- `seq256`: `cat` of 256 MiB through a second link at 100 ms / 400 Mbit/s
+  (above what one SSH channel's 2 MB window carries: 160 Mbit/s), beside
+  `curl` of the same file from nginx through a third emulator of that link:
+  the emulator's own ceiling on this machine, measured in the same run.
 
 Every tool gets the same files, the same link and the same host key in a
 known_hosts of the link's port; rclone and sshfs log in with the same key.
@@ -34,6 +38,9 @@ ROWS = (("ffprobe_mp4", "mp4", W.ffprobe), ("ffprobe_mkv", "mkv", W.ffprobe), ("
 GOAL_MEDIA = 0.80
 GOAL_SEQ = 0.9
 GOAL_LISTING = 0.5
+FAST_MBIT = 400
+FAST_MIB = 256
+GOAL_FAST_SSHFS, GOAL_FAST_RCLONE = 2.0, 1.2
 
 
 def run(b):
@@ -58,6 +65,10 @@ class SFTPBench:
                 os.link(src, os.path.join(root, name))
             except OSError:
                 shutil.copyfile(src, os.path.join(root, name))
+        fast = os.path.join(root, "seq256.bin")
+        with open(os.path.join(rig.DATA, "random-1024MiB.bin"), "rb") as src, open(fast, "wb") as out:
+            for _ in range(FAST_MIB):
+                out.write(src.read(rig.MiB))
         many = os.path.join(root, "many")
         os.makedirs(many)
         for i in range(MANY):
@@ -81,6 +92,15 @@ class SFTPBench:
                 self.b.guarded("sftp seq32", "sftp", self.sftp_get)
                 for tool in self.tools():
                     self.b.guarded("sftp listing", tool, lambda: self.timed_mount("listing", tool, None))
+            # The fast link: a second emulator, the same host key at its port.
+            with W.LinkEmulator(server.port, RTT_MS, FAST_MBIT) as link:
+                with open(self.known_hosts, "a") as f:
+                    f.write(f"[127.0.0.1]:{link.port} {key}\n")
+                self.port = link.port
+                rig.log(f"sftp: sshd behind linkem at {RTT_MS} ms / {FAST_MBIT} Mbit/s")
+                for tool in self.tools():
+                    self.b.guarded("sftp seq256", tool, lambda: self.timed_mount("seq256", tool, self.cat256))
+            self.b.guarded("sftp seq256", "curl", self.link_ceiling)
         finally:
             server.stop()
 
@@ -120,6 +140,26 @@ class SFTPBench:
     @staticmethod
     def cat(mp):
         subprocess.run(["cat", os.path.join(mp, "seq.bin")], check=True, stdout=subprocess.DEVNULL, timeout=600)
+
+    @staticmethod
+    def cat256(mp):
+        subprocess.run(["cat", os.path.join(mp, "seq256.bin")], check=True, stdout=subprocess.DEVNULL, timeout=900)
+
+    def link_ceiling(self):
+        """curl of the same 256 MiB from nginx (HTTP, one connection)
+        through an emulator of the fast link: what the emulator carries on
+        this machine, for a client that is no bound of its own."""
+        name = "sftp-seq256.bin"
+        dst = os.path.join(rig.DATA, name)
+        if not os.path.exists(dst):
+            shutil.copyfile(os.path.join(self.root, "seq256.bin"), dst)
+        with W.LinkEmulator(self.b.nginx.port, RTT_MS, FAST_MBIT) as link:
+            for _ in range(RUNS):
+                rig.drop_caches()
+                rig.read_local(dst)
+                t = time.perf_counter()
+                subprocess.run(["curl", "-s", "-f", "-o", "/dev/null", link.base() + name], check=True, timeout=900)
+                self.put("seq256", "curl", time.perf_counter() - t)
 
     def timed_mount(self, row, tool, then):
         """`seq32`: cat of the 32 MiB once mounted; `listing`: from the
@@ -170,10 +210,13 @@ class SFTPBench:
         print(f"SFTP (bench/sftp.py): a real sshd behind bench/linkem.py at {self.link}; cold, fresh mount and cache "
               f"each, median of {RUNS}; the media rows as the WAN scenario's; seq32 = cat of 32 MiB once mounted "
               f"(sftp = OpenSSH's own get, login included); listing = mount + ls -l of {MANY} files.")
+        print(f"seq256 = cat of {FAST_MIB} MiB once mounted through a second link, {RTT_MS} ms / {FAST_MBIT} Mbit/s "
+              f"(curl, in the sftp column: the same file from nginx through that link, the emulator's ceiling).")
         headers = ["row", *TOOLS, "sftp", "mediafs ÷ best peer"]
         table = []
-        for row in [r[0] for r in ROWS] + ["seq32", "listing"]:
-            cells = [W.secs(self.median(row, t)) if self.median(row, t) is not None else "-" for t in (*TOOLS, "sftp")]
+        for row in [r[0] for r in ROWS] + ["seq32", "listing", "seq256"]:
+            other = "curl" if row == "seq256" else "sftp"
+            cells = [W.secs(self.median(row, t)) if self.median(row, t) is not None else "-" for t in (*TOOLS, other)]
             best = self.best_peer(row, ("sftp",) if row == "seq32" else ("sshfs", "rclone"))
             mine = self.median(row, "mediafs")
             table.append([row, *cells, f"{mine / best:.2f}×" if best and mine else "-"])
@@ -201,6 +244,15 @@ class SFTPBench:
         if m and r:
             out[f"mount + ls -l of {MANY} files ≤ {GOAL_LISTING}× rclone's"] = (f"{m:.2f} s vs {r:.2f} s",
                                                                                  m <= r * GOAL_LISTING)
+        m, s, r, c = (self.median("seq256", t) for t in ("mediafs", "sshfs", "rclone", "curl"))
+        if m and s:
+            rate = lambda t: f"{FAST_MIB * rig.MiB / t / 1e6:.1f} MB/s"  # noqa: E731
+            ceiling = f"; the emulator carries {rate(c)} (curl)" if c else ""
+            out[f"cat of {FAST_MIB} MiB at {FAST_MBIT} Mbit/s ≥ {GOAL_FAST_SSHFS}× sshfs's rate"] = (
+                f"{rate(m)} vs {rate(s)} = {s / m:.2f}×{ceiling}", s / m >= GOAL_FAST_SSHFS)
+            if r:
+                out[f"cat of {FAST_MIB} MiB at {FAST_MBIT} Mbit/s ≥ {GOAL_FAST_RCLONE}× rclone's rate"] = (
+                    f"{rate(m)} vs {rate(r)} = {r / m:.2f}×", r / m >= GOAL_FAST_RCLONE)
         return out
 
     def json(self):

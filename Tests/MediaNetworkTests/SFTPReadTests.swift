@@ -49,10 +49,48 @@ final class SFTPReadTests: XCTestCase {
 
     func testEachReadCall_asksAQuarterOfWhatIsLeft_withinItsBounds() {
         let buffer = SFTPSession.readBufferSize
-        XCTAssertEqual(SFTPSession.ask(remaining: 4_096, buffer: buffer), 4_096)
-        XCTAssertEqual(SFTPSession.ask(remaining: 100_000, buffer: buffer), SFTPSession.minReadAsk)
-        XCTAssertEqual(SFTPSession.ask(remaining: 800_000, buffer: buffer), 200_000)
-        XCTAssertEqual(SFTPSession.ask(remaining: 64 << 20, buffer: buffer), buffer)
+        func ask(_ remaining: Int64) -> Int {
+            SFTPSession.ask(remaining: remaining, streaming: false, ahead: SFTPReadAhead.most, buffer: buffer)
+        }
+        XCTAssertEqual(ask(4_096), 4_096)
+        XCTAssertEqual(ask(100_000), SFTPSession.minReadAsk)
+        XCTAssertEqual(ask(800_000), 200_000)
+        XCTAssertEqual(ask(64 << 20), SFTPSession.maxReadAsk, "a read that is no stream's window asks 1 MiB ahead at most")
+    }
+
+    func testAStreamingWindowsCalls_askAQuarterOfTheSessionsAskAhead_withinWhatIsLeft() {
+        let buffer = SFTPSession.readBufferSize
+        XCTAssertEqual(SFTPSession.ask(remaining: 64 << 20, streaming: true, ahead: 1 << 20, buffer: buffer), 256 << 10)
+        XCTAssertEqual(SFTPSession.ask(remaining: 64 << 20, streaming: true, ahead: SFTPReadAhead.most, buffer: buffer),
+                       buffer)
+        XCTAssertEqual(SFTPSession.ask(remaining: 4_096, streaming: true, ahead: SFTPReadAhead.most, buffer: buffer), 4_096)
+    }
+
+    func testTheAskAhead_growsWhileItBoundsAWindow_andFallsToTwoOfTheLinksRoundTrips() {
+        let rtt = 0.1
+        var ahead = SFTPReadAhead()
+        XCTAssertEqual(ahead.bytes, 1 << 20)
+        // 400 Mbit/s (50 MB/s, 5 MB a round trip): each window came at the
+        // whole ask-ahead a round trip, so it doubles, up to libssh2's bound.
+        var steps: [Int] = []
+        for _ in 0..<4 {
+            let perRoundTrip = min(Double(ahead.bytes), 5e6)
+            ahead.windowRead(count: 32 << 20, seconds: Double(32 << 20) / perRoundTrip * rtt, roundTrip: rtt)
+            steps.append(ahead.bytes)
+        }
+        XCTAssertEqual(steps, [2 << 20, 4 << 20, 8 << 20, 8 << 20])
+        // Then 50 Mbit/s (625 KB a round trip): two of its round trips, not less than the start.
+        ahead.windowRead(count: 8 << 20, seconds: Double(8 << 20) / 6.25e6, roundTrip: rtt)
+        XCTAssertEqual(ahead.bytes, 1_250_000)
+        ahead.windowRead(count: 8 << 20, seconds: Double(8 << 20) / 6.25e6, roundTrip: rtt)
+        XCTAssertEqual(ahead.bytes, 1_250_000, "the link's bound: no growth")
+        ahead.windowRead(count: 8 << 20, seconds: Double(8 << 20) / 2e6, roundTrip: rtt)
+        XCTAssertEqual(ahead.bytes, SFTPReadAhead.least)
+        // Nothing judged without a round trip or on a small window.
+        var fresh = SFTPReadAhead()
+        fresh.windowRead(count: 32 << 20, seconds: 0.1, roundTrip: nil)
+        fresh.windowRead(count: 64 << 10, seconds: 0.0001, roundTrip: rtt)
+        XCTAssertEqual(fresh.bytes, SFTPReadAhead.least)
     }
 
     func testOnlyAFilesGETAndHEADOverSFTP_areReadOnLibssh2() {

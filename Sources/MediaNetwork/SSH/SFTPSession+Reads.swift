@@ -9,10 +9,13 @@ import Glibc
 #endif
 
 extension SFTPSession {
-    /// The largest buffer a read call is given: libssh2 keeps four of it
-    /// asked ahead, 1 MiB, above the 625 KB a 50 Mbit/s link holds at
-    /// 100 ms (see decision 0052 for what was measured).
-    package static let readBufferSize = 256 << 10
+    /// The largest buffer a read call is given: a streaming read's
+    /// quarter of the most it asks ahead (SFTPReadAhead).
+    package static let readBufferSize = SFTPReadAhead.most / 4
+    /// The largest call of a read that is no stream's window: libssh2
+    /// keeps four of it asked ahead, 1 MiB, above the 625 KB a 50 Mbit/s
+    /// link holds at 100 ms (see decision 0052 for what was measured).
+    static let maxReadAsk = 256 << 10
     /// The smallest: a read of a few KiB asks for little more.
     static let minReadAsk = 32 << 10
     /// A kept file's attributes are asked again after this long, so a file
@@ -62,6 +65,7 @@ extension SFTPSession {
         hasOpenedFiles = true
         guard let handle = mediafs_sftp_open_read(sftp, path) else { throw sftpFailure("cannot open '\(path)'") }
         let opening = clock.monotonic() - now
+        roundTrip = opening
         var attributes = LIBSSH2_SFTP_ATTRIBUTES()
         var stat = LIBSSH2_ERROR_EAGAIN
         if let first, let buffer { stat = statAndAsk(handle, &attributes, first, buffer: buffer) }
@@ -92,7 +96,8 @@ extension SFTPSession {
         guard stat == LIBSSH2_ERROR_EAGAIN else { return stat }
         let start = UInt64(first.range.lowerBound)
         libssh2_sftp_seek64(handle, start)
-        let ask = Self.ask(remaining: Int64(first.range.count), streaming: first.streaming, buffer: buffer.count)
+        let ask = Self.ask(remaining: Int64(first.range.count), streaming: first.streaming, ahead: readAhead.bytes,
+                           buffer: buffer.count)
         let read = libssh2_sftp_read(handle, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), ask)
         if read != Int(LIBSSH2_ERROR_EAGAIN) {
             // Answered already, or failed: what was asked is dropped
@@ -119,8 +124,14 @@ extension SFTPSession {
         }
         var done: Int64 = 0
         let total = range.upperBound - range.lowerBound
+        let started = Clock.system.monotonic()
+        defer {
+            if streaming {
+                readAhead.windowRead(count: done, seconds: Clock.system.monotonic() - started, roundTrip: roundTrip)
+            }
+        }
         while done < total {
-            let ask = Self.ask(remaining: total - done, streaming: streaming, buffer: buffer.count)
+            let ask = Self.ask(remaining: total - done, streaming: streaming, ahead: readAhead.bytes, buffer: buffer.count)
             let count = libssh2_sftp_read(file.handle, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), ask)
             if count == 0 { break }
             guard count > 0 else { throw sftpFailure("reading '\(path)' failed") }
@@ -131,10 +142,12 @@ extension SFTPSession {
     }
 
     /// What one read call asks for with `remaining` bytes to go: a
-    /// streaming window's the buffer (libssh2 asks four ahead, past the
-    /// window's end, for the next one), else `ask(remaining:buffer:)`.
-    static func ask(remaining: Int64, streaming: Bool, buffer: Int) -> Int {
-        streaming ? Int(min(remaining, Int64(buffer))) : ask(remaining: remaining, buffer: buffer)
+    /// streaming window's a quarter of the session's ask-ahead (libssh2
+    /// asks four ahead, past the window's end, for the next one), else
+    /// `ask(remaining:buffer:)` within `maxReadAsk`.
+    static func ask(remaining: Int64, streaming: Bool, ahead: Int, buffer: Int) -> Int {
+        streaming ? Int(min(remaining, Int64(min(ahead / 4, buffer))))
+            : ask(remaining: remaining, buffer: min(buffer, maxReadAsk))
     }
 
     /// What one read call asks for with `remaining` bytes to go: a quarter

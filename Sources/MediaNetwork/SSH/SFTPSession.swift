@@ -46,6 +46,10 @@ package final class SFTPSession: @unchecked Sendable {
     /// A file was opened for reads on it once: libssh2 may be owed answers
     /// on its channel from then on (SFTPSession+Listing).
     var hasOpenedFiles = false
+    /// How far streaming reads ask ahead (SFTPSession+Reads), and the
+    /// link's round trip as the last open measured it.
+    var readAhead = SFTPReadAhead()
+    var roundTrip: Double?
     /// A transport failure (a timeout, a dropped connection) happened: the
     /// session is closed, never kept (SFTPSessions), and nothing more is
     /// sent on it, not even the close of its handles.
