@@ -216,6 +216,15 @@ def test_a_cold_read_right_after_the_mount_waits_on_the_server_twice(mount, sshd
     assert sshd.logins() == 1, "the read ran on the mount's check's session"
 
 
+def test_a_directory_url_that_names_a_file_or_nothing_refuses_the_mount_naming_the_path(sshd, served, tmp_path):
+    """The mount's check lists a directory argument; a listing that fails
+    falls back to a stat, whose answer is the error (OpenSSH's server
+    answers a file's path with a `/` after it as no such file)."""
+    for path in (f"{served}/one.bin/", f"{served}/gone/"):
+        code, err = mount_refused([*key_args(sshd), sshd.url(path)], tmp_path)
+        assert code != 0 and f"cannot stat '{path}': no such file" in err, err
+
+
 def test_files_read_byte_exact_whole_and_at_offsets(mount, sshd, served):
     m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
     for rel in TREE:
