@@ -192,27 +192,47 @@ def slow_link(sshd, tmp_path):
         harness.stop_popen(proc, timeout=5)
 
 
+def waits(sends, done):
+    """The client's waits on the server among `sends` (linkem's, in
+    order), up to the last answer that reached the client before `done`
+    (time.monotonic(), the emulator's clock: asyncio's loop.time()): what
+    libssh2 sends once the bytes came (its read-ahead, a window adjust) is
+    no wait of the reader's."""
+    answered = [r["answered"] for r in sends if r["answered"] is not None and r["answered"] <= done]
+    return linkem.rounds([r for r in sends if r["sent"] < max(answered)]) if answered else 0
+
+
 def test_a_cold_read_right_after_the_mount_waits_on_the_server_twice(mount, sshd, served, slow_link, tmp_path):
     """Counted through the link emulator as waves of the client's sends:
     the mount's check listed the root, so the lookup asks nothing; the
     file's open is one wait, its fstat and first read requests go out
     together, the second. Before: the lookup's listing (opendir, readdirs,
-    close), then the open, the fstat and the read, one wait each: 6."""
+    close), then the open, the fstat and the read, one wait each: 7 in all.
+    Then a demuxer's probe: a read at the end (its index) is one wait, and
+    the read after the head's first window none: what libssh2 asked ahead
+    of that window is still on its way (the end was read on the file's
+    jump handle, not by a seek of the one that asked); before, 1."""
     port, sends = slow_link
     url = f"sftp://root@127.0.0.1:{port}{served}/"
     m = mount(url, extra=key_args(sshd, known_hosts=tmp_path / "link_known_hosts"))
-    before = len(sends())
-    assert read_range(m.path("one.bin"), 0, 4096) == data_of(TREE["one.bin"], 500 + sorted(TREE).index("one.bin"))[:4096]
-    # The emulator's clock is this one (asyncio's loop.time() is time.monotonic()).
-    done = time.monotonic()
-    after = sends()[before:]
-    # What libssh2 sends once the bytes came (its read-ahead, a window
-    # adjust) is no wait of the reader's: the waves up to the last answer
-    # that reached the client before the read returned.
-    last = max(r["answered"] for r in after if r["answered"] is not None and r["answered"] <= done)
-    waited = [r for r in after if r["sent"] < last]
-    described = "\n".join(f"  {r['sent']:.3f} {r['answered']} {r['line']}" for r in after)
-    assert linkem.rounds(waited) <= 2, f"{linkem.rounds(waited)} waits on the server:\n{described}"
+    path = m.path("one.bin")
+    data = data_of(TREE["one.bin"], 500 + sorted(TREE).index("one.bin"))
+
+    def counted(offset, size):
+        before = len(sends())
+        assert read_range(path, offset, size) == data[offset:offset + size]
+        done = time.monotonic()
+        after = sends()[before:]
+        return waits(after, done), "\n".join(f"  {r['sent']:.3f} {r['answered']} {r['line']}" for r in after)
+
+    first, described = counted(0, 4096)
+    assert first <= 2, f"{first} waits on the server:\n{described}"
+    window = int(xget(path, "cached_ranges").split(",")[0].split("-")[1]) + 1
+    assert window < TREE["one.bin"] - 8192, "the first read's window is the head, not the file"
+    end, described = counted(TREE["one.bin"] - 4096, 4096)
+    assert end <= 1, f"the end: {end} waits on the server:\n{described}"
+    on, described = counted(window, 4096)
+    assert on == 0, f"the bytes after the head's window: {on} waits on the server:\n{described}"
     assert sshd.logins() == 1, "the read ran on the mount's check's session"
 
 
@@ -369,9 +389,10 @@ def test_a_wrong_password_refuses_the_mount_saying_what_was_tried(sshd, served, 
 
 def test_reads_of_a_file_log_in_once_and_open_it_once(mount, sshd, served):
     """Reads run on the session the mount's check and listing logged in
-    with, on the file's handle kept open: N reads at offsets far apart
-    (each a transfer of its own, one after another) are one login and one
-    open, counted in sshd's and sftp-server's logs."""
+    with, on the file's handles kept open: N reads at offsets far apart
+    (each a transfer of its own, one after another) are one login and the
+    first read's two opens (the file's handle and its jump handle, sent in
+    one wave), counted in sshd's and sftp-server's logs."""
     m = mount(sshd.url(f"{served}/"), extra=key_args(sshd))
     assert m.path("one.bin").stat().st_size == 1_000_003
     data = (served / "one.bin").read_bytes()
@@ -386,7 +407,7 @@ def test_reads_of_a_file_log_in_once_and_open_it_once(mount, sshd, served):
         assert read_range(m.path("one.bin"), offset, 4096) == data[offset:offset + 4096], offset
     assert json.loads(xget(m.mountpoint, "stats"))["requests"] >= len(offsets) // 2, "the reads were transfers of their own"
     opens = [line for line in sshd.sftp_lines() if line.startswith('open "') and "one.bin" in line]
-    assert len(opens) == 1, sshd.sftp_lines()
+    assert len(opens) == 2, sshd.sftp_lines()
     assert sshd.logins() == 1, "the check, the listing and every read share one session"
 
 

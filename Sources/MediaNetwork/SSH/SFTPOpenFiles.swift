@@ -16,6 +16,9 @@ struct SFTPOpenFiles {
 
     struct File {
         let handle: OpaquePointer
+        /// A second handle on the file, opened with it, for reads that do
+        /// not go on where `handle` is (SFTPSession+Reads); nil: none.
+        var jump: OpaquePointer?
         var size: Int64?
         var mtime: Int64?
         /// When it was last used, and when its attributes were last asked
@@ -38,9 +41,10 @@ struct SFTPOpenFiles {
         }
     }
 
-    /// Closes the file at `path` (a round trip: the server answers the close).
+    /// Closes the file at `path` (a round trip a handle: the server answers the close).
     mutating func close(_ path: String) {
         guard let file = files.removeValue(forKey: path) else { return }
+        if let jump = file.jump { libssh2_sftp_close_handle(jump) }
         libssh2_sftp_close_handle(file.handle)
     }
 

@@ -67,33 +67,48 @@ extension SFTPSession {
         let opening = clock.monotonic() - now
         roundTrip = opening
         var attributes = LIBSSH2_SFTP_ATTRIBUTES()
-        var stat = LIBSSH2_ERROR_EAGAIN
-        if let first, let buffer { stat = statAndAsk(handle, &attributes, first, buffer: buffer) }
+        var (stat, jumpOpen) = (LIBSSH2_ERROR_EAGAIN, JumpOpen.none)
+        if let first, let buffer { (stat, jumpOpen) = statAndAsk(handle, path, &attributes, first, buffer: buffer) }
         if stat == LIBSSH2_ERROR_EAGAIN { stat = mediafs_sftp_fstat(handle, &attributes) }
+        // An owed jump open is taken whatever the fstat said: libssh2 keeps
+        // one open's state a session, and the next open of any file would
+        // be given this one's handle.
+        var jump: OpaquePointer?
+        switch jumpOpen {
+        case .none: break
+        case .opened(let opened): jump = opened
+        case .owed: jump = mediafs_sftp_open_read(sftp, path)
+        }
         guard stat == 0 else {
             let error = sftpFailure("cannot stat '\(path)'")
-            if !broken { libssh2_sftp_close_handle(handle) }
+            if !broken {
+                libssh2_sftp_close_handle(handle)
+                if let jump { libssh2_sftp_close_handle(jump) }
+            }
             throw error
         }
         let entry = Self.entry(name: "", attributes)
-        openFiles.keep(.init(handle: handle, size: entry.size, mtime: entry.mtime, used: now, checked: now), at: path)
+        openFiles.keep(.init(handle: handle, jump: jump, size: entry.size, mtime: entry.mtime, used: now, checked: now),
+                       at: path)
         return (entry.size, entry.mtime, opening)
     }
 
-    /// Sends the fstat of a file just opened and `first`'s read requests
-    /// before waiting for either: libssh2, made non-blocking for it, sends
-    /// each request and returns EAGAIN with its state kept, and the calls
-    /// made after, blocking again, wait for the answers (each found by its
-    /// request id), which come in the same round trip. Returns the fstat's
-    /// result: EAGAIN while it is owed. A read answered already (bytes in
-    /// `buffer`) is dropped, its offset asked again by `read`.
-    private func statAndAsk(_ handle: OpaquePointer, _ attributes: inout LIBSSH2_SFTP_ATTRIBUTES, _ first: FirstRead,
-                            buffer: UnsafeMutableRawBufferPointer) -> Int32 {
-        guard let session else { return LIBSSH2_ERROR_EAGAIN }
+    /// Sends the fstat of a file just opened, `first`'s read requests and
+    /// the open of the file's jump handle before waiting for any: libssh2,
+    /// made non-blocking for it, sends each request and returns EAGAIN with
+    /// its state kept, and the calls made after, blocking again, wait for
+    /// the answers (each found by its request id), which come in the same
+    /// round trip. Returns the fstat's result (EAGAIN while it is owed) and
+    /// whether the jump's open is owed (the caller must take it). A read
+    /// answered already (bytes in `buffer`) is dropped, its offset asked
+    /// again by `read`.
+    private func statAndAsk(_ handle: OpaquePointer, _ path: String, _ attributes: inout LIBSSH2_SFTP_ATTRIBUTES,
+                            _ first: FirstRead, buffer: UnsafeMutableRawBufferPointer) -> (Int32, JumpOpen) {
+        guard let session, let sftp else { return (LIBSSH2_ERROR_EAGAIN, .none) }
         libssh2_session_set_blocking(session, 0)
         defer { libssh2_session_set_blocking(session, 1) }
         let stat = mediafs_sftp_fstat(handle, &attributes)
-        guard stat == LIBSSH2_ERROR_EAGAIN else { return stat }
+        guard stat == LIBSSH2_ERROR_EAGAIN else { return (stat, .none) }
         let start = UInt64(first.range.lowerBound)
         libssh2_sftp_seek64(handle, start)
         let ask = Self.ask(remaining: Int64(first.range.count), streaming: first.streaming, ahead: readAhead.bytes,
@@ -104,8 +119,15 @@ extension SFTPSession {
             // (a seek), and `read` asks again from `start`.
             libssh2_sftp_seek64(handle, start)
         }
-        return stat
+        // Sent now, taken by the caller's blocking open (which finds the
+        // open under way and waits for its answer); answered at once, or
+        // failed (no jump: nothing is owed).
+        if let opened = mediafs_sftp_open_read(sftp, path) { return (stat, .opened(opened)) }
+        return (stat, libssh2_session_last_errno(session) == LIBSSH2_ERROR_EAGAIN ? .owed : .none)
     }
+
+    /// The jump handle's open, sent beside the fstat.
+    private enum JumpOpen { case none, owed, opened(OpaquePointer) }
 
     /// Reads `range` of the open file at `path` into `buffer`, handing
     /// each piece to `deliver` (false stops). Returns the bytes delivered;
@@ -118,10 +140,14 @@ extension SFTPSession {
                       deliver: (UnsafeRawBufferPointer) -> Bool) throws -> Int64 {
         guard let file = openFiles.file(at: path) else { throw failure(EIO, "'\(path)' is not open") }
         // A seek drops what was asked ahead; a read that goes on where the
-        // last one stopped keeps it.
-        if libssh2_sftp_tell64(file.handle) != UInt64(range.lowerBound) {
-            libssh2_sftp_seek64(file.handle, UInt64(range.lowerBound))
-        }
+        // last one stopped keeps it. A read that is no stream's window and
+        // does not go on where the file's handle is (an index at the end,
+        // then the head's next bytes: a demuxer's probe) reads on the jump
+        // handle, so what the file's handle asked ahead stays on its way.
+        let start = UInt64(range.lowerBound)
+        var handle = file.handle
+        if libssh2_sftp_tell64(handle) != start, !streaming, let jump = file.jump { handle = jump }
+        if libssh2_sftp_tell64(handle) != start { libssh2_sftp_seek64(handle, start) }
         var done: Int64 = 0
         let total = range.upperBound - range.lowerBound
         let started = Clock.system.monotonic()
@@ -132,7 +158,7 @@ extension SFTPSession {
         }
         while done < total {
             let ask = Self.ask(remaining: total - done, streaming: streaming, ahead: readAhead.bytes, buffer: buffer.count)
-            let count = libssh2_sftp_read(file.handle, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), ask)
+            let count = libssh2_sftp_read(handle, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), ask)
             if count == 0 { break }
             guard count > 0 else { throw sftpFailure("reading '\(path)' failed") }
             done += Int64(count)
