@@ -107,8 +107,10 @@ extension SFTPSession {
         guard let session, let sftp else { return (LIBSSH2_ERROR_EAGAIN, .none) }
         libssh2_session_set_blocking(session, 0)
         defer { libssh2_session_set_blocking(session, 1) }
+        // Answered at once (a near server, or this thread descheduled
+        // after the send): the read and the jump go out all the same.
         let stat = mediafs_sftp_fstat(handle, &attributes)
-        guard stat == LIBSSH2_ERROR_EAGAIN else { return (stat, .none) }
+        guard stat == LIBSSH2_ERROR_EAGAIN || stat == 0 else { return (stat, .none) }
         let start = UInt64(first.range.lowerBound)
         libssh2_sftp_seek64(handle, start)
         let ask = Self.ask(remaining: Int64(first.range.count), streaming: first.streaming, ahead: readAhead.bytes,
