@@ -192,6 +192,14 @@ def slow_link(sshd, tmp_path):
         harness.stop_popen(proc, timeout=5)
 
 
+def wait_idle(m):
+    """Until the mount runs no transfer: its reads then go one at a time (a
+    read waiting behind a running transfer, its readahead too, may be given
+    a second session, a login, which the counts here are not about)."""
+    harness.wait_until(lambda: json.loads(xget(m.mountpoint, "stats"))["transfers_in_flight"] == 0,
+                       "the mount's transfers to end")
+
+
 def waits(sends, done, conn):
     """The client's waits on the server among `sends` (linkem's, in
     order) on connection `conn` (the session the reads run on: a second
@@ -224,13 +232,8 @@ def test_a_cold_read_right_after_the_mount_waits_on_the_server_twice(mount, sshd
     # The mount's check's connection, which the reads run on (sshd's one login).
     conn = sends()[0]["conn"]
 
-    def idle():
-        return json.loads(xget(m.mountpoint, "stats"))["transfers_in_flight"] == 0
-
     def counted(offset, size):
-        # One read at a time: a read that waits behind a running transfer
-        # may be given a second session (a login), which is not counted here.
-        harness.wait_until(idle, "the mount's transfers to end")
+        wait_idle(m)
         before = len(sends())
         assert read_range(path, offset, size) == data[offset:offset + size]
         done = time.monotonic()
@@ -410,13 +413,8 @@ def test_reads_of_a_file_log_in_once_and_open_it_once(mount, sshd, served):
     assert m.path("one.bin").stat().st_size == 1_000_003
     data = (served / "one.bin").read_bytes()
     offsets = [0, 900_000, 300_000, 600_000, 150_000, 750_000, 450_000, 990_000]
-    def idle():
-        return json.loads(xget(m.mountpoint, "stats"))["transfers_in_flight"] == 0
     for offset in offsets:
-        # One read at a time, its readahead ended too: a reader waiting
-        # behind a running transfer may be given a second session (a
-        # login), which is not what this counts.
-        harness.wait_until(idle, "the mount's transfers to end")
+        wait_idle(m)
         assert read_range(m.path("one.bin"), offset, 4096) == data[offset:offset + 4096], offset
     assert json.loads(xget(m.mountpoint, "stats"))["requests"] >= len(offsets) // 2, "the reads were transfers of their own"
     opens = [line for line in sshd.sftp_lines() if line.startswith('open "') and "one.bin" in line]
