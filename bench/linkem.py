@@ -49,8 +49,14 @@ upper bound on the chain of answers the client waited on, and it does not
 depend on the machine's speed as long as the delay dwarfs its jitter.
 For a protocol that is not HTTP (SSH), --sends-log logs every read of the
 client's bytes as a "request" (its line: how many bytes), answered by the
-next bytes that reach the client: `rounds()` then counts the client's waits
-on the server, one a wave, whatever the protocol says.
+first bytes that reach the client of those the emulator read from the
+server after the send was delivered to it: bytes already on their way (a
+stream's tail, a window's worth asked before) answer no later send, so a
+send made while they arrive is no wait of its own. `rounds()` then counts
+the client's waits on the server, one a wave, whatever the protocol says.
+The emulator reads the server at once when the link has no rate (the
+tests' way); behind a rate the server's socket holds bytes it sent before,
+and an answer may then be taken early.
 """
 import argparse
 import asyncio
@@ -139,8 +145,9 @@ class DelayLine:
         self.room.set()
         self.task = loop.create_task(self.run())
 
-    def put(self, due, data):
-        self.queue.append((due, data))
+    def put(self, due, data, tag=None):
+        """`tag` is handed to on_deliver(now, tag) with the chunk."""
+        self.queue.append((due, data, tag))
         if data:
             self.queued_bytes += len(data)
             if self.queued_bytes >= IN_FLIGHT_CAP:
@@ -154,7 +161,7 @@ class DelayLine:
                 while not self.queue:
                     self.wakeup.clear()
                     await self.wakeup.wait()
-                due, data = self.queue[0]
+                due, data, tag = self.queue[0]
                 wait = due - self.loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
@@ -165,7 +172,7 @@ class DelayLine:
                     break
                 self.writer.write(data)
                 if self.on_deliver:
-                    self.on_deliver(self.loop.time())
+                    self.on_deliver(self.loop.time(), tag)
                 await self.writer.drain()
                 self.queued_bytes -= len(data)
                 if self.queued_bytes < IN_FLIGHT_CAP:
@@ -181,7 +188,8 @@ class RequestLog:
     `path` as JSON lines: {"id", "conn", "sent", "line", "range"} when read,
     {"id", "answered"} when the first byte of the answer reached the client.
     HTTP/1.1 without pipelining (curl's way): an answer belongs to the last
-    request of its connection."""
+    request of its connection. Raw (--sends-log): every send is a request,
+    answered by the first bytes read from the server after it was delivered."""
     ids = itertools.count(1)
 
     def __init__(self, out, conn, raw=False):
@@ -190,16 +198,18 @@ class RequestLog:
         self.raw = raw      # every read of the client's bytes is a request
         self.head = b""
         self.last = None    # (id, answered?)
+        self.delivered = []  # raw: (id, delivered to the server at), unanswered
 
     def client_sent(self, now, data):
+        """Returns the send's id in raw mode (the tag of its chunk)."""
         if self.out is None:
-            return
+            return None
         if self.raw:
             if data:
                 rid = next(self.ids)
-                self.last = [rid, False]
                 self.write({"id": rid, "conn": self.conn, "sent": now, "line": f"{len(data)} bytes", "range": None})
-            return
+                return rid
+            return None
         self.head += data
         while b"\r\n\r\n" in self.head:
             head, _, self.head = self.head.partition(b"\r\n\r\n")
@@ -218,7 +228,21 @@ class RequestLog:
             self.last.append(window)
             self.write({"id": self.last[0], "window": window})
 
-    def client_got(self, now):
+    def server_got(self, now, rid):
+        """A raw send's bytes were delivered to the server."""
+        if self.raw and rid is not None:
+            self.delivered.append((rid, now))
+
+    def client_got(self, now, read_at=None):
+        """Bytes reached the client; `read_at`: when the emulator read them
+        from the server."""
+        if self.raw:
+            if self.out is not None and read_at is not None:
+                answered = [rid for rid, at in self.delivered if at <= read_at]
+                self.delivered = [(rid, at) for rid, at in self.delivered if at > read_at]
+                for rid in answered:
+                    self.write({"id": rid, "answered": now})
+            return
         if self.last is not None and not self.last[1]:
             self.last[1] = True
             self.write({"id": self.last[0], "answered": now})
@@ -284,7 +308,7 @@ class Proxy:
         # The client closing ends the exchange once its close has crossed the
         # link (the server then sees a reset, as when a real client closes
         # mid-response); a failed write to the client ends it at once.
-        up = DelayLine(loop, s_writer, lambda failed: done.set())
+        up = DelayLine(loop, s_writer, lambda failed: done.set(), on_deliver=log.server_got)
         down = DelayLine(loop, c_writer, lambda failed: failed and done.set(), on_deliver=log.client_got)
         conn = (c_writer, s_writer, done)
         self.connections.add(conn)
@@ -318,8 +342,8 @@ class Proxy:
         try:
             while True:
                 data = await reader.read(CHUNK)
-                log.client_sent(loop.time(), data)
-                line.put(max(loop.time(), sent_floor) + self.delay, data or None)
+                rid = log.client_sent(loop.time(), data)
+                line.put(max(loop.time(), sent_floor) + self.delay, data or None, rid)
                 if not data:
                     return
                 await line.room.wait()
@@ -332,6 +356,7 @@ class Proxy:
         try:
             while True:
                 data = await reader.read(CHUNK)
+                read_at = loop.time()
                 if not data:
                     line.put(loop.time() + self.delay, None)
                     return
@@ -352,7 +377,7 @@ class Proxy:
                     leaves = self.link.reserve(now, len(piece))
                     if window is not None:
                         window.sent(now, len(piece), leaves + 2 * self.delay)
-                    line.put(leaves + self.delay, piece)
+                    line.put(leaves + self.delay, piece, read_at)
                     if self.fifo is None:
                         # Read the next chunk just before this one has left
                         # the bottleneck: the server's socket then fills as it
