@@ -185,6 +185,43 @@ def test_remount_right_after_unmount_succeeds_and_sees_the_cache(mount, srv, tmp
     assert m.unmount() == 0, m.stderr()
 
 
+def test_a_restart_mid_read_with_no_room_ends_the_transfer_and_the_new_mount_never_fails(mount, srv, tmp_path):
+    """A service's restart (issue 55): a reader in the middle of a file its
+    server drips, on a cache with no room to keep bytes (`--cache-min-free`
+    above any disk: reads pass through); the mount is detached (what
+    `fusermount3 -u` does once the last file closes: here the reader is
+    killed after) and mounted again at once on the same cache, 20 times.
+    Each new mount comes up (it waits for the departing daemon's lock,
+    never "in use"), each departing daemon exits 0, and the server sent
+    far less than 20 files: each daemon stopped its transfer rather than
+    draining it."""
+    size = 32 * MiB
+    srv.add("drip.bin", data_of(size, 21))
+    srv.set_fault("drip.bin", "drip", bytes_per_sec=4_000_000, chunk=64 * KiB)
+    cache = tmp_path / "cache-restart"
+    extra = ["--cache-min-free", "1000T"]
+    m = mount(srv.url("drip.bin"), cache_dir=cache, extra=extra)
+    for i in range(20):
+        sent = srv.bytes_sent("drip.bin")
+        reader = subprocess.Popen(["dd", f"if={m.path('drip.bin')}", "of=/dev/null", "bs=64k"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            harness.wait_until(lambda: srv.bytes_sent("drip.bin") > sent + 256 * KiB,
+                               f"cycle {i}: the reader's bytes to flow")
+            r = subprocess.run(["fusermount3", "-uz", str(m.mountpoint)], capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, f"cycle {i}: fusermount3 -uz: {r.stderr}"
+        finally:
+            reader.kill()
+            reader.wait()
+        old = m
+        m = mount(srv.url("drip.bin"), cache_dir=cache, extra=extra)
+        assert old.unmount() == 0, f"cycle {i}: the departing daemon exited badly:\n{old.stderr()[-3000:]}"
+    assert m.unmount() == 0, m.stderr()
+    sent = sum(r.bytes_sent for r in srv.wait_idle() if r.name == "drip.bin" and r.method == "GET")
+    # Drained, each daemon's would have run to the file's end: 20 files.
+    assert sent < 4 * size, f"{sent} B sent for 20 restarts: the departing daemons drained their transfers"
+
+
 @pytest.mark.parametrize("how", ["mode 0777", "owned by nobody"])
 def test_cache_directory_another_user_controls_is_refused(fuse, srv, tmp_path, how):
     srv.add("d.bin", data_of(KiB, 4))

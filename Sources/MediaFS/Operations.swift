@@ -160,7 +160,12 @@ func makeOperations() -> fuse_operations {
                 stat!.pointee = fileStat(fs, try OpenFile.borrow(info.pointee.fh).loader.attributes())
                 return 0
             }
-            guard let attributes = try fs.catalog.attributes(at: pathString(path)) else {
+            // Whether the lookup's process plays the file from its start,
+            // asked only when a cold file's probe starts (decision 0061).
+            let pid = fuse_get_context()!.pointee.pid
+            guard let attributes = try fs.catalog.attributes(at: pathString(path), streams: {
+                fs.classifier.reader(thread: pid).streamsFromLookup
+            }) else {
                 stat!.pointee = directoryStat(fs)
                 return 0
             }

@@ -93,7 +93,8 @@ package final class CurlHop {
         if isSFTP { configureSSH() }
         if isFTP { configureFTP() }
         if let range = request.range {
-            _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(range.upperBound - 1)")
+            let last = range.upperBound == FetchRequest.toTheEnd ? "" : "\(range.upperBound - 1)"
+            _ = mediafs_easy_setopt_string(easy, CURLOPT_RANGE, "\(range.lowerBound)-\(last)")
         }
         let s3 = options.s3(for: url, first: request.url)
         if let s3 {

@@ -32,8 +32,11 @@ public struct FetchRequest: Sendable {
 
     package var url: String
     package var method: Method
-    /// Half-open byte range to ask for; nil asks for the whole body.
+    /// Half-open byte range to ask for; nil asks for the whole body. One
+    /// that ends at `toTheEnd` asks for the rest of a file whose length is
+    /// not known yet (`bytes=N-`).
     package var range: Range<Int64>?
+    package static let toTheEnd = Int64.max
     /// Sent as If-Range so a changed resource answers 200, never stale 206.
     package var ifRange: String?
     package var priority: Priority

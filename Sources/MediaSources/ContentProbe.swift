@@ -22,8 +22,11 @@ package final class ContentProbe: TransferDelegate, Sendable {
     package typealias Handover = @Sendable (ContentInfo, TransferID, ResponseHead, _ askedAt: Double) -> TransferDelegate?
 
     package enum Step: Equatable {
-        /// GET the first bytes, whose body the handover takes.
-        case firstBytes(Int64)
+        /// GET the first bytes, whose body the handover takes; `openEnded`:
+        /// the rest of the file asked for too, held by the fetcher after
+        /// that many (a player's lookup: its stream on the head's own
+        /// connection, decision 0061).
+        case firstBytes(Int64, openEnded: Bool)
         case head
         /// GET `bytes=0-0`, stopped after the head.
         case byteZero
@@ -74,12 +77,14 @@ package final class ContentProbe: TransferDelegate, Sendable {
     /// Starts learning `url`'s ContentInfo: at `.read` priority for a
     /// lookup that waits, `.probe` for a listing's entries in the background.
     /// With `firstBytes` and a `handover`, a ranged GET asks for that many
-    /// bytes (HEAD only if its answer gives no length).
+    /// bytes (HEAD only if its answer gives no length); `openEnded`, for the
+    /// rest of the file, held after them.
     @discardableResult
     package static func start(url: String, fetcher: Fetching, clock: Clock, priority: FetchRequest.Priority = .read,
-                      firstBytes: Int64 = 0, handover: Handover? = nil,
+                      firstBytes: Int64 = 0, openEnded: Bool = false, handover: Handover? = nil,
                       completion: @escaping Completion) -> ContentProbe {
-        let steps: [Step] = firstBytes > 0 && handover != nil ? [.firstBytes(firstBytes), .head] : [.head, .byteZero]
+        let steps: [Step] = firstBytes > 0 && handover != nil
+            ? [.firstBytes(firstBytes, openEnded: openEnded), .head] : [.head, .byteZero]
         let probe = ContentProbe(url: url, fetcher: fetcher, clock: clock, priority: priority, steps: steps, handover: handover, completion: completion)
         probe.send(priority: priority)
         return probe
@@ -93,9 +98,14 @@ package final class ContentProbe: TransferDelegate, Sendable {
             return progress.step
         }
         switch step {
-        case .firstBytes(let count):
+        case .firstBytes(let count, openEnded: false):
             Log.debug("GET \(MediaError.redacted(url)) bytes 0-\(count - 1) (probe)")
             request = FetchRequest(url: url, range: 0..<count, priority: priority)
+        case .firstBytes(let count, openEnded: true):
+            Log.debug("GET \(MediaError.redacted(url)) bytes 0- (probe, held at \(count))")
+            var held = FetchRequest(url: url, range: 0..<FetchRequest.toTheEnd, priority: priority)
+            held.allowance = count
+            request = held
         case .head:
             Log.debug("HEAD \(MediaError.redacted(url))")
             request = FetchRequest(url: url, method: .head, priority: priority)

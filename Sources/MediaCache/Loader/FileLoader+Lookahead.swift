@@ -102,7 +102,15 @@ extension FileLoader {
             from: read.upperBound, length: info.length, within: Self.streamAheadWithin + 1,
             presentEnd: { state.bytes.present.presentEnd(from: $0) }, transfers: state.fetches.transfers,
             brings: TransferPlan.holds, endsAt: \.isLong)
-        guard case .open(let lead) = walk else { return }
+        guard case .open(let lead) = walk else {
+            // A player's lookup's stream (`adoptProbe`): its bytes are this
+            // reader's from here.
+            if case .transfer(let id) = walk, let stream = state.fetches.transfers[id],
+               stream.owner == lookaheadOwner, stream.account == nil {
+                state.fetches.assign(id, to: lookaheadOwner, account: state.handles.accounts[ObjectIdentifier(pattern)])
+            }
+            return
+        }
         let window = max(pattern.fetchWindow(bytesPerRoundTrip: settings.link?.bytesPerRoundTrip(to: source.url) ?? 0),
                          ReadPattern.linkStart)
         // Its bytes are the reader's, as those of a stream it started itself.
@@ -115,6 +123,34 @@ extension FileLoader {
     /// A stream would start at most this far past the first read (past the
     /// head a lookup brings); further on, it is not that read's next bytes.
     static let streamAheadWithin: Int64 = 1 << 20
+
+    /// Whether a player's lookup's open-ended first bytes stay a stream
+    /// held at `end` (decision 0061): as a stream ahead of a first read
+    /// would start (`startStreamAhead`), only over a far link, known from
+    /// this very answer, for a file with more than the head, whose bytes
+    /// the cache keeps.
+    func keepsLookupStream(_ info: ContentInfo, end: Int64) -> Bool {
+        end < info.length && holdsTransfers(info) && statistics.cacheWritable && budget?.passesThrough != true
+            && settings.link?.isFar(to: source.url) == true
+    }
+
+    /// A player's lookup's stream no open has taken within
+    /// `unclaimedStreamLife` of its asking: its process only looked (a
+    /// player's stat of a file it does not play). Stopped at the
+    /// flusher's pass; with a handle open, the last close stops it
+    /// (`stopLookahead`), so one held with none open is such a stream.
+    func stopUnclaimedStream(in state: inout LoaderState) {
+        guard state.handles.openHandles == 0 else { return }
+        let now = self.now()
+        for (id, transfer) in state.fetches.transfers where transfer.owner == lookaheadOwner && transfer.isLong
+            && !transfer.cancelled && now - (transfer.askedAt ?? now) >= Self.unclaimedStreamLife {
+            stop(id, transfer, unlessWaitedOn: transfer.position..<max(transfer.position + 1, transfer.reach),
+                 why: "a player's lookup, no open came", in: &state)
+        }
+    }
+
+    /// A player opens what it looked up within milliseconds.
+    static let unclaimedStreamLife: Double = 2
 
     /// A player jumped to `point`: a stream started ahead of a first read
     /// that no read has joined stops, unless the point is present or on its

@@ -10,8 +10,10 @@ extension FileLoader {
     // MARK: Attributes and persistence
 
     /// Size and mtime for getattr; throws what the probe learned on failure.
-    public func attributes() throws -> (size: Int64, mtime: Int) {
-        Self.attributes(of: try contentInfo())
+    /// `streams`: asked before a cold file's first probe, whether the
+    /// lookup's process plays from the start (`Reader.streamsFromLookup`).
+    public func attributes(streams: () -> Bool = { false }) throws -> (size: Int64, mtime: Int) {
+        Self.attributes(of: try contentInfo(streams: streams))
     }
 
     /// The attributes if the content info is known, without waiting: a
@@ -28,8 +30,12 @@ extension FileLoader {
     /// Persists the metadata if it changed: data first (fdatasync), then the
     /// metadata, so it never claims bytes the data file does not hold.
     public func flush() {
-        // The flusher's passes end the grace of closed handles nobody opened again.
-        lock.withLock { endLingering(&$0, all: false) }
+        // The flusher's passes end the grace of closed handles nobody opened
+        // again, and a player's lookup's stream no open took.
+        lock.withLock { state in
+            endLingering(&state, all: false)
+            stopUnclaimedStream(in: &state)
+        }
         finishFreeing()
         flushLock.withLock { savedClaims in flushHoldingFlushLock(&savedClaims) }
     }

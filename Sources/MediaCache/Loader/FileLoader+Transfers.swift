@@ -28,7 +28,12 @@ extension FileLoader {
     /// setup: the next transfer's lowers it), so the first reads past it
     /// are sized to the link, not to the read. Returns the delegate for its
     /// body; nil stops it.
-    func adoptProbe(_ learned: ContentInfo, id: TransferID, head: ResponseHead, limit: Int64,
+    /// `openEnded`: it asked for the whole file, held at `limit` (a
+    /// player's lookup, `streamsFromLookup`). Over a far link it stays a
+    /// long transfer, the stream that player's reads let go on with no
+    /// gap and no second connection's setup and slow start (decision
+    /// 0061); near, it is cut there as any other: a request costs little.
+    func adoptProbe(_ learned: ContentInfo, id: TransferID, head: ResponseHead, limit: Int64, openEnded: Bool = false,
                     askedAt: Double) -> TransferDelegate? {
         defer { lock.broadcast() }
         return lock.withLock { state in
@@ -47,9 +52,23 @@ extension FileLoader {
                 statistics.transfersInFlight.add(-1, ordering: .relaxed)
                 return nil
             }
+            if openEnded, keepsLookupStream(learned, end: end) {
+                // Owned as a stream ahead is (FileLoader+Lookahead): the
+                // demuxer's detour to its index does not stop it, the first
+                // read that waits on it makes it its handle's, and the last
+                // close, or no open at all (`stopUnclaimedStream`), stops it.
+                state.fetches.hold(id, at: end)
+                state.fetches.assign(id, to: lookaheadOwner, account: nil)
+                statistics.probing.streamsAhead.add(1, ordering: .relaxed)
+                Log.debug("GET \(source.displayURL) bytes 0- (with the probe, held at \(end): a player's lookup)")
+                return self
+            }
             // A server without ranges answers with the whole body: only the
             // first bytes are kept, as a HEAD would have fetched none.
             state.fetches.cut(id, at: end)
+            // Held at the cut by the fetcher, it would never end: let go,
+            // its first chunk past the cut stops it.
+            if openEnded { fetcher.allow(id, through: Int64.max) }
             Log.debug("GET \(source.displayURL) bytes 0-\(end - 1) (with the probe)")
             return self
         }

@@ -225,11 +225,17 @@ public final class FileLoader: TransferDelegate, Sendable {
     }
 
     /// The content info, from the cache or the server; waits for a probe.
-    public func contentInfo() throws -> ContentInfo {
+    /// `streams`: asked before a cold file's first probe (`attributes(streams:)`).
+    public func contentInfo(streams: () -> Bool = { false }) throws -> ContentInfo {
+        var streaming = false
         if !entryPrepared.load(ordering: .relaxed) {
             // A lookup's probe brings the first bytes along (`startProbe`).
             let probesBytes = lock.withLock { $0.version.info == nil && !$0.version.listed && firstBytesOfLookup > 0 }
-            if probesBytes { prepareEntry() }
+            if probesBytes {
+                prepareEntry()
+                // Off the lock: the classifier reads /proc.
+                streaming = streams()
+            }
         }
         let deadline = deadline(after: settings.timeout)
         return try lock.withScope { scope in
@@ -249,7 +255,7 @@ public final class FileLoader: TransferDelegate, Sendable {
                 case .failed(let error, let at) where now() - at < settings.probeRetryAfter:
                     throw error
                 case .idle, .retrying, .failed:
-                    startProbe(&scope.state)
+                    startProbe(&scope.state, streams: streaming)
                 }
             }
         }
@@ -260,16 +266,22 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// per part at most, and its first bytes wait for a read).
     var firstBytesOfLookup: Int64 { context.segmented?.serves(source.url) == true ? 0 : settings.probeFirstBytes }
 
-    func startProbe(_ state: inout LoaderState, priority: FetchRequest.Priority = .read,
+    /// `streams`: the lookup's process plays from the start; over HTTP its
+    /// first bytes are asked open-ended (`adoptProbe`, decision 0061).
+    func startProbe(_ state: inout LoaderState, priority: FetchRequest.Priority = .read, streams: Bool = false,
                     then settled: (@Sendable () -> Void)? = nil) {
         // The completion may run before `start` returns; it waits for the
         // lock held here, so the state below is set first.
         // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
         // a listing's stays byte-frugal.
         let firstBytes = priority == .read && !state.version.listed ? firstBytesOfLookup : 0
+        // HTTP's own: a made-up head (SFTP, FTP) has no open-ended range.
+        let openEnded = streams && firstBytes > 0 && fetcher.holdsTransfers(of: source.url)
+            && (source.url.hasPrefix("http://") || source.url.hasPrefix("https://"))
         state.version.probeStarted(ContentProbe.start(url: source.url, fetcher: fetcher, clock: settings.clock, priority: priority,
-                                                  firstBytes: firstBytes, handover: { [self] info, id, head, askedAt in
-            self.adoptProbe(info, id: id, head: head, limit: firstBytes, askedAt: askedAt)
+                                                  firstBytes: firstBytes, openEnded: openEnded,
+                                                  handover: { [self] info, id, head, askedAt in
+            self.adoptProbe(info, id: id, head: head, limit: firstBytes, openEnded: openEnded, askedAt: askedAt)
         }) { [self] result in
             self.probeFinished(result)
             settled?()

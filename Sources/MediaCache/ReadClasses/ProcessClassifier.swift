@@ -19,6 +19,12 @@ public final class ProcessClassifier: Sendable {
                                          "Plex Media Fingerprinter", "mediascanner"]
     /// `comm` is the executable's name cut to this many bytes.
     static let commLength = 15
+    /// Programs that play what they open from its start (as the kernel
+    /// cuts their names): a media server's transcoder and remuxer included
+    /// (Jellyfin's and Emby's ffmpeg, "Plex Transcoder"). Their lookup of a
+    /// file is followed by its open and reads (`Reader.streamsFromLookup`).
+    static let players: Set<String> = Set(["ffmpeg", "ffplay", "mpv", "vlc", "mplayer", "Plex Transcoder",
+                                           "kodi.bin"].map(ProcessClassifier.comm))
     /// Ancestors looked at: a scanner's helper's helper, not the whole tree.
     public static let maxAncestors = 4
     /// Processes remembered; past it the table starts over.
@@ -75,6 +81,8 @@ public final class ProcessClassifier: Sendable {
                                     parentName: stat.parent > 0 ? table.name(of: stat.parent) ?? "" : "")
         var found = (classifies ? classify(process, stat: stat, arguments: arguments ?? []) : .player).of(process)
         found.startsElsewhere = Self.startsElsewhere(arguments ?? [])
+        found.streamsFromLookup = found.readClass == .play && !found.startsElsewhere
+            && Self.players.contains(process.name)
         known.withLock { table in
             if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
             table[pid] = Known(startTime: stat.startTime, reader: found)

@@ -17,6 +17,13 @@ public struct Reader: Sendable, Equatable {
     /// (`ProcessClassifier.startsElsewhere`): no stream from its first read
     /// at the file's first byte (decision 0059).
     public var startsElsewhere = false
+    /// A known player (`ProcessClassifier.players`) playing from the
+    /// start: its lookup of a cold file asks for the whole file, held
+    /// after the head, since its open and its reads from byte 0 follow
+    /// within milliseconds (decision 0061). Not a program read classes
+    /// only take for a player by default (`cat`, `ls`): `ls -l`'s lookups
+    /// open nothing.
+    public var streamsFromLookup = false
     /// The process, when /proc told it: whose account the open's reads and
     /// fetches count in (ReaderBook).
     public var process: ReaderProcess?

@@ -204,6 +204,71 @@ final class LongTransferTests: XCTestCase {
         assertNoByteFetchedTwice()
     }
 
+    // MARK: A player's lookup's stream (decision 0061)
+
+    /// A cold file looked up by a known player (`attributes(streams:)`),
+    /// every answer telling `roundTrip`; returns the loader and the
+    /// lookup's one request.
+    private func lookedUpByAPlayer(answering roundTrip: Double,
+                                   clock: Clock = .system) throws -> (FileLoader, FakeFetcher.Record) {
+        fetcher.setAnswerRoundTrip(roundTrip)
+        var settings = LoaderSettings()
+        settings.timeout = 10
+        settings.tailStretch = 0
+        settings.link = LinkEstimate()
+        settings.clock = clock
+        let loader = FileLoader(source: Source(name: "long.mp4", url: url), store: store, fetcher: fetcher,
+                                settings: settings)
+        XCTAssertEqual(try loader.attributes(streams: { true }).size, 32 * Self.mib)
+        let lookup = try XCTUnwrap(fetcher.gets.first)
+        XCTAssertEqual(fetcher.gets.count, 1)
+        XCTAssertEqual(lookup.range, 0..<FetchRequest.toTheEnd, "the whole file asked for")
+        XCTAssertEqual(lookup.request.allowance, LoaderSettings().probeFirstBytes, "held after the head")
+        return (loader, lookup)
+    }
+
+    func testAPlayersLookupOverAFarLinkIsItsStreamAndItsReadsGoOnInItWithNoRequestMore() throws {
+        let source = content(Int(32 * Self.mib))
+        let (loader, lookup) = try lookedUpByAPlayer(answering: 0.05)
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(lookup.id) }, "held at the head's end")
+        XCTAssertEqual(streamsAhead(loader), 1)
+        let process = ReaderProcess(pid: 9, startTime: 1, name: "ffmpeg", arguments: "", parentName: "")
+        let pattern = ReadPattern(.player, account: ReaderBook().opened(by: process, as: .play, file: "/long.mp4"))
+        loader.attach(pattern)
+        try stream(loader, source, from: 0, count: 32 * Self.mib, pattern: pattern)
+        XCTAssertEqual(fetcher.gets.count, 1, "\(fetcher.gets.map { $0.range! })")
+        assertBroughtToTheEnd(lookup.id, fileOf: 32 * Self.mib)
+        XCTAssertGreaterThan(try XCTUnwrap(pattern.account).bytesFetched, 16 * Self.mib,
+                             "the stream's bytes past the head were no one's")
+        loader.release(pattern)
+    }
+
+    func testAPlayersLookupOverANearLinkKeepsOnlyTheHead() throws {
+        let source = content(Int(32 * Self.mib))
+        let (loader, lookup) = try lookedUpByAPlayer(answering: 0.001)
+        XCTAssertTrue(fetcher.waitUntil { $0.record(lookup.id)?.finished == true }, "cut after the head")
+        XCTAssertEqual(streamsAhead(loader), 0)
+        let head = Int(LoaderSettings().probeFirstBytes)
+        XCTAssertEqual(try read(loader, at: 0, count: head, pattern: ReadPattern()), Array(source[..<head]))
+        XCTAssertEqual(fetcher.gets.count, 1, "the head was cached")
+    }
+
+    /// A player that looked and opened nothing (its stat of a file it does
+    /// not play): the flusher's pass stops its stream once no open came
+    /// within `unclaimedStreamLife`, not before.
+    func testAPlayersLookupThatNoOpenFollowsIsStoppedByTheFlusherPass() throws {
+        _ = content(Int(32 * Self.mib))
+        let time = TestClock()
+        let (loader, lookup) = try lookedUpByAPlayer(answering: 0.05, clock: time.clock)
+        XCTAssertTrue(fetcher.waitUntil { $0.isHeld(lookup.id) }, "held at the head's end")
+        loader.flush()
+        XCTAssertFalse(fetcher.cancelled.contains(lookup.id), "stopped before a player would have opened")
+        time.advance(FileLoader.unclaimedStreamLife)
+        loader.flush()
+        XCTAssertTrue(fetcher.waitUntil { $0.record(lookup.id)?.finished == true }, "no open came: stopped")
+        XCTAssertTrue(fetcher.cancelled.contains(lookup.id))
+    }
+
     // MARK: A player's stream from its first read (decision 0056)
 
     private func streamsAhead(_ loader: FileLoader) -> Int64 {

@@ -63,7 +63,9 @@ final class ProcessClassifierTests: XCTestCase {
         let extraction = classifier.reader(thread: 41)
         XCTAssertEqual([extraction.readClass == .scan, extraction.readsAhead, extraction.startsElsewhere], [true, true, true],
                        "a scan's bytes that read ahead, at 4.8 s")
-        XCTAssertEqual(classifier.reader(thread: 42).of(nil), .player)
+        var remux = Reader.player
+        remux.streamsFromLookup = true
+        XCTAssertEqual(classifier.reader(thread: 42).of(nil), remux, "a player, known by name: its lookup streams")
         table.set(46, "ffprobe", start: 2)
         table.arguments[46] = ["ffprobe", "-read_intervals", "%+#1", "-frames", "1", "/m/a.mkv"]
         XCTAssertEqual(classifier.reader(thread: 46).of(nil), .scanner, "a scanner by name reads only what it asks")
@@ -119,6 +121,32 @@ final class ProcessClassifierTests: XCTestCase {
             XCTAssertTrue(ReadPattern(classifier.reader(thread: 60)).startsElsewhere)
             XCTAssertFalse(classifier.reader(thread: 61).startsElsewhere)
             XCTAssertEqual(classifier.classify(thread: 60), .play)
+        }
+    }
+
+    /// A known player that plays from the start streams from its lookup
+    /// (decision 0061): not one that starts elsewhere, a thumbnail's
+    /// ffmpeg, a scanner, nor a program read classes take for a player
+    /// only by default (`cat`, `ls`: `ls -l` looks up and opens nothing).
+    func testAKnownPlayerFromTheStartStreamsFromItsLookup() {
+        let table = FakeTable()
+        let cases: [(name: String, arguments: [String], streams: Bool)] = [
+            ("ffmpeg", ["ffmpeg", "-nostdin", "-i", "/m/a.mp4", "-t", "3", "-f", "null", "-"], true),
+            ("ffmpeg", ["ffmpeg", "-ss", "90", "-i", "/m/a.mp4", "-t", "1", "-f", "null", "-"], false),
+            ("ffmpeg", ["ffmpeg", "-i", "/m/a.mkv", "-vframes", "1", "x.jpg"], false),
+            ("mpv", ["mpv", "/m/a.mkv"], true),
+            ("Plex Transcoder", ["Plex Transcoder", "-i", "/m/a.mkv"], true),
+            ("ffprobe", ["ffprobe", "/m/a.mkv"], false),
+            ("cat", ["cat", "/m/a.mkv"], false),
+            ("ls", ["ls", "-l", "/m"], false),
+        ]
+        for (index, (name, arguments, _)) in cases.enumerated() {
+            table.set(Int32(70 + index), name, start: 1)
+            table.arguments[Int32(70 + index)] = arguments
+        }
+        let classifier = ProcessClassifier(table: table)
+        for (index, (_, arguments, streams)) in cases.enumerated() {
+            XCTAssertEqual(classifier.reader(thread: Int32(70 + index)).streamsFromLookup, streams, "\(arguments)")
         }
     }
 
