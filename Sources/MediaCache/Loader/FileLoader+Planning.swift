@@ -25,9 +25,13 @@ extension FileLoader {
                                          covers: { covers($0, $1, in: state) }) {
                 case .join(let id, let promote, let letGoTo):
                     // A stream started ahead of this handle's first read
-                    // is its own from here (FileLoader+Lookahead).
+                    // is its own from here (FileLoader+Lookahead). Not a
+                    // player's lookup's stream joined within the head: the
+                    // demuxer reads its head, then jumps to its index, and
+                    // that seek would stop the handle's (decision 0061).
                     if readClass == .play, let joined = state.fetches.transfers[id], joined.isLong,
-                       joined.owner == lookaheadOwner, owner != lookaheadOwner {
+                       joined.owner == lookaheadOwner, owner != lookaheadOwner,
+                       joined.start != 0 || point >= settings.probeFirstBytes {
                         state.fetches.assign(id, to: owner, account: state.handles.accounts[owner])
                     }
                     if promote {

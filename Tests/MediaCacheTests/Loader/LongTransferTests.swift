@@ -243,6 +243,35 @@ final class LongTransferTests: XCTestCase {
         loader.release(pattern)
     }
 
+    /// The demuxer reads its head (joining the stream), jumps to its index
+    /// (present: the lookahead's), then reads on: the jump does not stop
+    /// the stream, which brings the rest with no request more.
+    func testAPlayersLookupStreamOutlivesTheDemuxersDetourToItsIndex() throws {
+        let source = content(Int(32 * Self.mib))
+        // The head's bytes held back: the first read waits on the stream.
+        fetcher.hold(0..<(64 << 10))
+        let (loader, lookup) = try lookedUpByAPlayer(answering: 0.05)
+        let pattern = ReadPattern()
+        loader.attach(pattern)
+        let first = Background { () -> [UInt8] in
+            var buffer = [UInt8](repeating: 0, count: 64 << 10)
+            let n = try buffer.withUnsafeMutableBytes { try loader.read(into: $0, at: 0, pattern: pattern) }
+            return Array(buffer[..<n])
+        }
+        XCTAssertTrue(fetcher.waitUntil { _ in loader.waitingReads == 1 }, "the first read never waited on the stream")
+        fetcher.release()
+        XCTAssertEqual(try first.result(), Array(source[..<(64 << 10)]))
+        let index = 31 * Self.mib
+        _ = try read(loader, at: index, count: 64 << 10, pattern: ReadPattern(readClass: .scan))
+        XCTAssertEqual(try read(loader, at: index, count: 64 << 10, pattern: pattern),
+                       Array(source[Int(index)..<Int(index) + (64 << 10)]))
+        XCTAssertFalse(fetcher.cancelled.contains(lookup.id), "the detour to the index stopped the stream")
+        let requests = fetcher.gets.count
+        try stream(loader, source, from: 64 * Self.kib, count: 4 * Self.mib, pattern: pattern)
+        XCTAssertEqual(fetcher.gets.count, requests, "\(fetcher.gets.map { $0.range! })")
+        loader.release(pattern)
+    }
+
     func testAPlayersLookupOverANearLinkKeepsOnlyTheHead() throws {
         let source = content(Int(32 * Self.mib))
         let (loader, lookup) = try lookedUpByAPlayer(answering: 0.001)
