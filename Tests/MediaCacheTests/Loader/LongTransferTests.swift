@@ -261,15 +261,25 @@ final class LongTransferTests: XCTestCase {
         XCTAssertTrue(fetcher.waitUntil { _ in loader.waitingReads == 1 }, "the first read never waited on the stream")
         fetcher.release()
         XCTAssertEqual(try first.result(), Array(source[..<(64 << 10)]))
+        try assertADetourToTheIndexKeeps(lookup, loader, source, pattern: pattern)
+        loader.release(pattern)
+    }
+
+    /// The container's index, at the end, cached meanwhile (as the
+    /// lookahead brings it; here another reader's read); the demuxer reads
+    /// it, then its samples from the head on: `stream` is not stopped and
+    /// brings them, no request more.
+    private func assertADetourToTheIndexKeeps(_ stream: FakeFetcher.Record, _ loader: FileLoader, _ source: [UInt8],
+                                              pattern: ReadPattern) throws {
         let index = 31 * Self.mib
         _ = try read(loader, at: index, count: 64 << 10, pattern: ReadPattern(readClass: .scan))
         XCTAssertEqual(try read(loader, at: index, count: 64 << 10, pattern: pattern),
                        Array(source[Int(index)..<Int(index) + (64 << 10)]))
-        XCTAssertFalse(fetcher.cancelled.contains(lookup.id), "the detour to the index stopped the stream")
+        XCTAssertFalse(fetcher.cancelled.contains(stream.id), "a detour to cached bytes stopped the stream")
         let requests = fetcher.gets.count
-        try stream(loader, source, from: 64 * Self.kib, count: 4 * Self.mib, pattern: pattern)
-        XCTAssertEqual(fetcher.gets.count, requests, "\(fetcher.gets.map { $0.range! })")
-        loader.release(pattern)
+        try self.stream(loader, source, from: 64 * Self.kib, count: 4 * Self.mib, pattern: pattern)
+        XCTAssertEqual(fetcher.gets.count, requests, "the stream did not bring the samples: \(fetcher.gets.map { $0.range! })")
+        assertNoByteFetchedTwice()
     }
 
     func testAPlayersLookupOverANearLinkKeepsOnlyTheHead() throws {
@@ -366,18 +376,7 @@ final class LongTransferTests: XCTestCase {
         _ = try read(loader, at: 0, count: 128 << 10, pattern: pattern)
         let ahead = try XCTUnwrap(longGets.first, "\(fetcher.gets.map { $0.range! })")
         XCTAssertEqual(ahead.range?.lowerBound, 128 * Self.kib)
-        // The container's index, at the end, cached meanwhile (as the
-        // lookahead brings it; here another reader's read).
-        let index = 31 * Self.mib
-        _ = try read(loader, at: index, count: 64 << 10, pattern: ReadPattern(readClass: .scan))
-        // The demuxer reads its index, then its samples from the head on.
-        XCTAssertEqual(try read(loader, at: index, count: 64 << 10, pattern: pattern),
-                       Array(source[Int(index)..<Int(index) + (64 << 10)]))
-        XCTAssertFalse(fetcher.cancelled.contains(ahead.id), "a detour to cached bytes stopped the stream")
-        let requests = fetcher.gets.count
-        try stream(loader, source, from: 64 * Self.kib, count: 4 * Self.mib, pattern: pattern)
-        XCTAssertEqual(fetcher.gets.count, requests, "the stream brought the samples")
-        assertNoByteFetchedTwice()
+        try assertADetourToTheIndexKeeps(ahead, loader, source, pattern: pattern)
     }
 
     func testAScansFirstReadAndAPlayersFirstReadFarIntoTheFileStartNoStream() throws {
