@@ -54,9 +54,10 @@ extension FileLoader {
             }
             if openEnded, keepsLookupStream(learned, end: end) {
                 // Owned as a stream ahead is (FileLoader+Lookahead): the
-                // demuxer's detour to its index does not stop it, the first
-                // read that waits on it makes it its handle's, and the last
-                // close, or no open at all (`stopUnclaimedStream`), stops it.
+                // demuxer's detour to its index does not stop it, a read
+                // past the head that waits on it makes it its handle's, and
+                // the last close, or no open at all (`stopUnclaimedStream`),
+                // stops it.
                 state.fetches.hold(id, at: end)
                 state.fetches.assign(id, to: lookaheadOwner, account: nil)
                 statistics.probing.streamsAhead.add(1, ordering: .relaxed)
