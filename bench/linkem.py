@@ -440,7 +440,7 @@ def main():
                    help="append each request and the arrival of its answer as JSON lines (for rounds())")
     p.add_argument("--sends-log", metavar="FILE",
                    help="as --requests-log, for any protocol: each read of the client's bytes is a request, "
-                        "answered by the next bytes that reach the client")
+                        "answered by the first bytes read from the server after it was delivered there")
     p.add_argument("--slow-start", action="store_true",
                    help="the slow-start model: a congestion window per connection, 10 segments at first, doubling "
                         "each round trip; back to 10 after an idle spell longer than the RTO")
