@@ -90,8 +90,7 @@ extension FileLoader {
     func startStreamAhead(after read: Range<Int64>, waited: Bool, pattern: ReadPattern, info: ContentInfo,
                           in state: inout LoaderState) {
         guard pattern.readClass == .play, pattern.readsAhead, !pattern.startsElsewhere, pattern.firstStreakStart == 0,
-              pattern.looksSequential, holdsTransfers(info), statistics.cacheWritable,
-              budget?.passesThrough != true, settings.link?.isFar(to: source.url) == true,
+              pattern.looksSequential, streamsAhead(info),
               waited || state.fetches.transfers.values.contains(where: { !$0.cancelled }) else { return }
         // Past the head a lookup brings, and anything else on its way; a
         // long transfer there is another handle's stream, or this file's
@@ -124,13 +123,12 @@ extension FileLoader {
     /// head a lookup brings); further on, it is not that read's next bytes.
     static let streamAheadWithin: Int64 = 1 << 20
 
-    /// Whether a player's lookup's open-ended first bytes stay a stream
-    /// held at `end` (decision 0061): as a stream ahead of a first read
-    /// would start (`startStreamAhead`), only over a far link, known from
-    /// this very answer, for a file with more than the head, whose bytes
-    /// the cache keeps.
-    func keepsLookupStream(_ info: ContentInfo, end: Int64) -> Bool {
-        end < info.length && holdsTransfers(info) && statistics.cacheWritable && budget?.passesThrough != true
+    /// Whether a player's stream may run ahead of its reads, whether
+    /// started at its first read (`startStreamAhead`) or kept from its
+    /// lookup (`adoptProbe`, decision 0061): only over a far link, for a
+    /// file that holds transfers, whose bytes the cache keeps.
+    func streamsAhead(_ info: ContentInfo) -> Bool {
+        holdsTransfers(info) && statistics.cacheWritable && budget?.passesThrough != true
             && settings.link?.isFar(to: source.url) == true
     }
 

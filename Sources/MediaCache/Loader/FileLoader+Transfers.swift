@@ -52,7 +52,9 @@ extension FileLoader {
                 statistics.transfersInFlight.add(-1, ordering: .relaxed)
                 return nil
             }
-            if openEnded, keepsLookupStream(learned, end: end) {
+            // Over a far link (this very answer told it), a file with more
+            // than the head: the player's stream.
+            if openEnded, end < learned.length, streamsAhead(learned) {
                 // Owned as a stream ahead is (FileLoader+Lookahead): the
                 // demuxer's detour to its index does not stop it, a read
                 // past the head that waits on it makes it its handle's, and

@@ -277,7 +277,7 @@ public final class FileLoader: TransferDelegate, Sendable {
         let firstBytes = priority == .read && !state.version.listed ? firstBytesOfLookup : 0
         // HTTP's own: a made-up head (SFTP, FTP) has no open-ended range.
         let openEnded = streams && firstBytes > 0 && fetcher.holdsTransfers(of: source.url)
-            && (source.url.hasPrefix("http://") || source.url.hasPrefix("https://"))
+            && MediaURL(source.url)?.isHTTP == true
         state.version.probeStarted(ContentProbe.start(url: source.url, fetcher: fetcher, clock: settings.clock, priority: priority,
                                                   firstBytes: firstBytes, openEnded: openEnded,
                                                   handover: { [self] info, id, head, askedAt in
