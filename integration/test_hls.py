@@ -243,6 +243,36 @@ def segment_names(playlist):
 
 
 @pytest.mark.parametrize("kind", ["ts", "fmp4"])
+def test_ffprobes_lookup_sizes_the_vod_with_the_heads_it_reads_next(mount, hls, fixtures, kind):
+    """Decision 0062: ffprobe's lookup of a cold VOD learns each segment's
+    length from a ranged GET of its head, not a HEAD, where the probe reads
+    that head next: every fMP4 segment (the MP4 demuxer reads each moof)
+    and a TS file's first. The walk over the moofs then asks nothing more
+    of them: each head is asked for once, by the request that sized it."""
+    playlist = fixtures / kind / "index.m3u8"
+    names = [Path(p).name for p in segment_names(playlist)]
+    m = mount(hls.url(f"{kind}/index.m3u8"), extra=MOUNT_ARGS)
+    probed = ffprobe(str(m.path(CASES[kind])))
+    assert abs(float(probed["format"]["duration"]) - SECONDS) < 0.5, probed
+    hls.wait_quiet(quiet=0.3)
+    requests = segment_requests(hls)
+    by_name = {name: [e for e in requests if e.uri == f"/{kind}/{name}"] for name in names}
+    with_head = names if kind == "fmp4" else names[:1]
+    for name in with_head:
+        first = by_name[name][0]
+        assert (first.method, first.range) == ("GET", "bytes=0-36863"), (name, by_name[name])
+        assert not any(e.method == "HEAD" for e in by_name[name]), (name, by_name[name])
+    for name in names[len(with_head):]:
+        assert [e.method for e in by_name[name]][:1] == ["HEAD"], (name, by_name[name])
+    for name in with_head:
+        again = [e for e in by_name[name][1:] if e.span()[0] < 36864]
+        assert again == [], f"{name}'s head asked twice: {by_name[name]}"
+    # What the probe left of the heads is served to the reads that follow.
+    expected = b"".join(playlist_parts(playlist))
+    assert hashlib.sha256(read_whole(m.path(CASES[kind]))).hexdigest() == hashlib.sha256(expected).hexdigest()
+
+
+@pytest.mark.parametrize("kind", ["ts", "fmp4"])
 def test_ffprobe_and_a_full_decode_through_the_mount_agree_with_ffmpeg_on_the_playlist(mount, hls, kind):
     m = mount(hls.url(f"{kind}/index.m3u8"), extra=MOUNT_ARGS)
     path = str(m.path(CASES[kind]))

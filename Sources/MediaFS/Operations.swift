@@ -160,11 +160,11 @@ func makeOperations() -> fuse_operations {
                 stat!.pointee = fileStat(fs, try OpenFile.borrow(info.pointee.fh).loader.attributes())
                 return 0
             }
-            // Whether the lookup's process plays the file from its start,
-            // asked only when a cold file's probe starts (decision 0061).
+            // Who looks the file up: asked only when a cold file's probe
+            // starts, whether it reads the file next (decisions 0061, 0062).
             let pid = fuse_get_context()!.pointee.pid
-            guard let attributes = try fs.catalog.attributes(at: pathString(path), streams: {
-                fs.classifier.reader(thread: pid).streamsFromLookup
+            guard let attributes = try fs.catalog.attributes(at: pathString(path), lookup: {
+                fs.classifier.reader(thread: pid)
             }) else {
                 stat!.pointee = directoryStat(fs)
                 return 0

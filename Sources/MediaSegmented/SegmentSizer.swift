@@ -1,7 +1,11 @@
 // Learns the lengths of a VOD's parts that its playlist does not give
 // (segments without #EXT-X-BYTERANGE): a probe each (HEAD, else a GET of
 // byte 0), `maxParallel` at a time, through the mount's fetcher (whose
-// admission bounds each origin as it does a listing's probes). An AES-128
+// admission bounds each origin as it does a listing's probes). A sizing
+// that a read waits on asks the parts whose heads that read takes next
+// with a ranged GET of their first bytes instead, which tells the length
+// as well, and keeps those bytes for it (`SegmentHeads`, decision 0062):
+// the same requests, no round trip a segment after them. An AES-128
 // part's plain length takes one more request: its last two cipher blocks
 // (TailRead), whose last block's padding says how many bytes the plain
 // text lacks. Requests wait for the layout here; once settled it never
@@ -22,6 +26,14 @@ final class SegmentSizer: Sendable {
     /// 2-minute VOD's lengths in one round trip); waiting there costs a
     /// request's few words, so this only bounds a long VOD's queue.
     static let maxParallel = 64
+    /// A head kept: the MP4 demuxer reads each moof with one buffer's read
+    /// (32 KiB), and so does ffmpeg's first read of a file; through the
+    /// page cache that read is 9 pages from the one holding the part's
+    /// start, at most 36 KiB of the part.
+    static let headBytes = 36 << 10
+    /// Parts of one VOD whose heads a sizing keeps (2 MiB of heads); the
+    /// walk fetches the heads of later ones itself (`FileLoader+Parts`).
+    static let headsPerVOD = 64
 
     private struct State {
         var lengths: [Int64?]
@@ -31,12 +43,16 @@ final class SegmentSizer: Sendable {
         var queue: [Int] = []
         var inFlight = 0
         var failure: MediaError?
+        /// This round's probes keep heads: a read waits on it.
+        var keepsHeads = false
     }
 
     let vod: SegmentedVOD
     private let fetcher: Fetching
     /// Where learned lengths are kept for the next mount; nil: nowhere.
     private let store: CacheStore?
+    /// Where heads fetched with lengths wait for the read; nil: none kept.
+    let heads: SegmentHeads?
     private let state: Locked<State>
     /// The mount's clock, which its probes are timed on.
     private let clock: Clock
@@ -45,11 +61,12 @@ final class SegmentSizer: Sendable {
     /// were learned for the same parts before (a VOD's segments do not
     /// change under an unchanged playlist): a remount, with its server
     /// gone or not, lays the file out with no request.
-    init(vod: SegmentedVOD, fetcher: Fetching, clock: Clock, store: CacheStore? = nil) {
+    init(vod: SegmentedVOD, fetcher: Fetching, clock: Clock, store: CacheStore? = nil, heads: SegmentHeads? = nil) {
         self.vod = vod
         self.clock = clock
         self.fetcher = fetcher
         self.store = store
+        self.heads = heads
         var initial = State(lengths: vod.parts.map { part in part.encryption == nil ? part.range.map { Int64($0.count) } : nil })
         if let lengths = vod.listedLengths {
             initial.layout = try? vod.layout(lengths: lengths)
@@ -66,12 +83,15 @@ final class SegmentSizer: Sendable {
 
     /// Calls `done` with the layout: at once when it is settled, else on the
     /// fetcher's thread once every length is learned (or one fails).
-    func whenSized(priority: FetchRequest.Priority, _ done: @escaping Done) {
+    /// `forRead`: a read waits (a GET of the file), so a round this starts
+    /// keeps the heads it reads next (`takesHead`).
+    func whenSized(priority: FetchRequest.Priority, forRead: Bool = false, _ done: @escaping Done) {
         let (layout, toStart, unknown) = state.withLock { state -> (SegmentedVOD.Layout?, [Int], Int) in
             if let layout = state.layout { return (layout, [], 0) }
             state.waiters.append(done)
             guard state.inFlight == 0, state.queue.isEmpty else { return (nil, [], 0) }
             state.failure = nil
+            state.keepsHeads = forRead && heads != nil
             state.queue = state.lengths.indices.filter { state.lengths[$0] == nil }
             let unknown = state.queue.count
             return (nil, Self.take(&state), unknown)
@@ -91,11 +111,37 @@ final class SegmentSizer: Sendable {
         return parts
     }
 
+    /// Whether a sizing for a read keeps part `index`'s head: each part of
+    /// fragmented MP4 (the demuxer reads every moof, at each segment's
+    /// start), else the first (a read's first bytes); the whole resource,
+    /// in the clear, among the first `headsPerVOD`.
+    func takesHead(_ index: Int) -> Bool {
+        let part = vod.parts[index]
+        return part.range == nil && part.encryption == nil && !vod.isArchiveMember && index < Self.headsPerVOD
+            && (index == 0 || vod.contentType == "video/mp4")
+    }
+
     private func probe(_ part: Int, priority: FetchRequest.Priority) {
         let (url, range) = (vod.parts[part].url, vod.parts[part].range)
         if let range {
             return plainLength(of: part, cipher: Int64(range.count), priority: priority)
         }
+        if let heads, state.withLock({ $0.keepsHeads }), takesHead(part) {
+            return HeadRead.start(url: url, count: Self.headBytes, priority: priority, fetcher: fetcher) { [self] result in
+                guard case .success(let answer) = result else {
+                    // Asked as before: a HEAD names what is wrong as a stat would.
+                    return probeLength(part, priority: priority)
+                }
+                heads.keep(url: url, length: answer.length, bytes: answer.head)
+                learned(part, .success(answer.length), priority: priority)
+            }
+        }
+        probeLength(part, priority: priority)
+    }
+
+    /// The length of part `part`, a whole resource, by a probe of its head.
+    private func probeLength(_ part: Int, priority: FetchRequest.Priority) {
+        let url = vod.parts[part].url
         ContentProbe.start(url: url, fetcher: fetcher, clock: clock, priority: priority) { [self] result in
             guard case .success(let info) = result, vod.parts[part].encryption != nil else {
                 return learned(part, result.map(\.length), priority: priority)

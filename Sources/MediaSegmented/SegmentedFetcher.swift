@@ -29,13 +29,17 @@ package final class SegmentedFetcher: Fetching, Sendable {
     private let store: CacheStore?
     /// The mount's clock: the sizers' probes are timed on it.
     private let clock: Clock
+    /// Heads the sizers fetched with lengths, for the reads that take them.
+    private let heads: SegmentHeads
 
     package init(clock: Clock, base: Fetching, vods: [SegmentedVOD], store: CacheStore? = nil) {
         self.base = base
         self.store = store
         self.clock = clock
+        let heads = SegmentHeads(clock: clock)
+        self.heads = heads
         var sizers: [String: SegmentSizer] = [:]
-        for vod in vods { sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, clock: clock, store: store) }
+        for vod in vods { sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, clock: clock, store: store, heads: heads) }
         self.sizers = Locked(sizers)
     }
 
@@ -49,15 +53,15 @@ package final class SegmentedFetcher: Fetching, Sendable {
     /// replaces it too: the same version, now readable.
     @discardableResult
     package func register(_ vod: SegmentedVOD) -> Registration {
-        let (base, store, clock) = (self.base, self.store, self.clock)
+        let (base, store, clock, heads) = (self.base, self.store, self.clock, self.heads)
         return sizers.withLock { sizers in
             let known = sizers[vod.url]
             if let known, known.vod.partsDigest == vod.partsDigest {
                 guard known.vod.keys.count < vod.keys.count else { return .unchanged }
-                sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, clock: clock, store: store)
+                sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, clock: clock, store: store, heads: heads)
                 return .keysArrived
             }
-            sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, clock: clock, store: store)
+            sizers[vod.url] = SegmentSizer(vod: vod, fetcher: base, clock: clock, store: store, heads: heads)
             return known == nil ? .new : .replaced
         }
     }
@@ -89,6 +93,9 @@ package final class SegmentedFetcher: Fetching, Sendable {
     }
 
     package var statistics: Statistics? { base.statistics }
+
+    /// Bytes of segments' heads kept for reads now (decision 0062).
+    package var keptHeadBytes: Int { heads.keptBytes }
 
     @discardableResult
     package func start(_ request: FetchRequest, delegate: TransferDelegate) -> TransferID {

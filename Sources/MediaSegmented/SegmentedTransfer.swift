@@ -77,7 +77,8 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
     private var vod: SegmentedVOD { sizer.vod }
 
     func start() {
-        sizer.whenSized(priority: request.priority) { [self] result in
+        // A GET is a read waiting: its sizing keeps the heads it takes next.
+        sizer.whenSized(priority: request.priority, forRead: request.method == .get) { [self] result in
             switch result {
             case .failure(let error):
                 answerLater { [self] in end(head: nil, error: error) }
@@ -88,6 +89,7 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
     }
 
     private func begin(_ layout: SegmentedVOD.Layout) {
+        self.layout = layout
         let length = layout.length
         var headers = ["content-type": vod.contentType, "etag": layout.etag, "accept-ranges": "bytes"]
         if let lastModified = vod.lastModified { headers["last-modified"] = lastModified }
@@ -123,6 +125,8 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
 
     /// The head to send before the first piece's body, once that piece answered.
     private var pendingHead: ResponseHead?
+    /// Set by `begin`, before the first piece.
+    private var layout: SegmentedVOD.Layout?
 
     private func startNextPiece() {
         let piece = pieces[next]
@@ -139,6 +143,9 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
         }
         guard go else { return }
         next += 1
+        if pieceAllowance == nil, let kept = keptHead(of: piece) {
+            return answerLater { [self] in serve(kept, of: piece) }
+        }
         var (request, decryptor) = vod.request(part: piece.part, piece.range, priority: priority, group: self.request.group)
         request.allowance = pieceAllowance
         inFlight.begin(asked: request.range!, due: Int64(piece.range.count), decryptor: decryptor)
@@ -148,6 +155,50 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
             return control.stopped
         }
         if stopped { fetcher.cancel(id) }
+    }
+
+    /// The head a sizing kept of `piece`'s part (decision 0062): a whole
+    /// resource in the clear, on a transfer that is not held.
+    private func keptHead(of piece: SegmentedVOD.Layout.Piece) -> [UInt8]? {
+        let part = vod.parts[piece.part]
+        guard let heads = sizer.heads, let layout, part.range == nil, part.encryption == nil,
+              control.withLock({ $0.allowance == nil }) else { return nil }
+        return heads.take(url: part.url, length: partLength(piece.part, in: layout), from: piece.range.lowerBound,
+                          count: Int64(piece.range.count))
+    }
+
+    private func partLength(_ part: Int, in layout: SegmentedVOD.Layout) -> Int64 {
+        layout.offsets[part + 1] - layout.offsets[part]
+    }
+
+    /// Hands the delegate `piece`'s first bytes from a kept head, then asks
+    /// its segment for the rest of it, if any. On the answers' worker, in
+    /// the pieces' order as their callbacks are.
+    private func serve(_ kept: [UInt8], of piece: SegmentedVOD.Layout.Piece) {
+        if control.withLock({ $0.stopped }) {
+            // Stopped before they went out: kept for the next read there.
+            if let layout {
+                sizer.heads?.giveBack(url: vod.parts[piece.part].url, length: partLength(piece.part, in: layout),
+                                      bytes: kept, from: piece.range.lowerBound)
+            }
+            return end(head: nil, error: MediaError(ECANCELED, "cancelled"))
+        }
+        if let pending = pendingHead {
+            pendingHead = nil
+            headSent = true
+            guard delegate.transfer(id, receiveHead: pending) else { return end(head: nil, error: MediaError(ECANCELED, "cancelled")) }
+        }
+        let count = kept.count
+        let more = kept.withUnsafeBytes { delegate.transfer(id, receiveBody: $0) }
+        guard more else { return end(head: nil, error: MediaError(ECANCELED, "cancelled")) }
+        control.withLock { $0.pieceStart += Int64(count) }
+        if count < piece.range.count {
+            next -= 1
+            pieces[next].range = (piece.range.lowerBound + Int64(count))..<piece.range.upperBound
+            return startNextPiece()
+        }
+        if next < pieces.count { return startNextPiece() }
+        end(head: nil, error: nil)
     }
 
     /// Stops the transfer from any thread; the delegate hears `complete`

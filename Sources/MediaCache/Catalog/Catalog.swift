@@ -294,9 +294,9 @@ public final class Catalog: Sendable {
     /// For getattr: nil for a directory, else a file's size and mtime. A
     /// file without a loader whose record knows them answers from it: no
     /// loader is made and the disk is not read. Otherwise its loader
-    /// answers, waiting on a probe if need be; `streams` is asked before
-    /// a cold file's first probe (`FileLoader.attributes(streams:)`).
-    public func attributes(at path: String, streams: () -> Bool = { false }) throws -> (size: Int64, mtime: Int)? {
+    /// answers, waiting on a probe if need be; `lookup` (who asks) is
+    /// asked before a cold file's first probe (`FileLoader.attributes(lookup:)`).
+    public func attributes(at path: String, lookup: () -> Reader = { .player }) throws -> (size: Int64, mtime: Int)? {
         var parts = components(path)
         guard let last = parts.popLast() else { return nil }
         let parent = try directory(at: parts)
@@ -333,7 +333,7 @@ public final class Catalog: Sendable {
                 return try recordProber.awaitRecordProbe(probe, url: url, path: path)
             }
             guard let loader else { throw MediaError(ENOENT, "no such file") }
-            return try loader.attributes(streams: streams)
+            return try loader.attributes(lookup: lookup)
         case nil:
             throw MediaError(ENOENT, "no such file or directory")
         }

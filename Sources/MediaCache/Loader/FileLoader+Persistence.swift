@@ -10,10 +10,10 @@ extension FileLoader {
     // MARK: Attributes and persistence
 
     /// Size and mtime for getattr; throws what the probe learned on failure.
-    /// `streams`: asked before a cold file's first probe, whether the
-    /// lookup's process plays from the start (`Reader.streamsFromLookup`).
-    public func attributes(streams: () -> Bool = { false }) throws -> (size: Int64, mtime: Int) {
-        Self.attributes(of: try contentInfo(streams: streams))
+    /// `lookup`: asked before a cold file's first probe, who looks it up
+    /// (`Reader.streamsFromLookup`, `readsAfterLookup`).
+    public func attributes(lookup: () -> Reader = { .player }) throws -> (size: Int64, mtime: Int) {
+        Self.attributes(of: try contentInfo(lookup: lookup))
     }
 
     /// The attributes if the content info is known, without waiting: a

@@ -225,16 +225,17 @@ public final class FileLoader: TransferDelegate, Sendable {
     }
 
     /// The content info, from the cache or the server; waits for a probe.
-    /// `streams`: asked before a cold file's first probe (`attributes(streams:)`).
-    public func contentInfo(streams: () -> Bool = { false }) throws -> ContentInfo {
-        var streaming = false
+    /// `lookup`: asked before a cold file's first probe (`attributes(lookup:)`).
+    public func contentInfo(lookup: () -> Reader = { .player }) throws -> ContentInfo {
+        var (streaming, readsNext) = (false, false)
         if !entryPrepared.load(ordering: .relaxed) {
             // A lookup's probe brings the first bytes along (`startProbe`).
-            let probesBytes = lock.withLock { $0.version.info == nil && !$0.version.listed && firstBytesOfLookup > 0 }
-            if probesBytes {
-                prepareEntry()
+            let cold = lock.withLock { $0.version.info == nil && !$0.version.listed }
+            if cold {
                 // Off the lock: the classifier reads /proc.
-                streaming = streams()
+                let reader = lookup()
+                (streaming, readsNext) = (reader.streamsFromLookup, reader.readsAfterLookup)
+                if firstBytesOfLookup(readsNext: readsNext) > 0 { prepareEntry() }
             }
         }
         let deadline = deadline(after: settings.timeout)
@@ -255,26 +256,31 @@ public final class FileLoader: TransferDelegate, Sendable {
                 case .failed(let error, let at) where now() - at < settings.probeRetryAfter:
                     throw error
                 case .idle, .retrying, .failed:
-                    startProbe(&scope.state, streams: streaming)
+                    startProbe(&scope.state, streams: streaming, readsNext: readsNext)
                 }
             }
         }
     }
 
-    /// What a lookup's probe fetches of the file: none for a segmented VOD,
-    /// whose size its parts' lengths give (a stat then sends one request
-    /// per part at most, and its first bytes wait for a read).
-    var firstBytesOfLookup: Int64 { context.segmented?.serves(source.url) == true ? 0 : settings.probeFirstBytes }
+    /// What a lookup's probe fetches of the file. A segmented VOD's size is
+    /// its parts' lengths: a stat sends one request per part at most, and
+    /// none of the file's bytes unless the process that looks it up reads
+    /// it next (`readsNext`): then its first bytes come as any file's, and
+    /// the sizing they wait on brings its segments' heads (decision 0062).
+    func firstBytesOfLookup(readsNext: Bool) -> Int64 {
+        context.segmented?.serves(source.url) == true && !readsNext ? 0 : settings.probeFirstBytes
+    }
 
     /// `streams`: the lookup's process plays from the start; over HTTP its
     /// first bytes are asked open-ended (`adoptProbe`, decision 0061).
+    /// `readsNext`: it reads the file next (`firstBytesOfLookup`).
     func startProbe(_ state: inout LoaderState, priority: FetchRequest.Priority = .read, streams: Bool = false,
-                    then settled: (@Sendable () -> Void)? = nil) {
+                    readsNext: Bool = false, then settled: (@Sendable () -> Void)? = nil) {
         // The completion may run before `start` returns; it waits for the
         // lock held here, so the state below is set first.
         // A lookup's probe brings the first bytes along (FileLoader+Transfers.swift);
         // a listing's stays byte-frugal.
-        let firstBytes = priority == .read && !state.version.listed ? firstBytesOfLookup : 0
+        let firstBytes = priority == .read && !state.version.listed ? firstBytesOfLookup(readsNext: readsNext) : 0
         // HTTP's own: a made-up head (SFTP, FTP) has no open-ended range.
         let openEnded = streams && firstBytes > 0 && fetcher.holdsTransfers(of: source.url)
             && MediaURL(source.url)?.isHTTP == true

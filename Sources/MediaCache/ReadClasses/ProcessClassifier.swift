@@ -83,6 +83,7 @@ public final class ProcessClassifier: Sendable {
         found.startsElsewhere = Self.startsElsewhere(arguments ?? [])
         found.streamsFromLookup = found.readClass == .play && !found.startsElsewhere
             && Self.players.contains(process.name)
+        found.readsAfterLookup = Self.players.contains(process.name) || scanners.contains(process.name)
         known.withLock { table in
             if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
             table[pid] = Known(startTime: stat.startTime, reader: found)

@@ -24,6 +24,11 @@ public struct Reader: Sendable, Equatable {
     /// only take for a player by default (`cat`, `ls`): `ls -l`'s lookups
     /// open nothing.
     public var streamsFromLookup = false
+    /// A known player or scanner by its own name (ffprobe, mediainfo):
+    /// its lookup of a file is followed by its reads of it, so a cold
+    /// VOD's lookup brings the file's first bytes and its segments' heads
+    /// with the lengths (decision 0062). `stat`, `ls` and `find` are not.
+    public var readsAfterLookup = false
     /// The process, when /proc told it: whose account the open's reads and
     /// fetches count in (ReaderBook).
     public var process: ReaderProcess?

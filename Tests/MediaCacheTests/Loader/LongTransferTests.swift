@@ -219,7 +219,7 @@ final class LongTransferTests: XCTestCase {
         settings.clock = clock
         let loader = FileLoader(source: Source(name: "long.mp4", url: url), store: store, fetcher: fetcher,
                                 settings: settings)
-        XCTAssertEqual(try loader.attributes(streams: { true }).size, 32 * Self.mib)
+        XCTAssertEqual(try loader.attributes(lookup: { var reader = Reader.player; reader.streamsFromLookup = true; return reader }).size, 32 * Self.mib)
         let lookup = try XCTUnwrap(fetcher.gets.first)
         XCTAssertEqual(fetcher.gets.count, 1)
         XCTAssertEqual(lookup.range, 0..<FetchRequest.toTheEnd, "the whole file asked for")

@@ -65,10 +65,13 @@ final class ProcessClassifierTests: XCTestCase {
                        "a scan's bytes that read ahead, at 4.8 s")
         var remux = Reader.player
         remux.streamsFromLookup = true
+        remux.readsAfterLookup = true
         XCTAssertEqual(classifier.reader(thread: 42).of(nil), remux, "a player, known by name: its lookup streams")
         table.set(46, "ffprobe", start: 2)
         table.arguments[46] = ["ffprobe", "-read_intervals", "%+#1", "-frames", "1", "/m/a.mkv"]
-        XCTAssertEqual(classifier.reader(thread: 46).of(nil), .scanner, "a scanner by name reads only what it asks")
+        var scanner = Reader.scanner
+        scanner.readsAfterLookup = true
+        XCTAssertEqual(classifier.reader(thread: 46).of(nil), scanner, "a scanner by name reads only what it asks")
         XCTAssertEqual(ProcessClassifier(scanners: [], table: table).classify(thread: 41), .play,
                        "read classes off: no scans at all")
         // The real /proc: this test runner's own arguments are read.
@@ -128,25 +131,29 @@ final class ProcessClassifierTests: XCTestCase {
     /// (decision 0061): not one that starts elsewhere, a thumbnail's
     /// ffmpeg, a scanner, nor a program read classes take for a player
     /// only by default (`cat`, `ls`: `ls -l` looks up and opens nothing).
+    /// Any known player or scanner by name reads what it looks up
+    /// (decision 0062): a VOD's lookup brings its heads for it.
     func testAKnownPlayerFromTheStartStreamsFromItsLookup() {
         let table = FakeTable()
-        let cases: [(name: String, arguments: [String], streams: Bool)] = [
-            ("ffmpeg", ["ffmpeg", "-nostdin", "-i", "/m/a.mp4", "-t", "3", "-f", "null", "-"], true),
-            ("ffmpeg", ["ffmpeg", "-ss", "90", "-i", "/m/a.mp4", "-t", "1", "-f", "null", "-"], false),
-            ("ffmpeg", ["ffmpeg", "-i", "/m/a.mkv", "-vframes", "1", "x.jpg"], false),
-            ("mpv", ["mpv", "/m/a.mkv"], true),
-            ("Plex Transcoder", ["Plex Transcoder", "-i", "/m/a.mkv"], true),
-            ("ffprobe", ["ffprobe", "/m/a.mkv"], false),
-            ("cat", ["cat", "/m/a.mkv"], false),
-            ("ls", ["ls", "-l", "/m"], false),
+        let cases: [(name: String, arguments: [String], streams: Bool, reads: Bool)] = [
+            ("ffmpeg", ["ffmpeg", "-nostdin", "-i", "/m/a.mp4", "-t", "3", "-f", "null", "-"], true, true),
+            ("ffmpeg", ["ffmpeg", "-ss", "90", "-i", "/m/a.mp4", "-t", "1", "-f", "null", "-"], false, true),
+            ("ffmpeg", ["ffmpeg", "-i", "/m/a.mkv", "-vframes", "1", "x.jpg"], false, true),
+            ("mpv", ["mpv", "/m/a.mkv"], true, true),
+            ("Plex Transcoder", ["Plex Transcoder", "-i", "/m/a.mkv"], true, true),
+            ("ffprobe", ["ffprobe", "/m/a.mkv"], false, true),
+            ("cat", ["cat", "/m/a.mkv"], false, false),
+            ("ls", ["ls", "-l", "/m"], false, false),
         ]
-        for (index, (name, arguments, _)) in cases.enumerated() {
+        for (index, (name, arguments, _, _)) in cases.enumerated() {
             table.set(Int32(70 + index), name, start: 1)
             table.arguments[Int32(70 + index)] = arguments
         }
         let classifier = ProcessClassifier(table: table)
-        for (index, (_, arguments, streams)) in cases.enumerated() {
-            XCTAssertEqual(classifier.reader(thread: Int32(70 + index)).streamsFromLookup, streams, "\(arguments)")
+        for (index, (_, arguments, streams, reads)) in cases.enumerated() {
+            let reader = classifier.reader(thread: Int32(70 + index))
+            XCTAssertEqual(reader.streamsFromLookup, streams, "\(arguments)")
+            XCTAssertEqual(reader.readsAfterLookup, reads, "\(arguments)")
         }
     }
 

@@ -195,6 +195,112 @@ final class SegmentedFetcherTests: XCTestCase {
         XCTAssertEqual(fetcher.register(keyed), .unchanged)
     }
 
+    /// The same three segments as an fMP4 VOD's (each part's head is read
+    /// by the demuxer's walk), or as a TS VOD's.
+    private func unlisted(_ contentType: String) -> SegmentedVOD {
+        SegmentedVOD(url: url, parts: segments.indices.map { .init(url: "http://h.example/v/s\($0).ts", range: nil) },
+                     contentType: contentType)
+    }
+
+    func testASizingForARead_learnsEachFMP4LengthWithItsHead_andReadsOfTheHeadsAskForNothingMore() throws {
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [unlisted("video/mp4")])
+        let whole = segments.flatMap { $0 }
+        let first = fetch(fetcher, FetchRequest(url: url, range: 0..<100))
+        XCTAssertEqual(first.body, Array(whole[0..<100]))
+        XCTAssertEqual(fake.heads.count, 0, "no HEAD: the ranged GETs gave the lengths")
+        XCTAssertEqual(fake.gets.map(\.range), Array(repeating: 0..<Int64(SegmentSizer.headBytes), count: 3),
+                       "one GET a part, for its head; the read's 100 bytes came from the first")
+        XCTAssertEqual(fetcher.partOffsets(of: url), [0, 1000, 2500, 3200])
+        // The walk's reads at each later part's start, and one across two.
+        XCTAssertEqual(fetch(fetcher, FetchRequest(url: url, range: 1000..<1400)).body, Array(whole[1000..<1400]))
+        XCTAssertEqual(fetch(fetcher, FetchRequest(url: url, range: 2500..<3200)).body, Array(whole[2500..<3200]))
+        XCTAssertEqual(fake.gets.count, 3, "the heads were served from memory")
+        XCTAssertEqual(fetcher.keptHeadBytes, 900 + 1100, "what the reads left of the first two heads")
+        // A read that goes on where one ended takes what it left.
+        XCTAssertEqual(fetch(fetcher, FetchRequest(url: url, range: 100..<1000)).body, Array(whole[100..<1000]))
+        XCTAssertEqual(fake.gets.count, 3)
+        // Taken: the same range again goes to the segment.
+        XCTAssertEqual(fetch(fetcher, FetchRequest(url: url, range: 1000..<1400)).body, Array(whole[1000..<1400]))
+        XCTAssertEqual(fake.gets.last?.range, 0..<400)
+    }
+
+    func testAHeadShorterThanThePiece_isServedThenTheRestAskedOfItsSegment() throws {
+        segments[1] = (0..<(SegmentSizer.headBytes + 5000)).map { UInt8(truncatingIfNeeded: $0 * 13) }
+        fake.add("http://h.example/v/s1.ts", bytes: segments[1])
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [unlisted("video/mp4")])
+        let whole = segments.flatMap { $0 }
+        let read = fetch(fetcher, FetchRequest(url: url, range: 900..<Int64(whole.count)))
+        XCTAssertNil(read.end()!, "success")
+        XCTAssertEqual(read.body, Array(whole[900...]))
+        XCTAssertEqual(Array(fake.gets.map(\.range).dropFirst(3)), [Int64(SegmentSizer.headBytes)..<Int64(segments[1].count)],
+                       "the first part's end from within its head, the long one's rest past its head")
+        // A read from within a head past its end: what is left of the
+        // head, then the segment from where it ends.
+        let again = SegmentedFetcher(clock: .system, base: fake, vods: [unlisted("video/mp4")])
+        let gets = fake.gets.count
+        XCTAssertEqual(fetch(again, FetchRequest(url: url, range: 0..<10)).body, Array(whole[0..<10]))
+        let inside = 1000 + Int64(SegmentSizer.headBytes) - 100
+        let across = fetch(again, FetchRequest(url: url, range: inside..<(inside + 1000)))
+        XCTAssertEqual(across.body, Array(whole[Int(inside)..<Int(inside + 1000)]))
+        XCTAssertEqual(fake.gets.dropFirst(gets + 3).map(\.range), [Int64(SegmentSizer.headBytes)..<Int64(SegmentSizer.headBytes + 900)],
+                       "100 bytes from the head, 900 from the segment")
+    }
+
+    func testAStatsSizing_keepsNoHeads_andATSVODsReadKeepsOnlyItsFirstPartsHead() throws {
+        let stat = SegmentedFetcher(clock: .system, base: fake, vods: [unlisted("video/mp4")])
+        XCTAssertEqual(fetch(stat, FetchRequest(url: url, method: .head)).heads.first?.contentLength, 3200)
+        XCTAssertEqual(fake.heads.count, 3)
+        XCTAssertEqual(fake.gets.count, 0, "a stat fetches none of the file's bytes")
+        XCTAssertEqual(stat.keptHeadBytes, 0)
+
+        let ts = SegmentedFetcher(clock: .system, base: fake, vods: [unlisted("video/mp2t")])
+        XCTAssertEqual(fetch(ts, FetchRequest(url: url, range: 0..<100)).body, Array(segments[0][0..<100]))
+        XCTAssertEqual(fake.heads.map(\.request.url).suffix(2), ["http://h.example/v/s1.ts", "http://h.example/v/s2.ts"],
+                       "a TS file's later parts: their lengths only")
+        XCTAssertEqual(fake.gets.map(\.range), [0..<Int64(SegmentSizer.headBytes)], "its first part's head")
+    }
+
+    func testAServerThatIgnoresRange_givesTheLengthItsAnswerSays_andTheHeadIsCut() throws {
+        for index in segments.indices { fake.update("http://h.example/v/s\(index).ts") { $0.ignoresRange = true } }
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [unlisted("video/mp4")])
+        let read = fetch(fetcher, FetchRequest(url: url, range: 0..<3200))
+        XCTAssertEqual(read.body, segments.flatMap { $0 }, "its lengths from Content-Length, its bytes the heads")
+        XCTAssertEqual(fetcher.partOffsets(of: url), [0, 1000, 2500, 3200])
+        XCTAssertEqual(fake.gets.count, 3)
+    }
+
+    func testAFailedHeadRead_fallsBackToAHEAD() throws {
+        fake.update("http://h.example/v/s1.ts") { $0.getStatus = 403 }
+        let fetcher = SegmentedFetcher(clock: .system, base: fake, vods: [unlisted("video/mp4")])
+        _ = fetch(fetcher, FetchRequest(url: url, range: 0..<100))
+        XCTAssertEqual(fetcher.partOffsets(of: url), [0, 1000, 2500, 3200])
+        XCTAssertEqual(fake.heads.map(\.request.url), ["http://h.example/v/s1.ts"])
+    }
+
+    func testKeptHeads_areTakenOncePieceByPiece_forTheirLength_droppedPastTheirLife_oldestFirstOverTheBudget() {
+        let time = TestClock()
+        let heads = SegmentHeads(clock: time.clock)
+        heads.keep(url: "a", length: 10, bytes: [0, 1, 2, 3, 4, 5])
+        XCTAssertEqual(heads.take(url: "a", length: 10, from: 2, count: 2), [2, 3], "a read within the head")
+        XCTAssertEqual(heads.take(url: "a", length: 10, from: 0, count: 100), [0, 1], "the bytes before it")
+        XCTAssertNil(heads.take(url: "a", length: 10, from: 2, count: 1), "taken once")
+        XCTAssertEqual(heads.keptBytes, 2)
+        XCTAssertNil(heads.take(url: "a", length: 11, from: 4, count: 1), "another length: another version")
+        XCTAssertNil(heads.take(url: "a", length: 10, from: 4, count: 1), "dropped with the mismatch")
+        heads.keep(url: "b", length: 10, bytes: [1, 2, 3])
+        time.advance(SegmentHeads.life + 1)
+        XCTAssertNil(heads.take(url: "b", length: 10, from: 0, count: 3), "past its life")
+        XCTAssertEqual(heads.keptBytes, 0)
+        let big = [UInt8](repeating: 7, count: SegmentHeads.budget / 2)
+        heads.keep(url: "c", length: Int64(big.count), bytes: big)
+        heads.keep(url: "d", length: Int64(big.count), bytes: big)
+        heads.keep(url: "e", length: 4, bytes: [9, 9, 9, 9])
+        XCTAssertLessThanOrEqual(heads.keptBytes, SegmentHeads.budget)
+        XCTAssertNil(heads.take(url: "c", length: Int64(big.count), from: 0, count: 1), "the oldest went first")
+        XCTAssertEqual(heads.take(url: "e", length: 4, from: 0, count: 4), [9, 9, 9, 9])
+        XCTAssertEqual(heads.take(url: "d", length: Int64(big.count), from: 0, count: Int64(big.count))?.count, big.count)
+    }
+
     func testThePartHoldingAnOffset_isFoundByItsStart() {
         let offsets: [Int64] = [0, 1000, 2500, 2500, 3200]
         XCTAssertEqual(FileLoader.part(containing: 0, in: offsets), 0)
