@@ -42,4 +42,10 @@ package enum OriginProtocols {
 
     /// The origins whose last answer came over HTTP/2 or later.
     package static var known: Set<HTTPOrigin> { multiplexing.withLock { $0 } }
+
+    /// Whether `url`'s origin's last answer came over HTTP/2 or later.
+    package static func multiplexes(_ url: String) -> Bool {
+        guard let origin = HTTPOrigin(url: url) else { return false }
+        return multiplexing.withLock { $0.contains(origin) }
+    }
 }

@@ -114,11 +114,15 @@ final class SegmentSizer: Sendable {
     /// Whether a sizing for a read keeps part `index`'s head: each part of
     /// fragmented MP4 (the demuxer reads every moof, at each segment's
     /// start), else the first (a read's first bytes); the whole resource,
-    /// in the clear, among the first `headsPerVOD`.
+    /// in the clear, among the first `headsPerVOD`; from an origin that
+    /// answered over HTTP/1, where the lengths take a round trip per eight
+    /// segments whose links carry the heads for nothing. An HTTP/2 origin
+    /// answers every HEAD in one round trip, and the heads would only put
+    /// their bytes before the reads' (a player's first 3 s, 1.56 → 1.88 s).
     func takesHead(_ index: Int) -> Bool {
         let part = vod.parts[index]
         return part.range == nil && part.encryption == nil && !vod.isArchiveMember && index < Self.headsPerVOD
-            && (index == 0 || vod.contentType == "video/mp4")
+            && (index == 0 || vod.contentType == "video/mp4") && !OriginProtocols.multiplexes(part.url)
     }
 
     private func probe(_ part: Int, priority: FetchRequest.Priority) {

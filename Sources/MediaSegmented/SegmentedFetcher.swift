@@ -83,6 +83,14 @@ package final class SegmentedFetcher: Fetching, Sendable {
         sizer(of: url) != nil
     }
 
+    /// Whether a read of `url` now would size a VOD that keeps heads for
+    /// it (`SegmentSizer.takesHead` of its first part): a lookup by a
+    /// process that reads next then asks its first bytes (decision 0062).
+    package func sizingKeepsHeads(of url: String) -> Bool {
+        guard let sizer = sizer(of: url), sizer.layout == nil, !sizer.vod.parts.isEmpty else { return false }
+        return sizer.takesHead(0)
+    }
+
     /// Whether `url` is an archive member's, served from its volumes.
     package func isArchiveMember(_ url: String) -> Bool {
         sizer(of: url)?.vod.isArchiveMember ?? false

@@ -183,9 +183,13 @@ final class SegmentedTransfer: TransferDelegate, @unchecked Sendable {
             }
             return end(head: nil, error: MediaError(ECANCELED, "cancelled"))
         }
-        if let pending = pendingHead {
+        if var pending = pendingHead {
             pendingHead = nil
             headSent = true
+            // Answered from memory: its time is no round trip of the link
+            // (taken for one, the link looked near and reads lost their
+            // link-sized windows).
+            pending.roundTrip = .unknown
             guard delegate.transfer(id, receiveHead: pending) else { return end(head: nil, error: MediaError(ECANCELED, "cancelled")) }
         }
         let count = kept.count

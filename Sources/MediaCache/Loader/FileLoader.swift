@@ -265,10 +265,12 @@ public final class FileLoader: TransferDelegate, Sendable {
     /// What a lookup's probe fetches of the file. A segmented VOD's size is
     /// its parts' lengths: a stat sends one request per part at most, and
     /// none of the file's bytes unless the process that looks it up reads
-    /// it next (`readsNext`): then its first bytes come as any file's, and
-    /// the sizing they wait on brings its segments' heads (decision 0062).
+    /// it next (`readsNext`) and the sizing would bring its segments' heads
+    /// (an HTTP/1 origin's): then its first bytes come as any file's, and
+    /// the sizing they wait on brings the heads (decision 0062).
     func firstBytesOfLookup(readsNext: Bool) -> Int64 {
-        context.segmented?.serves(source.url) == true && !readsNext ? 0 : settings.probeFirstBytes
+        guard let segmented = context.segmented, segmented.serves(source.url) else { return settings.probeFirstBytes }
+        return readsNext && segmented.sizingKeepsHeads(of: source.url) ? settings.probeFirstBytes : 0
     }
 
     /// `streams`: the lookup's process plays from the start; over HTTP its
