@@ -334,3 +334,26 @@ def test_an_http2_origin_takes_a_vods_length_probes_as_streams_of_one_connection
     assert len({r[3] for r in heads}) == 1, f"the lengths used connections {sorted({r[3] for r in heads})}"
     assert read_whole(m.path("vod.ts")) == whole
     assert {r[4] for r in server.log()} == {"HTTP/2.0"}
+
+
+def test_an_http2_origin_gets_heads_for_the_lengths_even_from_a_reader_that_reads_next(mount, tls_h2, delayed,
+                                                                                     clean_env):
+    """Decision 0062: ffprobe's lookup of a cold VOD asks its segments'
+    heads with their lengths only over HTTP/1. An HTTP/2 origin answers
+    every HEAD in one round trip, and the heads would only put their bytes
+    before the reads': the lengths are HEADs, and the first segment's
+    head waits for the read."""
+    server, root = tls_h2
+    lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:2", "#EXT-X-PLAYLIST-TYPE:VOD"]
+    for i in range(8):
+        (root / f"seg{i:02d}.ts").write_bytes(data_of(50_000 + i, 500 + i))
+        lines += ["#EXTINF:2.0,", f"seg{i:02d}.ts"]
+    (root / "vod.m3u8").write_text("\n".join(lines + ["#EXT-X-ENDLIST", ""]))
+    port = delayed(server.port, 20)
+    m = mount(f"https://127.0.0.1:{port}/vod.m3u8", extra=(*MOUNT_ARGS, "--timeout", "30", "--cacert", server.cert))
+    # Not media: ffprobe fails, after its lookup and reads.
+    subprocess.run(["ffprobe", "-v", "quiet", str(m.path("vod.ts"))], timeout=60, check=False)
+    log = server.log()
+    heads = sorted(r[2] for r in log if r[1] == "HEAD")
+    assert heads == [f"/seg{i:02d}.ts" for i in range(8)], log
+    assert {r[4] for r in log} == {"HTTP/2.0"}, log
