@@ -173,13 +173,7 @@ class HlsBench:
 
     @staticmethod
     def drop():
-        """The page cache dropped, then ffmpeg's and ffprobe's own binaries and
-        libraries loaded back (`-version`): dropping them too cost the first
-        command after a drop about 0.3 s here, which would time the program's
-        loading, not the reads of the file."""
-        rig.drop_caches()
-        for tool in ("ffmpeg", "ffprobe"):
-            subprocess.run([tool, "-version"], check=True, stdout=subprocess.DEVNULL, timeout=60)
+        rig.drop_caches_but_tools()
 
     def cold_start(self, kind):
         """No page cache anywhere, then the segments read back so nginx serves them from RAM."""

@@ -130,7 +130,7 @@ class SFTPBench:
     def media_row(self, row, kind, how, tool):
         for _ in range(RUNS):
             cache = self.b.fresh_dir(f"cache-sftp-{tool}")
-            rig.drop_caches()
+            rig.drop_caches_but_tools()
             with self.mount(tool, cache, row) as mnt:
                 t = time.perf_counter()
                 subprocess.run(how(os.path.join(mnt.mp, f"video.{kind}")), check=True, capture_output=True,

@@ -241,11 +241,13 @@ class WanBench:
         for phase in PHASES:
             runs = []
             for _ in range(RUNS):
+                # The media rows' programs stay loaded (rig.drop_caches_but_tools).
+                drop = rig.drop_caches if how in ("seq", "head") else rig.drop_caches_but_tools
                 if tool == "local":
-                    rig.drop_caches()
+                    drop()
                     runs.append((self.act(how, src), None, None))
                     continue
-                rig.drop_caches()
+                drop()
                 b.warm_source(src)
                 m = b.nginx.mark()
                 if tool == "direct":
@@ -310,7 +312,8 @@ class WanBench:
             return
         print()
         print("WAN (bench/linkem.py in front of nginx): seconds (requests at nginx), cold / replayed.")
-        print("cold = fresh cache, page cache dropped; replayed = page cache dropped, disk cache kept (remount).")
+        print("cold = fresh cache, page cache dropped; replayed = page cache dropped, disk cache kept (remount); "
+              "the media rows' ffmpeg and ffprobe loaded back after each drop, for every tool.")
         print("direct = ffprobe/ffmpeg/curl on the URL through the link; ratio = mediafs ÷ best of direct and rclone.")
         tools = [t for t in TOOLS if t != "rclone" or "rclone" in self.b.tools]
         for link in self.results:
