@@ -53,10 +53,7 @@ final class SegmentHeads: Sendable {
         let now = clock.monotonic()
         state.withLock { state in
             Self.drop(url, in: &state)
-            state.heads[url] = Head(length: length, pieces: [Piece(start: 0, bytes: bytes)], keptAt: now)
-            state.order.append(url)
-            state.bytes += bytes.count
-            Self.trim(&state, now: now)
+            Self.add(Piece(start: 0, bytes: bytes), of: url, length: length, in: &state, now: now)
         }
     }
 
@@ -95,19 +92,24 @@ final class SegmentHeads: Sendable {
         guard !bytes.isEmpty else { return }
         let now = clock.monotonic()
         state.withLock { state in
-            let piece = Piece(start: start, bytes: bytes)
-            if var head = state.heads[url] {
-                guard head.length == length,
-                      !head.pieces.contains(where: { $0.start < piece.end && piece.start < $0.end }) else { return }
-                head.pieces.append(piece)
-                state.heads[url] = head
-            } else {
-                state.heads[url] = Head(length: length, pieces: [piece], keptAt: now)
-                state.order.append(url)
-            }
-            state.bytes += bytes.count
-            Self.trim(&state, now: now)
+            Self.add(Piece(start: start, bytes: bytes), of: url, length: length, in: &state, now: now)
         }
+    }
+
+    /// Adds `piece` to what is kept of `url` (a new head, kept now, if
+    /// none), unless another length or bytes already kept say otherwise.
+    private static func add(_ piece: Piece, of url: String, length: Int64, in state: inout State, now: Double) {
+        if var head = state.heads[url] {
+            guard head.length == length,
+                  !head.pieces.contains(where: { $0.start < piece.end && piece.start < $0.end }) else { return }
+            head.pieces.append(piece)
+            state.heads[url] = head
+        } else {
+            state.heads[url] = Head(length: length, pieces: [piece], keptAt: now)
+            state.order.append(url)
+        }
+        state.bytes += piece.bytes.count
+        trim(&state, now: now)
     }
 
     /// Bytes kept now (for tests and the budget's check).

@@ -81,9 +81,9 @@ public final class ProcessClassifier: Sendable {
                                     parentName: stat.parent > 0 ? table.name(of: stat.parent) ?? "" : "")
         var found = (classifies ? classify(process, stat: stat, arguments: arguments ?? []) : .player).of(process)
         found.startsElsewhere = Self.startsElsewhere(arguments ?? [])
-        found.streamsFromLookup = found.readClass == .play && !found.startsElsewhere
-            && Self.players.contains(process.name)
-        found.readsAfterLookup = Self.players.contains(process.name) || scanners.contains(process.name)
+        let knownPlayer = Self.players.contains(process.name)
+        found.streamsFromLookup = found.readClass == .play && !found.startsElsewhere && knownPlayer
+        found.readsAfterLookup = knownPlayer || scanners.contains(process.name)
         known.withLock { table in
             if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
             table[pid] = Known(startTime: stat.startTime, reader: found)
